@@ -8,6 +8,7 @@ import (
 	_ "github.com/Masterminds/semver/v3"
 	_ "github.com/go-logr/logr"
 	_ "github.com/go-logr/zapr"
+	_ "github.com/spf13/pflag"
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/stretchr/testify/assert"
 	_ "github.com/stretchr/testify/require"

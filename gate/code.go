@@ -1,0 +1,50 @@
+package gate
+
+// Code is a stable reason code. Codes are a documented interface: dashboards,
+// audit queries and runbooks key on them, so a code is never renamed.
+type Code string
+
+// Plan codes (design section 4). Node reviews reuse them, prefixed by the Plan.
+const (
+	CodeMixedPlan            Code = "MixedPlan"
+	CodeUnpinnedVersion      Code = "UnpinnedVersion"
+	CodeConcurrencyNotSerial Code = "ConcurrencyNotSerial"
+	CodeCordonRequired       Code = "CordonRequired"
+	CodeSelectorInvalid      Code = "SelectorInvalid"
+	CodeRecordMissing        Code = "RecordMissing"
+	CodeRecordInvalid        Code = "RecordInvalid"
+	CodeRecordNotQualified   Code = "RecordNotQualified"
+	CodeCanaryIncomplete     Code = "CanaryIncomplete"
+	CodeEvidenceStale        Code = "EvidenceStale"
+	CodeEvidenceFromFuture   Code = "EvidenceFromFuture"
+	CodeSelfApproved         Code = "SelfApproved"
+	CodeHardwareUnknown      Code = "HardwareUnknown"
+	CodeHardwareNotQualified Code = "HardwareNotQualified"
+	CodeFactsMissing         Code = "FactsMissing"
+	CodeTargetNotQualified   Code = "TargetNotQualified"
+	CodeSourceMismatch       Code = "SourceMismatch"
+	CodeRKE2Downgrade        Code = "RKE2Downgrade"
+	CodeMinorSkip            Code = "MinorSkip"
+	CodeVersionSkew          Code = "VersionSkew"
+	CodeComponentDowngrade   Code = "ComponentDowngrade"
+	CodeMultipleCanaries     Code = "MultipleCanaries"
+	CodeCanaryNotProven      Code = "CanaryNotProven"
+	CodeCrossFailureDomain   Code = "CrossFailureDomain"
+	CodeGPUHolders           Code = "GPUHolders"
+	CodeVersionEditInFlight  Code = "VersionEditInFlight"
+	CodeVersionInvalid       Code = "VersionInvalid"
+	CodeNoChange             Code = "NoChange"
+)
+
+// Node codes.
+const (
+	CodeModeChangeNotCordoned    Code = "ModeChangeNotCordoned"
+	CodeModeUnsupported          Code = "ModeUnsupported"
+	CodeModeLabelsInconsistent   Code = "ModeLabelsInconsistent"
+	CodeUncordonDuringTransition Code = "UncordonDuringTransition"
+)
+
+// CodeReviewInvalid is what an adapter answers when the request itself cannot
+// be read (malformed object, kind that does not match the resource). The
+// engine never produces it; it is here so every code lives in one list.
+const CodeReviewInvalid Code = "ReviewInvalid"

@@ -1,0 +1,252 @@
+package gate
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// Well-known names the rules read.
+const (
+	// AnnotationQualification on a Plan names the record ConfigMap.
+	AnnotationQualification = "gpu-upgrade-gate.io/qualification"
+	// AnnotationBreakGlass on a Plan or Node carries the reason for an
+	// emergency override; honoured only for the break-glass group.
+	AnnotationBreakGlass = "gpu-upgrade-gate.io/break-glass"
+	// AnnotationRollback on a Plan says it moves nodes from the record's
+	// target back to its source (a proven rollback).
+	AnnotationRollback = "gpu-upgrade-gate.io/rollback"
+
+	LabelZone = "topology.kubernetes.io/zone"
+)
+
+// WorkloadRef points at the Deployment or DaemonSet whose image tag is the
+// cluster-wide version of a tuple component.
+type WorkloadRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Container is the container whose image counts; empty means the first.
+	Container string `json:"container,omitempty"`
+}
+
+// Exemption lets a configured system identity through, visibly: the decision
+// names it in the audit annotations.
+type Exemption struct {
+	// Name is what the audit annotation says.
+	Name string `json:"name"`
+	// Resources the exemption applies to: "plans", "nodes".
+	Resources []string `json:"resources"`
+	// Users and Groups: the requester must match one of them when set.
+	Users  []string `json:"users,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+	// Namespaces and MatchLabels narrow a Plan exemption (e.g. Rancher-managed
+	// Plans: namespace cattle-system, label rancher-managed=true).
+	Namespaces  []string          `json:"namespaces,omitempty"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+}
+
+// Config is the engine's configuration: the same file serves the webhook
+// (--config) and the CLI.
+type Config struct {
+	// Namespace is the gate's own namespace: the only place records are read.
+	Namespace string `json:"namespace"`
+	// SUCNamespaces are where SUC reads Plans; Plans elsewhere are inert.
+	SUCNamespaces []string `json:"sucNamespaces"`
+	// WaveSize is how many pending GPU nodes one Plan may hold.
+	WaveSize int `json:"waveSize"`
+	// MaxCanaryAge bounds the record's evidence age (ceiling 2160h).
+	MaxCanaryAge metav1.Duration `json:"maxCanaryAge"`
+	// ClockSkew is how far in the future completedAt may lie.
+	ClockSkew metav1.Duration `json:"clockSkew"`
+	// ExpiryWarning: warn when the record expires within this window.
+	ExpiryWarning metav1.Duration `json:"expiryWarning"`
+	// GPUVendors are the PCI vendor IDs whose devices make a GPU node.
+	GPUVendors []string `json:"gpuVendors"`
+	// RKE2Images are upgrade image repositories that make a Plan an RKE2 Plan.
+	RKE2Images   []string    `json:"rke2Images"`
+	GPUOperator  WorkloadRef `json:"gpuOperator"`
+	DCGMExporter WorkloadRef `json:"dcgmExporter"`
+	Exemptions   []Exemption `json:"exemptions,omitempty"`
+	// BreakGlassGroup may use the break-glass annotation; empty disables it.
+	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() *Config {
+	return &Config{
+		Namespace:     "gpu-upgrade-gate",
+		SUCNamespaces: []string{"system-upgrade"},
+		WaveSize:      1,
+		MaxCanaryAge:  metav1.Duration{Duration: qualification.DefaultMaxAge},
+		ClockSkew:     metav1.Duration{Duration: qualification.DefaultClockSkew},
+		ExpiryWarning: metav1.Duration{Duration: 72 * time.Hour},
+		GPUVendors:    []string{"10de"},
+		RKE2Images:    []string{"rancher/rke2-upgrade"},
+		GPUOperator:   WorkloadRef{Namespace: "gpu-operator", Name: "gpu-operator", Container: "gpu-operator"},
+		DCGMExporter:  WorkloadRef{Namespace: "gpu-operator", Name: "nvidia-dcgm-exporter", Container: "nvidia-dcgm-exporter"},
+		Exemptions: []Exemption{{
+			Name:      "system-controllers",
+			Resources: []string{"nodes"},
+			Users: []string{
+				"system:serviceaccount:system-upgrade:system-upgrade",
+				"system:serviceaccount:gpu-operator:gpu-operator",
+				"system:serviceaccount:gpu-operator:node-feature-discovery-master",
+				"system:serviceaccount:node-feature-discovery:nfd-master",
+			},
+		}},
+		BreakGlassGroup: "gpu-upgrade-gate:break-glass",
+	}
+}
+
+// LoadConfig reads a YAML config strictly over the defaults: an unknown key
+// or a bad value is an error naming the field, never silently a default.
+func LoadConfig(data []byte) (*Config, error) {
+	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	if errs := cfg.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("config: %w", errs.ToAggregate())
+	}
+	return cfg, nil
+}
+
+var pciVendorRE = regexp.MustCompile(`^[0-9a-f]{4}$`)
+
+// Validate reports every configuration problem at once.
+func (c *Config) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("namespace"), c.Namespace, msgs[0]))
+	}
+	if len(c.SUCNamespaces) == 0 {
+		errs = append(errs, field.Required(field.NewPath("sucNamespaces"), "at least one namespace where SUC reads Plans"))
+	}
+	for i, ns := range c.SUCNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("sucNamespaces").Index(i), ns, msgs[0]))
+		}
+	}
+	if c.WaveSize < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("waveSize"), c.WaveSize, "must be 1 or more (1 means one canary at a time)"))
+	}
+	if age := c.MaxCanaryAge.Duration; age <= 0 || age > qualification.MaxAgeCeiling {
+		errs = append(errs, field.Invalid(field.NewPath("maxCanaryAge"), age.String(), fmt.Sprintf("must be above 0 and at most %s", qualification.MaxAgeCeiling)))
+	}
+	if skew := c.ClockSkew.Duration; skew < 0 || skew > qualification.MaxClockSkew {
+		errs = append(errs, field.Invalid(field.NewPath("clockSkew"), skew.String(), fmt.Sprintf("must be between 0 and %s", qualification.MaxClockSkew)))
+	}
+	if c.ExpiryWarning.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("expiryWarning"), c.ExpiryWarning.Duration.String(), "must not be negative"))
+	}
+	if len(c.GPUVendors) == 0 {
+		errs = append(errs, field.Required(field.NewPath("gpuVendors"), "at least one PCI vendor ID, e.g. 10de"))
+	}
+	for i, v := range c.GPUVendors {
+		if !pciVendorRE.MatchString(v) {
+			errs = append(errs, field.Invalid(field.NewPath("gpuVendors").Index(i), v, "expected 4 lower-case hex digits, e.g. 10de"))
+		}
+	}
+	if len(c.RKE2Images) == 0 {
+		errs = append(errs, field.Required(field.NewPath("rke2Images"), "at least one upgrade image repository, e.g. rancher/rke2-upgrade"))
+	}
+	errs = append(errs, c.GPUOperator.validate(field.NewPath("gpuOperator"))...)
+	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
+	for i, e := range c.Exemptions {
+		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)
+	}
+	return errs
+}
+
+func (w WorkloadRef) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if msgs := validation.IsDNS1123Label(w.Namespace); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("namespace"), w.Namespace, msgs[0]))
+	}
+	if msgs := validation.IsDNS1123Subdomain(w.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("name"), w.Name, msgs[0]))
+	}
+	return errs
+}
+
+var exemptResources = []string{"plans", "nodes"}
+
+func (e Exemption) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if e.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "the name the audit annotation shows"))
+	}
+	if len(e.Resources) == 0 {
+		errs = append(errs, field.Required(path.Child("resources"), `one or more of "plans", "nodes"`))
+	}
+	for i, r := range e.Resources {
+		if !slices.Contains(exemptResources, r) {
+			errs = append(errs, field.NotSupported(path.Child("resources").Index(i), r, exemptResources))
+		}
+	}
+	if len(e.Users) == 0 && len(e.Groups) == 0 && len(e.MatchLabels) == 0 {
+		errs = append(errs, field.Required(path, "users, groups or matchLabels: an exemption that matches everyone would disable the gate"))
+	}
+	return errs
+}
+
+// matches says whether the exemption covers this request.
+func (e Exemption) matches(resource string, user UserInfo, namespace string, labels map[string]string) bool {
+	if !slices.Contains(e.Resources, resource) {
+		return false
+	}
+	if len(e.Users) > 0 || len(e.Groups) > 0 {
+		ok := slices.Contains(e.Users, user.Name)
+		for _, g := range user.Groups {
+			ok = ok || slices.Contains(e.Groups, g)
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(e.Namespaces) > 0 && !slices.Contains(e.Namespaces, namespace) {
+		return false
+	}
+	for k, v := range e.MatchLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// exemption returns the name of the first exemption that matches, or "".
+func (c *Config) exemption(resource string, user UserInfo, namespace string, labels map[string]string) string {
+	for _, e := range c.Exemptions {
+		if e.matches(resource, user, namespace, labels) {
+			return e.Name
+		}
+	}
+	return ""
+}
+
+// UserInfo is the requester as the API server authenticated it.
+type UserInfo struct {
+	Name   string
+	Groups []string
+}
+
+// breakGlass returns the reason when the requester may and did break glass.
+func (c *Config) breakGlass(user UserInfo, annotations map[string]string) string {
+	reason := annotations[AnnotationBreakGlass]
+	if c.BreakGlassGroup == "" || reason == "" || !slices.Contains(user.Groups, c.BreakGlassGroup) {
+		return ""
+	}
+	return reason
+}

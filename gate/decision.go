@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Audit annotation keys. The API server stores them as
+// "<webhook name>/<key>" in the audit event of the request.
+const (
+	AuditDecision   = "decision"
+	AuditReasons    = "reasons"
+	AuditRecord     = "record"
+	AuditNodes      = "nodes"
+	AuditExemption  = "exemption"
+	AuditBreakGlass = "break-glass"
+)
+
+// Blocker is one violated rule. Err carries the field path of the object
+// under review, the value seen and the detail ("what is wrong; what to do").
+type Blocker struct {
+	Code Code
+	// Node names the node the blocker is about, when there is one.
+	Node string
+	// Plan is "namespace/name" of the Plan whose rules produced the blocker
+	// during a Node review.
+	Plan string
+	Err  *field.Error
+}
+
+// Message is the blocker's line in a denial: "[Code] detail".
+func (b Blocker) Message() string {
+	var sb strings.Builder
+	if b.Plan != "" {
+		sb.WriteString("Plan ")
+		sb.WriteString(b.Plan)
+		sb.WriteString(": ")
+	}
+	sb.WriteString("[")
+	sb.WriteString(string(b.Code))
+	sb.WriteString("] ")
+	sb.WriteString(b.Err.Detail)
+	return sb.String()
+}
+
+// RecordInfo identifies the qualification record a decision used.
+type RecordInfo struct {
+	ConfigMap      string `json:"configMap,omitempty"`
+	ID             string `json:"id"`
+	SourceRevision string `json:"sourceRevision"`
+	ApprovedBy     string `json:"approvedBy,omitempty"`
+	CompletedAt    string `json:"completedAt,omitempty"`
+	Expires        string `json:"expires,omitempty"`
+}
+
+// Ref is "id@sourceRevision", the record's identity in audit annotations.
+func (r *RecordInfo) Ref() string {
+	if r == nil {
+		return ""
+	}
+	return r.ID + "@" + strings.ToLower(r.SourceRevision)
+}
+
+// Decision is the engine's answer. Adapters render it; they never change it.
+type Decision struct {
+	Allowed bool
+	// Object names what was reviewed, e.g. "Plan system-upgrade/gpu-canary".
+	Object   string
+	Blockers []Blocker
+	Warnings []string
+	Record   *RecordInfo
+	// Nodes are the pending GPU nodes (Plans) or the node under review.
+	Nodes []string
+	// Exemption names the configured exemption that allowed the request.
+	Exemption string
+	// BreakGlass holds the reason given in the break-glass annotation when it
+	// was honoured.
+	BreakGlass string
+}
+
+// Codes lists the distinct blocker codes in the order they were found.
+func (d *Decision) Codes() []Code {
+	var codes []Code
+	seen := map[Code]bool{}
+	for _, b := range d.Blockers {
+		if !seen[b.Code] {
+			seen[b.Code] = true
+			codes = append(codes, b.Code)
+		}
+	}
+	return codes
+}
+
+// Message is the denial text: the object, then one line per blocker.
+func (d *Decision) Message() string {
+	if len(d.Blockers) == 0 {
+		return d.Object + " is allowed"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s is denied by gpu-upgrade-gate (%d blocker", d.Object, len(d.Blockers))
+	if len(d.Blockers) != 1 {
+		sb.WriteString("s")
+	}
+	sb.WriteString("):")
+	for _, b := range d.Blockers {
+		sb.WriteString("\n")
+		sb.WriteString(b.Message())
+	}
+	return sb.String()
+}
+
+// ErrorList renders the blockers as field errors for the API status causes.
+func (d *Decision) ErrorList() field.ErrorList {
+	errs := make(field.ErrorList, 0, len(d.Blockers))
+	for _, b := range d.Blockers {
+		e := *b.Err
+		e.Detail = b.Message()
+		errs = append(errs, &e)
+	}
+	return errs
+}
+
+// AuditAnnotations are attached to every response so the API server's audit
+// log holds the decision, its reasons, the record and the nodes.
+func (d *Decision) AuditAnnotations() map[string]string {
+	a := map[string]string{AuditDecision: "allow"}
+	if !d.Allowed {
+		a[AuditDecision] = "deny"
+	}
+	if codes := d.Codes(); len(codes) > 0 {
+		s := make([]string, len(codes))
+		for i, c := range codes {
+			s[i] = string(c)
+		}
+		a[AuditReasons] = strings.Join(s, ",")
+	}
+	if ref := d.Record.Ref(); ref != "" {
+		a[AuditRecord] = ref
+	}
+	if len(d.Nodes) > 0 {
+		a[AuditNodes] = strings.Join(d.Nodes, ",")
+	}
+	if d.Exemption != "" {
+		a[AuditExemption] = d.Exemption
+	}
+	if d.BreakGlass != "" {
+		a[AuditBreakGlass] = d.BreakGlass
+	}
+	return a
+}
+
+// blockers collects violations; every rule appends, none stops the review.
+type blockers []Blocker
+
+func (bs *blockers) add(code Code, node string, err *field.Error) {
+	*bs = append(*bs, Blocker{Code: code, Node: node, Err: err})
+}
+
+func (bs *blockers) forbid(code Code, node string, path *field.Path, format string, args ...any) {
+	bs.add(code, node, field.Forbidden(path, fmt.Sprintf(format, args...)))
+}
+
+func (bs *blockers) invalid(code Code, node string, path *field.Path, value any, format string, args ...any) {
+	bs.add(code, node, field.Invalid(path, value, fmt.Sprintf(format, args...)))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

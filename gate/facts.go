@@ -1,0 +1,234 @@
+package gate
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// Label keys the facts come from (reference/labels.md).
+const (
+	nfdPrefix          = "feature.node.kubernetes.io/"
+	labelPCIPrefix     = nfdPrefix + "pci-"
+	labelKernelFull    = nfdPrefix + "kernel-version.full"
+	labelGPUPresent    = "nvidia.com/gpu.present"
+	labelDriverFull    = "nvidia.com/cuda.driver-version.full"
+	labelDriverMajor   = "nvidia.com/cuda.driver-version.major"
+	labelDriverMinor   = "nvidia.com/cuda.driver-version.minor"
+	labelDriverRev     = "nvidia.com/cuda.driver-version.revision"
+	labelOldDriverMaj  = "nvidia.com/cuda.driver.major"
+	labelOldDriverMin  = "nvidia.com/cuda.driver.minor"
+	labelOldDriverRev  = "nvidia.com/cuda.driver.rev"
+	labelControlPlane  = "node-role.kubernetes.io/control-plane"
+	nodeFeatureRuleDoc = "install the chart's NodeFeatureRule (nodeFeatureRule.enabled=true), which publishes feature.node.kubernetes.io/pci-<vendor>_<device>_<subvendor>_<subdevice>.present labels without changing NFD's deviceLabelFields"
+)
+
+// Cluster is the state the rules read. Adapters fill it from informer caches
+// (webhook) or from a snapshot file (CLI); the engine never fetches.
+type Cluster struct {
+	Nodes []*corev1.Node
+	// Plans in the SUC namespaces, for Node reviews.
+	Plans []*upgradev1.Plan
+	// Records by ConfigMap name, from labelled ConfigMaps of the gate's
+	// namespace only.
+	Records map[string]RecordEntry
+	// ServerVersion is the API server's gitVersion.
+	ServerVersion string
+	// GPUOperatorImage and DCGMExporterImage are the images of the configured
+	// workloads; empty when the workload was not found.
+	GPUOperatorImage  string
+	DCGMExporterImage string
+}
+
+// RecordEntry is a record ConfigMap as loaded: the record, or why it failed.
+type RecordEntry struct {
+	Record *qualification.Record
+	Err    error
+}
+
+// NodeFacts is what the rules know about one node.
+type NodeFacts struct {
+	Name string
+	GPU  bool
+	// Identities are the subsystem-qualified GPU identities, sorted:
+	// vendor:device/subvendor:subdevice.
+	Identities    []string
+	Kernel        string
+	RKE2          string
+	Driver        string
+	Zone          string
+	Ready         bool
+	Unschedulable bool
+	ControlPlane  bool
+}
+
+// FactsOf reads a node's facts from its labels and status.
+func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
+	f := NodeFacts{
+		Name:          n.Name,
+		Kernel:        n.Status.NodeInfo.KernelVersion,
+		RKE2:          n.Status.NodeInfo.KubeletVersion,
+		Zone:          n.Labels[LabelZone],
+		Unschedulable: n.Spec.Unschedulable,
+		ControlPlane:  hasKey(n.Labels, labelControlPlane),
+	}
+	if f.Kernel == "" {
+		f.Kernel = n.Labels[labelKernelFull]
+	}
+	f.Driver = driverOf(n.Labels)
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			f.Ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	f.GPU = n.Labels[labelGPUPresent] == "true"
+	for k, v := range n.Labels {
+		if v != "true" || !strings.HasPrefix(k, labelPCIPrefix) || !strings.HasSuffix(k, ".present") {
+			continue
+		}
+		id, vendor, ok := parsePCILabel(k[len(labelPCIPrefix) : len(k)-len(".present")])
+		if !ok || !slices.Contains(c.GPUVendors, vendor) {
+			continue
+		}
+		f.GPU = true
+		if id != "" && !slices.Contains(f.Identities, id) {
+			f.Identities = append(f.Identities, id)
+		}
+	}
+	slices.Sort(f.Identities)
+	return f
+}
+
+// IsGPUNode is FactsOf(n).GPU without building the identity list.
+func (c *Config) IsGPUNode(n *corev1.Node) bool {
+	if n.Labels[labelGPUPresent] == "true" {
+		return true
+	}
+	for k, v := range n.Labels {
+		if v == "true" && strings.HasPrefix(k, labelPCIPrefix) && strings.HasSuffix(k, ".present") {
+			if _, vendor, ok := parsePCILabel(k[len(labelPCIPrefix) : len(k)-len(".present")]); ok && slices.Contains(c.GPUVendors, vendor) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parsePCILabel reads the device part of an NFD pci label. NFD always orders
+// the parts class, vendor, device, subsystem_vendor, subsystem_device, for
+// whichever fields it is configured with, so after an optional display class
+// the vendor comes first. id is set only when all four IDs are there: the
+// shorter forms mark a GPU node but not its hardware.
+func parsePCILabel(s string) (id, vendor string, ok bool) {
+	parts := strings.Split(s, "_")
+	for _, p := range parts {
+		if len(p) != 4 || !isHex(p) {
+			return "", "", false
+		}
+	}
+	if len(parts) > 1 && isClass(parts[0]) {
+		parts = parts[1:]
+	}
+	switch len(parts) {
+	case 1, 2, 3:
+		return "", parts[0], true
+	case 4:
+		return parts[0] + ":" + parts[1] + "/" + parts[2] + ":" + parts[3], parts[0], true
+	}
+	return "", "", false
+}
+
+// isClass accepts the display controller classes: 0300 (VGA) and 0302 (3D).
+func isClass(s string) bool { return s == "0300" || s == "0302" }
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// driverOf prefers the full version label, then its parts, then the
+// deprecated GFD labels.
+func driverOf(l map[string]string) string {
+	if v := l[labelDriverFull]; v != "" {
+		return v
+	}
+	for _, keys := range [][3]string{{labelDriverMajor, labelDriverMinor, labelDriverRev}, {labelOldDriverMaj, labelOldDriverMin, labelOldDriverRev}} {
+		if l[keys[0]] == "" || l[keys[1]] == "" {
+			continue
+		}
+		v := l[keys[0]] + "." + l[keys[1]]
+		if r := l[keys[2]]; r != "" {
+			v += "." + r
+		}
+		return v
+	}
+	return ""
+}
+
+// Current is the node's tuple as the cluster reports it.
+func (f NodeFacts) Current(cl *Cluster) qualification.Tuple {
+	op, _ := ImageVersion(cl.GPUOperatorImage)
+	dcgm, _ := ImageVersion(cl.DCGMExporterImage)
+	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
+}
+
+// TupleValue returns the tuple member of component c.
+func TupleValue(t qualification.Tuple, c Component) string {
+	switch c {
+	case ComponentKernel:
+		return t.Kernel
+	case ComponentRKE2:
+		return t.RKE2
+	case ComponentDriver:
+		return t.Driver
+	case ComponentGPUOperator:
+		return t.GPUOperator
+	case ComponentDCGMExporter:
+		return t.DCGMExporter
+	}
+	return ""
+}
+
+// SameTuple says whether two tuples name the same versions, component by
+// component.
+func SameTuple(a, b qualification.Tuple) bool {
+	for _, c := range Components {
+		if !SameComponent(c, TupleValue(a, c), TupleValue(b, c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// tupleDiff lists "component current -> wanted" for the members that differ.
+func tupleDiff(have, want qualification.Tuple) []string {
+	var d []string
+	for _, c := range Components {
+		h, w := TupleValue(have, c), TupleValue(want, c)
+		if !SameComponent(c, h, w) {
+			d = append(d, string(c)+" "+quoteOrNone(h)+" (want "+quoteOrNone(w)+")")
+		}
+	}
+	return d
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

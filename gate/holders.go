@@ -1,0 +1,105 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// gpuResourcePrefixes are the extended resources that mean "this Pod holds a
+// GPU" (the anchor CLI's list).
+var gpuResourcePrefixes = []string{"nvidia.com/", "requests.nvidia.com/", "amd.com/gpu", "gpu.intel.com/"}
+
+// Holder is a Pod that holds GPUs on a node, reported by its controller so a
+// person sees "VirtualMachineInstance tenant-a/vm-1", not a Pod hash.
+type Holder struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	// Owner is "Kind/name" of the controlling owner, or "Pod/<name>".
+	Owner     string   `json:"owner"`
+	Resources []string `json:"resources"`
+}
+
+func (h Holder) String() string {
+	return fmt.Sprintf("%s %s/%s [%s]", strings.SplitN(h.Owner, "/", 2)[0], h.Namespace, ownerName(h.Owner), strings.Join(h.Resources, ","))
+}
+
+func ownerName(owner string) string {
+	if i := strings.IndexByte(owner, '/'); i >= 0 {
+		return owner[i+1:]
+	}
+	return owner
+}
+
+// HoldersOf returns the GPU holders among pods: non-terminal, not deleting,
+// and asking for a GPU resource in any container kind or the overhead, or
+// using dynamic resource claims. KubeVirt VMs show as their virt-launcher
+// Pods, owned by the VirtualMachineInstance.
+func HoldersOf(pods []corev1.Pod) []Holder {
+	var hs []Holder
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		res := gpuResources(p)
+		if len(res) == 0 {
+			continue
+		}
+		owner := "Pod/" + p.Name
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			owner = ref.Kind + "/" + ref.Name
+		}
+		hs = append(hs, Holder{Namespace: p.Namespace, Pod: p.Name, Owner: owner, Resources: res})
+	}
+	return hs
+}
+
+func gpuResources(p *corev1.Pod) []string {
+	var res []string
+	addList := func(l corev1.ResourceList) {
+		for name, q := range l {
+			if q.Sign() > 0 && isGPUResource(string(name)) && !slices.Contains(res, string(name)) {
+				res = append(res, string(name))
+			}
+		}
+	}
+	for _, set := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range set {
+			addList(c.Resources.Requests)
+			addList(c.Resources.Limits)
+		}
+	}
+	for _, c := range p.Spec.EphemeralContainers {
+		addList(c.Resources.Requests)
+		addList(c.Resources.Limits)
+	}
+	addList(p.Spec.Overhead)
+	if len(p.Spec.ResourceClaims) > 0 {
+		res = append(res, "resourceClaims")
+	}
+	slices.Sort(res)
+	return res
+}
+
+func isGPUResource(name string) bool {
+	for _, p := range gpuResourcePrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// holderList renders holders for a message, grouped by owner.
+func holderList(hs []Holder) string {
+	s := make([]string, len(hs))
+	for i, h := range hs {
+		s[i] = h.String()
+	}
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), "; ")
+}

@@ -1,0 +1,181 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+// GPU mode labels (kube-dc's ownership triple and the GPU Operator's own).
+const (
+	LabelWorkloadMode         = "kube-dc.com/gpu.workload-mode"
+	LabelExpectedWorkloadMode = "kube-dc.com/gpu.expected-workload-mode"
+	LabelWorkloadConfig       = "nvidia.com/gpu.workload.config"
+)
+
+// ModeLabels are the labels whose change flips a node's GPU mode.
+var ModeLabels = []string{LabelWorkloadMode, LabelExpectedWorkloadMode, LabelWorkloadConfig}
+
+// supportedModes maps each supported workload mode to the GPU Operator
+// workload.config it needs; vm-vgpu is deferred.
+var supportedModes = map[string]string{
+	"disabled":       "",
+	"pod-hami":       "container",
+	"pod-hami-dra":   "container",
+	"vm-passthrough": "vm-passthrough",
+}
+
+var supportedWorkloadConfigs = []string{"container", "vm-passthrough"}
+
+// NodeRequest is one Node UPDATE as the API server sent it.
+type NodeRequest struct {
+	Node    *corev1.Node
+	OldNode *corev1.Node
+	User    UserInfo
+	Now     time.Time
+}
+
+// NodeReview decides a Node update in the same two steps as a Plan.
+type NodeReview struct {
+	cfg       *Config
+	cl        *Cluster
+	req       NodeRequest
+	exemption string
+	modeDiff  []string
+	plans     []*PlanReview // GPU Plans the change pulls the node into
+	holders   []string
+}
+
+// PrepareNode finds what the change does: the mode labels it changes and the
+// Plans it pulls the node into.
+func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
+	r := &NodeReview{cfg: cfg, cl: cl, req: req}
+	n, old := req.Node, req.OldNode
+	if r.exemption = cfg.exemption("nodes", req.User, "", n.Labels); r.exemption != "" {
+		return r
+	}
+	if !cfg.IsGPUNode(n) && !cfg.IsGPUNode(old) {
+		return r
+	}
+	for _, k := range ModeLabels {
+		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
+			r.modeDiff = append(r.modeDiff, k)
+		}
+	}
+	if len(r.modeDiff) > 0 {
+		r.holders = append(r.holders, n.Name)
+	}
+	var nodes []*corev1.Node
+	for _, p := range cl.Plans {
+		sel, err := NewPlanSelector(p)
+		if err != nil || !sel.Matches(n) || sel.Matches(old) {
+			continue
+		}
+		if nodes == nil {
+			nodes = withNode(cl.Nodes, n)
+		}
+		view := *cl
+		view.Nodes = nodes
+		pr := PreparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now})
+		if len(pr.gpu) == 0 {
+			continue
+		}
+		r.plans = append(r.plans, pr)
+		r.holders = append(r.holders, pr.HolderNodes()...)
+	}
+	slices.Sort(r.holders)
+	r.holders = slices.Compact(r.holders)
+	return r
+}
+
+// withNode returns the cluster's nodes with n in place of its stored copy.
+func withNode(nodes []*corev1.Node, n *corev1.Node) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(nodes)+1)
+	replaced := false
+	for _, m := range nodes {
+		if m.Name == n.Name {
+			m, replaced = n, true
+		}
+		out = append(out, m)
+	}
+	if !replaced {
+		out = append(out, n)
+	}
+	return out
+}
+
+// HolderNodes are the nodes whose GPU holders Decide needs.
+func (r *NodeReview) HolderNodes() []string { return r.holders }
+
+// Decide applies the Node rules and the rules of every Plan the change pulls
+// the node into.
+func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
+	n, old := r.req.Node, r.req.OldNode
+	d := Decision{Object: "Node " + n.Name, Nodes: []string{n.Name}}
+	if r.exemption != "" {
+		d.Allowed, d.Exemption = true, r.exemption
+		return d
+	}
+	var bs blockers
+	if len(r.modeDiff) > 0 {
+		r.modeRules(&bs, holders, holdersErr)
+	}
+	if old.Spec.Unschedulable && !n.Spec.Unschedulable && n.Labels[LabelWorkloadMode] != n.Labels[LabelExpectedWorkloadMode] {
+		bs.forbid(CodeUncordonDuringTransition, n.Name, field.NewPath("spec", "unschedulable"), "node %s is mid-transition (workload-mode %q, expected %q); keep it cordoned until both labels agree", n.Name, n.Labels[LabelWorkloadMode], n.Labels[LabelExpectedWorkloadMode])
+	}
+	for _, pr := range r.plans {
+		pd := pr.Decide(holders, holdersErr)
+		for _, b := range pd.Blockers {
+			b.Plan = pr.req.Plan.Namespace + "/" + pr.req.Plan.Name
+			b.Err = field.Forbidden(field.NewPath("metadata", "labels"), b.Err.Detail)
+			bs = append(bs, b)
+		}
+	}
+	d.Blockers = bs
+	d.Allowed = len(bs) == 0
+	if !d.Allowed {
+		if reason := r.cfg.breakGlass(r.req.User, n.Annotations); reason != "" {
+			d.Allowed, d.BreakGlass = true, reason
+			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode: %s", r.req.User.Name, reason, codeList(d.Codes())))
+		}
+	}
+	return d
+}
+
+func (r *NodeReview) modeRules(bs *blockers, holders map[string][]Holder, holdersErr error) {
+	n, old := r.req.Node, r.req.OldNode
+	for _, k := range r.modeDiff {
+		path := field.NewPath("metadata", "labels").Key(k)
+		v, set := n.Labels[k]
+		if !old.Spec.Unschedulable || !n.Spec.Unschedulable {
+			bs.invalid(CodeModeChangeNotCordoned, n.Name, path, v, "label %s changes from %q to %q on node %s, which is not cordoned; cordon it first (kubectl cordon %s), check it has no GPU holders, then change the mode", k, old.Labels[k], v, n.Name, n.Name)
+		}
+		if !set {
+			continue
+		}
+		if k == LabelWorkloadConfig {
+			if !slices.Contains(supportedWorkloadConfigs, v) {
+				bs.add(CodeModeUnsupported, n.Name, field.NotSupported(path, v, supportedWorkloadConfigs))
+			}
+		} else if _, ok := supportedModes[v]; !ok {
+			bs.add(CodeModeUnsupported, n.Name, field.NotSupported(path, v, sortedKeys(supportedModes)))
+		}
+	}
+	if holdersErr != nil {
+		bs.forbid(CodeFactsMissing, n.Name, field.NewPath("metadata", "labels"), "the GPU holders on node %s could not be listed (%v); retry when the API server answers", n.Name, holdersErr)
+	} else if hs := holders[n.Name]; len(hs) > 0 {
+		bs.forbid(CodeGPUHolders, n.Name, field.NewPath("metadata", "labels"), "node %s runs %d GPU holder(s): %s; stop or migrate them before changing its GPU mode", n.Name, len(hs), holderList(hs))
+	}
+	mode := n.Labels[LabelWorkloadMode]
+	want, known := supportedModes[mode]
+	if got := n.Labels[LabelWorkloadConfig]; known && want != "" && got != want && !(got == "" && want == "container") {
+		bs.forbid(CodeModeLabelsInconsistent, n.Name, field.NewPath("metadata", "labels").Key(LabelWorkloadConfig), "workload-mode %s needs %s=%s but the node would have %q; change both labels together", mode, LabelWorkloadConfig, want, got)
+	}
+}
+
+var _ = upgradev1.LabelHostname

@@ -1,0 +1,290 @@
+package gate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// nonRKE2 turns the canary Plan into a driver/kernel Plan of a custom image,
+// which carries its own version string.
+func nonRKE2(s *scenario) {
+	s.req.Plan.Spec.Upgrade.Image = "registry.example.com/platform/gpu-node-upgrade"
+	s.req.Plan.Spec.Version = "r580-130"
+}
+
+func useRecord(mod ...func(*qualification.Record)) func(*scenario) {
+	return func(s *scenario) { s.cluster.Records["v100-r580"] = RecordEntry{Record: record(mod...)} }
+}
+
+func TestPlanRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*scenario)
+		want   []Code // nil: allowed
+	}{
+		{name: "safe canary is allowed", mutate: func(*scenario) {}},
+		{name: "plan selecting only CPU nodes is allowed", mutate: func(s *scenario) {
+			s.req.Plan = canaryPlan("cpu-01")
+			s.req.Plan.Annotations = nil
+			s.req.Plan.Spec.Concurrency = 3
+		}},
+		{name: "MixedPlan: GPU and CPU nodes", mutate: func(s *scenario) { s.req.Plan = canaryPlan("gpu-v100-01", "cpu-01") }, want: []Code{CodeMixedPlan}},
+		{name: "UnpinnedVersion: channel only", mutate: func(s *scenario) {
+			s.req.Plan.Spec.Version, s.req.Plan.Spec.Channel = "", "https://update.rke2.io/v1-release/channels/stable"
+		}, want: []Code{CodeUnpinnedVersion}},
+		{name: "ConcurrencyNotSerial: 2", mutate: func(s *scenario) { s.req.Plan.Spec.Concurrency = 2 }, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "ConcurrencyNotSerial: 0 (SUC selects nothing, still not serial)", mutate: func(s *scenario) { s.req.Plan.Spec.Concurrency = 0 }, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "CordonRequired: neither cordon nor drain", mutate: func(s *scenario) { s.req.Plan.Spec.Cordon = false }, want: []Code{CodeCordonRequired}},
+		{name: "drain without cordon is allowed (drain implies cordon)", mutate: func(s *scenario) {
+			s.req.Plan.Spec.Cordon, s.req.Plan.Spec.Drain = false, &upgradev1.DrainSpec{Force: true}
+		}},
+		{name: "SelectorInvalid: unknown operator", mutate: func(s *scenario) {
+			s.req.Plan.Spec.NodeSelector.MatchExpressions[0].Operator = "Near"
+		}, want: []Code{CodeSelectorInvalid}},
+		{name: "RecordMissing: no annotation", mutate: func(s *scenario) { s.req.Plan.Annotations = nil }, want: []Code{CodeRecordMissing}},
+		{name: "RecordMissing: no such ConfigMap", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationQualification] = "v100-r999" }, want: []Code{CodeRecordMissing}},
+		{name: "RecordInvalid: does not load", mutate: func(s *scenario) {
+			s.cluster.Records["v100-r580"] = RecordEntry{Err: errors.New(`canary.allocationPassed: "yes" is not a boolean`)}
+		}, want: []Code{CodeRecordInvalid}},
+		{name: "RecordInvalid: short sourceRevision", mutate: useRecord(func(r *qualification.Record) { r.SourceRevision = "abc123" }), want: []Code{CodeRecordInvalid}},
+		{name: "RecordInvalid: rollback without source", mutate: func(s *scenario) {
+			useRecord(kubeDC)(s)
+			s.req.Plan.Annotations[AnnotationRollback] = "true"
+		}, want: []Code{CodeRecordInvalid}},
+		{name: "RecordNotQualified: draft", mutate: useRecord(func(r *qualification.Record) { r.State = "draft" }), want: []Code{CodeRecordNotQualified}},
+		{name: "CanaryIncomplete: monitoring failed", mutate: useRecord(func(r *qualification.Record) { r.Canary.MonitoringPassed = false }), want: []Code{CodeCanaryIncomplete}},
+		{name: "EvidenceStale: 720h and one second", mutate: func(s *scenario) { s.req.Now = completedAt.Add(720*time.Hour + time.Second) }, want: []Code{CodeEvidenceStale}},
+		{name: "evidence exactly 720h old is allowed", mutate: func(s *scenario) { s.req.Now = completedAt.Add(720 * time.Hour) }},
+		{name: "EvidenceFromFuture: 5m1s ahead", mutate: func(s *scenario) { s.req.Now = completedAt.Add(-5*time.Minute - time.Second) }, want: []Code{CodeEvidenceFromFuture}},
+		{name: "evidence 5m ahead is allowed (clock skew)", mutate: func(s *scenario) { s.req.Now = completedAt.Add(-5 * time.Minute) }},
+		{name: "SelfApproved: approver applies the Plan", mutate: func(s *scenario) { s.req.User.Name = "bob" }, want: []Code{CodeSelfApproved}},
+		{name: "HardwareUnknown: no subsystem-qualified label", mutate: func(s *scenario) {
+			delete(s.node("gpu-v100-01").Labels, "feature.node.kubernetes.io/pci-10de_1db6_10de_124a.present")
+		}, want: []Code{CodeHardwareUnknown}},
+		{name: "HardwareNotQualified: H200 under a V100 record", mutate: func(s *scenario) { s.req.Plan = canaryPlan("gpu-h200-01") }, want: []Code{CodeHardwareNotQualified}},
+		{name: "FactsMissing: no driver label", mutate: func(s *scenario) {
+			n := s.node("gpu-v100-01")
+			for _, k := range []string{labelDriverFull, labelDriverMajor, labelOldDriverMaj} {
+				delete(n.Labels, k)
+			}
+		}, want: []Code{CodeFactsMissing}},
+		{name: "driver from the part labels is enough", mutate: func(s *scenario) { delete(s.node("gpu-v100-01").Labels, labelDriverFull) }},
+		{name: "FactsMissing: GPU Operator not found", mutate: func(s *scenario) { s.cluster.GPUOperatorImage = "" }, want: []Code{CodeFactsMissing}},
+		{name: "FactsMissing: API server version unknown", mutate: func(s *scenario) { s.cluster.ServerVersion = "" }, want: []Code{CodeFactsMissing}},
+		{name: "TargetNotQualified: other RKE2 version", mutate: func(s *scenario) { s.req.Plan.Spec.Version = "v1.36.2+rke2r1" }, want: []Code{CodeTargetNotQualified}},
+		{name: "the -rke2r form SUC writes is the same version", mutate: func(s *scenario) { s.req.Plan.Spec.Version = "v1.36.1-rke2r1" }},
+		{name: "TargetNotQualified: image tag overrides version", mutate: func(s *scenario) {
+			s.req.Plan.Spec.Upgrade.Image = "rancher/rke2-upgrade:v1.37.0-rke2r1"
+		}, want: []Code{CodeTargetNotQualified}},
+		{name: "image tagged with the version itself is allowed", mutate: func(s *scenario) { s.req.Plan.Spec.Upgrade.Image = "rancher/rke2-upgrade:v1.36.1-rke2r1" }},
+		{name: "SourceMismatch: node is not on the source kernel", mutate: func(s *scenario) {
+			s.node("gpu-v100-01").Status.NodeInfo.KernelVersion = "6.8.0-133-generic"
+		}, want: []Code{CodeSourceMismatch}},
+		{name: "kube-dc record without source accepts any current tuple", mutate: func(s *scenario) {
+			useRecord(kubeDC)(s)
+			s.node("gpu-v100-01").Status.NodeInfo.KernelVersion = "6.8.0-133-generic"
+		}},
+		{name: "RKE2Downgrade: node is newer", mutate: func(s *scenario) {
+			useRecord(kubeDC)(s)
+			s.node("gpu-v100-01").Status.NodeInfo.KubeletVersion = "v1.36.1+rke2r2"
+		}, want: []Code{CodeRKE2Downgrade}},
+		{name: "MinorSkip: 1.34 to 1.36", mutate: func(s *scenario) {
+			useRecord(kubeDC)(s)
+			s.node("gpu-v100-01").Status.NodeInfo.KubeletVersion = "v1.34.9+rke2r1"
+		}, want: []Code{CodeMinorSkip}},
+		{name: "VersionSkew: API server still on 1.35", mutate: func(s *scenario) { s.cluster.ServerVersion = "v1.35.3+rke2r3" }, want: []Code{CodeVersionSkew}},
+		{name: "ComponentDowngrade: driver older than the node's", mutate: func(s *scenario) {
+			useRecord(kubeDC)(s)
+			s.node("gpu-v100-01").Labels[labelDriverFull] = "580.140.01"
+		}, want: []Code{CodeComponentDowngrade}},
+		{name: "ComponentDowngrade: rollback Plan needs rollbackPassed", mutate: func(s *scenario) {
+			rollbackScenario(s)
+			useRecord(func(r *qualification.Record) { r.Target.RKE2 = tupleSource.RKE2; r.Canary.RollbackPassed = false })(s)
+		}, want: []Code{CodeComponentDowngrade, CodeCanaryIncomplete}},
+		{name: "proven rollback is allowed", mutate: rollbackScenario},
+		{name: "MultipleCanaries: two V100 nodes", mutate: func(s *scenario) { s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02") }, want: []Code{CodeMultipleCanaries}},
+		{name: "a node already at target does not count", mutate: func(s *scenario) {
+			setTuple(s.node("gpu-v100-02"), tupleTarget)
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+		}},
+		{name: "CanaryNotProven: wave before any canary", mutate: func(s *scenario) {
+			s.cfg.WaveSize = 3
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+		}, want: []Code{CodeCanaryNotProven}},
+		{name: "wave after a proven canary is allowed", mutate: waveScenario},
+		{name: "CrossFailureDomain: wave spans zones", mutate: func(s *scenario) {
+			waveScenario(s)
+			s.node("gpu-v100-02").Labels[LabelZone] = "zone-b"
+		}, want: []Code{CodeCrossFailureDomain}},
+		{name: "GPUHolders: a VM holds the GPUs", mutate: func(s *scenario) {
+			s.holders["gpu-v100-01"] = []Holder{{Namespace: "tenant-a", Pod: "virt-launcher-vm-1-x", Owner: "VirtualMachineInstance/vm-1", Resources: []string{"nvidia.com/GV100GL_Tesla_V100"}}}
+		}, want: []Code{CodeGPUHolders}},
+		{name: "holders on a node the Plan does not select are irrelevant", mutate: func(s *scenario) {
+			s.holders["gpu-v100-02"] = []Holder{{Namespace: "t", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+		}},
+		{name: "VersionEditInFlight: version edit while applying", mutate: func(s *scenario) {
+			old := s.req.Plan.DeepCopy()
+			old.Spec.Version = "v1.36.0+rke2r1"
+			old.Status.Applying = []string{"gpu-v100-01"}
+			s.req.Operation, s.req.OldPlan = "UPDATE", old
+		}, want: []Code{CodeVersionEditInFlight}},
+		{name: "version edit with nothing applying is allowed", mutate: func(s *scenario) {
+			old := s.req.Plan.DeepCopy()
+			old.Spec.Version = "v1.36.0+rke2r1"
+			s.req.Operation, s.req.OldPlan = "UPDATE", old
+		}},
+		{name: "VersionInvalid: unparsable version", mutate: func(s *scenario) { s.req.Plan.Spec.Version = "v1.36" }, want: []Code{CodeVersionInvalid, CodeTargetNotQualified}},
+		{name: "VersionInvalid: record target driver", mutate: useRecord(func(r *qualification.Record) { r.Target.Driver = "580-beta" }), want: []Code{CodeVersionInvalid}},
+		{name: "non-RKE2 Plan takes RKE2 from the record", mutate: nonRKE2},
+		{name: "non-RKE2 Plan with an RKE2 downgrade in the record", mutate: func(s *scenario) {
+			nonRKE2(s)
+			useRecord(kubeDC, func(r *qualification.Record) { r.Target.RKE2 = "v1.35.1+rke2r1" })(s)
+		}, want: []Code{CodeRKE2Downgrade}},
+		{name: "all violations are reported together", mutate: func(s *scenario) {
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02", "cpu-01")
+			s.req.Plan.Spec.Concurrency = 4
+			s.req.Plan.Spec.Cordon = false
+			s.req.User.Name = "bob"
+		}, want: []Code{CodeMixedPlan, CodeConcurrencyNotSerial, CodeCordonRequired, CodeSelfApproved, CodeMultipleCanaries}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			for _, b := range d.Blockers {
+				assert.NotEmpty(t, b.Err.Field, "blocker %s has no field path", b.Code)
+				assert.NotEmpty(t, b.Err.Detail)
+			}
+		})
+	}
+}
+
+// rollbackScenario: the node runs the record's target; the Plan, annotated
+// as a rollback, moves it back to source. The record changes kernel and
+// driver only, so RKE2 stays put.
+func rollbackScenario(s *scenario) {
+	useRecord(func(r *qualification.Record) { r.Target.RKE2 = tupleSource.RKE2 })(s)
+	nonRKE2(s)
+	at := tupleTarget
+	at.RKE2 = tupleSource.RKE2
+	setTuple(s.node("gpu-v100-01"), at)
+	s.req.Plan.Annotations[AnnotationRollback] = "true"
+}
+
+// waveScenario: wave size 3, a proven canary (gpu-v100-03 at target), and a
+// two-node wave in one zone.
+func waveScenario(s *scenario) {
+	s.cfg.WaveSize = 3
+	s.cluster.Nodes = append(s.cluster.Nodes, v100(s.t, "gpu-v100-03", tupleTarget))
+	s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+}
+
+func TestPlanDecisionShape(t *testing.T) {
+	s := safeScenario(t)
+	s.req.Plan.Spec.Concurrency = 2
+	s.holders["gpu-v100-01"] = []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+	d := s.decide()
+	require.False(t, d.Allowed)
+	msg := d.Message()
+	assert.True(t, strings.HasPrefix(msg, "Plan system-upgrade/gpu-v100-canary is denied"), msg)
+	assert.Contains(t, msg, "\n[ConcurrencyNotSerial] concurrency is 2")
+	assert.Contains(t, msg, "Job ml/train [nvidia.com/gpu]")
+	a := d.AuditAnnotations()
+	assert.Equal(t, "deny", a[AuditDecision])
+	assert.Equal(t, "ConcurrencyNotSerial,GPUHolders", a[AuditReasons])
+	assert.Equal(t, "v100-r580-canary-1@0123456789abcdef0123456789abcdef01234567", a[AuditRecord])
+	assert.Equal(t, "gpu-v100-01", a[AuditNodes])
+	errs := d.ErrorList()
+	require.Len(t, errs, 2)
+	assert.Equal(t, "spec.concurrency", errs[0].Field)
+	assert.Equal(t, "spec.nodeSelector", errs[1].Field)
+}
+
+func TestPlanWarnings(t *testing.T) {
+	t.Run("absent nodeSelector selects nothing", func(t *testing.T) {
+		s := safeScenario(t)
+		s.req.Plan.Spec.NodeSelector = nil
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "nodeSelector is absent")
+	})
+	t.Run("record about to expire", func(t *testing.T) {
+		s := safeScenario(t)
+		s.req.Now = completedAt.Add(700 * time.Hour)
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "expires at 2026-12-20T12:00:00Z")
+	})
+	t.Run("every node at target", func(t *testing.T) {
+		s := safeScenario(t)
+		setTuple(s.node("gpu-v100-01"), tupleTarget)
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Empty(t, d.Nodes)
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "already runs the record's target tuple")
+	})
+}
+
+func TestPlanExemptionAndBreakGlass(t *testing.T) {
+	t.Run("Rancher-managed Plans when configured", func(t *testing.T) {
+		s := safeScenario(t)
+		s.cfg.Exemptions = append(s.cfg.Exemptions, Exemption{Name: "rancher-managed", Resources: []string{"plans"}, Namespaces: []string{"system-upgrade"}, MatchLabels: map[string]string{"rancher-managed": "true"}})
+		s.req.Plan.Spec.Concurrency = 5
+		assert.False(t, s.decide().Allowed, "unlabelled Plan is not exempt")
+		s.req.Plan.Labels = map[string]string{"rancher-managed": "true"}
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Equal(t, "rancher-managed", d.AuditAnnotations()[AuditExemption])
+	})
+	t.Run("break-glass needs the group", func(t *testing.T) {
+		s := safeScenario(t)
+		s.req.Plan.Spec.Concurrency = 5
+		s.req.Plan.Annotations[AnnotationBreakGlass] = "INC-1234 driver hotfix"
+		assert.False(t, s.decide().Allowed, "annotation alone must not allow")
+		s.req.User.Groups = append(s.req.User.Groups, s.cfg.BreakGlassGroup)
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Equal(t, "INC-1234 driver hotfix", d.AuditAnnotations()[AuditBreakGlass])
+		assert.Equal(t, "ConcurrencyNotSerial", d.AuditAnnotations()[AuditReasons], "the overridden reasons stay in the audit log")
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "break-glass")
+	})
+}
+
+func TestPlanSelector(t *testing.T) {
+	s := safeScenario(t)
+	n := s.node("gpu-v100-01")
+	for _, tc := range []struct {
+		name string
+		sel  *metav1.LabelSelector
+		mod  func()
+		want bool
+	}{
+		{"nil selects nothing", nil, func() {}, false},
+		{"empty selects all", &metav1.LabelSelector{}, func() {}, true},
+		{"opted out with disabled", &metav1.LabelSelector{}, func() { n.Labels["plan.upgrade.cattle.io/gpu-v100-canary"] = "disabled" }, false},
+		{"a hash value does not opt out", &metav1.LabelSelector{}, func() { n.Labels["plan.upgrade.cattle.io/gpu-v100-canary"] = "abc" }, true},
+		{"no hostname label", &metav1.LabelSelector{}, func() { delete(n.Labels, "kubernetes.io/hostname") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n = v100(t, "gpu-v100-01", tupleSource)
+			tc.mod()
+			p := canaryPlan()
+			p.Spec.NodeSelector = tc.sel
+			sel, err := NewPlanSelector(p)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, sel.Matches(n))
+		})
+	}
+}
