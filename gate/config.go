@@ -2,14 +2,18 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -107,13 +111,39 @@ func DefaultConfig() *Config {
 	}
 }
 
-// LoadConfig reads a YAML config strictly over the defaults: an unknown key
-// or a bad value is an error naming the field, never silently a default.
+// LoadConfig reads a YAML config strictly: an unknown key (matched case by
+// case), a duplicate key, a wrong type or a bad value is an error naming the
+// key, never silently a default. Keys the file leaves out take the defaults.
 func LoadConfig(data []byte) (*Config, error) {
 	cfg := DefaultConfig()
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		js, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
+		}
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(js, &keys); err != nil || keys == nil {
+			return nil, fmt.Errorf("config: expected a YAML mapping of settings, e.g. \"waveSize: 1\"")
+		}
+		// Decode key by key into a zero Config, so an error names its key and
+		// a list in the file replaces the default list instead of merging into it.
+		file := &Config{}
+		for _, k := range sortedKeys(keys) {
+			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
+			strict, err := sigsjson.UnmarshalStrict(one, file)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s: %w", k, err)
+			}
+			if len(strict) > 0 {
+				return nil, fmt.Errorf("config: %w", strict[0])
+			}
+		}
+		fileV, cfgV := reflect.ValueOf(file).Elem(), reflect.ValueOf(cfg).Elem()
+		for i := 0; i < fileV.NumField(); i++ {
+			key, _, _ := strings.Cut(fileV.Type().Field(i).Tag.Get("json"), ",")
+			if _, set := keys[key]; set {
+				cfgV.Field(i).Set(fileV.Field(i))
+			}
 		}
 	}
 	if errs := cfg.Validate(); len(errs) > 0 {

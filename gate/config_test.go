@@ -1,0 +1,49 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Run("empty file gives the defaults", func(t *testing.T) {
+		cfg, err := LoadConfig(nil)
+		require.NoError(t, err)
+		assert.Equal(t, DefaultConfig(), cfg)
+		assert.Equal(t, 720*time.Hour, cfg.MaxCanaryAge.Duration)
+		assert.Equal(t, 1, cfg.WaveSize)
+	})
+	t.Run("values override defaults", func(t *testing.T) {
+		cfg, err := LoadConfig([]byte("waveSize: 4\nmaxCanaryAge: 1000h\nsucNamespaces: [system-upgrade, cattle-system]\n"))
+		require.NoError(t, err)
+		assert.Equal(t, 4, cfg.WaveSize)
+		assert.Equal(t, 1000*time.Hour, cfg.MaxCanaryAge.Duration)
+		assert.Equal(t, []string{"system-upgrade", "cattle-system"}, cfg.SUCNamespaces)
+		assert.Equal(t, "gpu-upgrade-gate", cfg.Namespace)
+	})
+	refused := []struct{ name, yaml, want string }{
+		{"unknown key", "wavesize: 2\n", `unknown field "wavesize"`},
+		{"zero max age", "maxCanaryAge: 0s\n", "maxCanaryAge: Invalid value: \"0s\""},
+		{"negative max age", "maxCanaryAge: -1h\n", "maxCanaryAge"},
+		{"max age above ceiling", "maxCanaryAge: 2161h\n", "at most 2160h0m0s"},
+		{"bad duration", "maxCanaryAge: soon\n", "maxCanaryAge"},
+		{"negative skew", "clockSkew: -1m\n", "clockSkew"},
+		{"wave size 0", "waveSize: 0\n", "waveSize: Invalid value: 0"},
+		{"bad vendor", "gpuVendors: [10DE]\n", "gpuVendors[0]"},
+		{"no SUC namespaces", "sucNamespaces: []\n", "sucNamespaces: Required"},
+		{"bad namespace", "namespace: Gate_NS\n", "namespace: Invalid value: \"Gate_NS\""},
+		{"exemption matching everyone", "exemptions: [{name: all, resources: [plans]}]\n", "exemptions[0]: Required value"},
+		{"exemption for an unknown resource", "exemptions: [{name: x, resources: [pods], users: [u]}]\n", "exemptions[0].resources[0]: Unsupported value: \"pods\""},
+		{"wrong type", "waveSize: two\n", "waveSize"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig([]byte(tc.yaml))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+func recordConfigMap(t *testing.T, r *qualification.Record) *corev1.ConfigMap {
+	data, err := yaml.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "v100-r580", Namespace: "gpu-upgrade-gate", Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
+		Data:       map[string]string{qualification.ConfigMapKey: string(data)},
+	}
+}
+
+func TestDecideRecord(t *testing.T) {
+	cases := []struct {
+		name    string
+		cm      func(t *testing.T) *corev1.ConfigMap
+		now     time.Time
+		want    []Code
+		warning string
+	}{
+		{name: "valid record", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) }},
+		{name: "RecordInvalid: no key", cm: func(t *testing.T) *corev1.ConfigMap {
+			cm := recordConfigMap(t, record())
+			cm.Data = map[string]string{"record.yaml": "x"}
+			return cm
+		}, want: []Code{CodeRecordInvalid}},
+		{name: "RecordInvalid: yes is not a boolean", cm: func(t *testing.T) *corev1.ConfigMap {
+			cm := recordConfigMap(t, record())
+			cm.Data[qualification.ConfigMapKey] += "\n" // still valid
+			cm.Data[qualification.ConfigMapKey] = replaceOnce(cm.Data[qualification.ConfigMapKey], "allocationPassed: true", "allocationPassed: yes")
+			return cm
+		}, want: []Code{CodeRecordInvalid}},
+		{name: "RecordInvalid: version that does not parse", cm: func(t *testing.T) *corev1.ConfigMap {
+			return recordConfigMap(t, record(func(r *qualification.Record) { r.Target.RKE2 = "1.36" }))
+		}, want: []Code{CodeRecordInvalid}},
+		{name: "RecordNotQualified", cm: func(t *testing.T) *corev1.ConfigMap {
+			return recordConfigMap(t, record(func(r *qualification.Record) { r.State = "pending" }))
+		}, want: []Code{CodeRecordNotQualified}},
+		{name: "CanaryIncomplete", cm: func(t *testing.T) *corev1.ConfigMap {
+			return recordConfigMap(t, record(func(r *qualification.Record) { r.Canary.RollbackPassed = false }))
+		}, want: []Code{CodeCanaryIncomplete}},
+		{name: "EvidenceFromFuture", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) },
+			now: completedAt.Add(-time.Hour), want: []Code{CodeEvidenceFromFuture}},
+		{name: "stale record only warns", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) },
+			now: completedAt.Add(800 * time.Hour), warning: "is stale"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := tc.now
+			if now.IsZero() {
+				now = testNow
+			}
+			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: tc.cm(t), Now: now})
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			if tc.warning != "" {
+				assert.Contains(t, d.Warnings[0], tc.warning)
+			}
+		})
+	}
+}
+
+func replaceOnce(s, old, new string) string {
+	for i := 0; i+len(old) <= len(s); i++ {
+		if s[i:i+len(old)] == old {
+			return s[:i] + new + s[i+len(old):]
+		}
+	}
+	panic("not found: " + old)
+}
