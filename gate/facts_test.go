@@ -86,7 +86,9 @@ func TestHoldersOf(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	pods := []corev1.Pod{
 		pod("limits", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu }),
-		pod("init", func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: gpu}}} }),
+		pod("init", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: gpu}}}
+		}),
 		pod("ephemeral", func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"gpu.intel.com/i915": resource.MustParse("1")}}}}}
 		}),
@@ -96,8 +98,12 @@ func TestHoldersOf(t *testing.T) {
 			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/GV100GL_Tesla_V100": resource.MustParse("1")}
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "VirtualMachineInstance", Name: "vm-1", Controller: &ctrl}}
 		}),
-		pod("cpu-only", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"cpu": resource.MustParse("1")} }),
-		pod("zero", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")} }),
+		pod("cpu-only", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"cpu": resource.MustParse("1")}
+		}),
+		pod("zero", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}
+		}),
 		pod("done", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu; p.Status.Phase = corev1.PodSucceeded }),
 		pod("failed", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu; p.Status.Phase = corev1.PodFailed }),
 		pod("deleting", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu; p.DeletionTimestamp = &now }),
