@@ -1,0 +1,161 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// The fleet's tuples: V100 nodes move from Source to Target.
+var (
+	Source = qualification.Tuple{Kernel: "6.8.0-134-generic", RKE2: "v1.35.3+rke2r3", Driver: "580.126.20", GPUOperator: "v26.3.3", DCGMExporter: "4.5.3-4.8.2-distroless"}
+	Target = qualification.Tuple{Kernel: "6.8.0-135-generic", RKE2: "v1.36.1+rke2r1", Driver: "580.130.00", GPUOperator: "v26.3.3", DCGMExporter: "4.5.3-4.8.2-distroless"}
+)
+
+// NodeSpec is one node of the fleet.
+type NodeSpec struct {
+	Name     string
+	Fixture  string // node-v100.json, node-h200.json, or "" for a CPU node
+	Tuple    qualification.Tuple
+	Zone     string
+	Cordoned bool
+	// Mutate adjusts labels or status for a scenario.
+	Mutate func(*corev1.Node)
+}
+
+// NewNode builds a realistic Node from a fixture: labels as NFD and GFD
+// publish them, status as a kubelet reports it.
+func NewNode(root string, s NodeSpec) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if s.Fixture != "" {
+		data, err := os.ReadFile(filepath.Join(root, "testdata", "nodes", s.Fixture))
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, n); err != nil {
+			return nil, err
+		}
+		n.Labels["nvidia.com/cuda.driver-version.full"] = s.Tuple.Driver
+	} else {
+		n.Labels = map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	}
+	n.Name, n.UID, n.ResourceVersion, n.CreationTimestamp = s.Name, "", "", metav1.Time{}
+	n.Labels["kubernetes.io/hostname"] = s.Name
+	n.Labels["feature.node.kubernetes.io/kernel-version.full"] = s.Tuple.Kernel
+	if s.Zone != "" {
+		n.Labels["topology.kubernetes.io/zone"] = s.Zone
+	}
+	n.Spec.ProviderID = "rke2://" + s.Name
+	n.Spec.Unschedulable = s.Cordoned
+	n.Status.NodeInfo.KernelVersion = s.Tuple.Kernel
+	n.Status.NodeInfo.KubeletVersion = s.Tuple.RKE2
+	if s.Mutate != nil {
+		s.Mutate(n)
+	}
+	return n, nil
+}
+
+// CreateNodes creates the nodes with their status (as a kubelet would).
+func (e *Env) CreateNodes(ctx context.Context, specs []NodeSpec) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		n, err := NewNode(root, s)
+		if err != nil {
+			return err
+		}
+		status := n.Status
+		if err := e.Admin.Create(ctx, n); err != nil {
+			return fmt.Errorf("create node %s: %w", s.Name, err)
+		}
+		n.Status = status
+		if err := e.Admin.Status().Update(ctx, n); err != nil {
+			return fmt.Errorf("node %s status: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// Record returns a qualified V100 record completed at `completed`.
+func Record(id string, completed time.Time, mod ...func(*qualification.Record)) *qualification.Record {
+	src := Source
+	r := &qualification.Record{APIVersion: qualification.APIVersionGate, Kind: qualification.Kind, ID: id, State: "qualified",
+		ApprovedBy: "bob", SourceRevision: "9f2c4e1a7b3d5c6e8f0a1b2c3d4e5f60718293a4",
+		Hardware: []string{"10de:1db6/10de:124a"}, Target: Target, Source: &src,
+		Canary: qualification.Canary{CompletedAt: completed.UTC().Format(time.RFC3339), AllocationPassed: true, MonitoringPassed: true, RollbackPassed: true, Evidence: "change-record-42"}}
+	for _, m := range mod {
+		m(r)
+	}
+	return r
+}
+
+// RecordConfigMap wraps a record in its ConfigMap in the gate's namespace.
+func (e *Env) RecordConfigMap(name string, r *qualification.Record) (*corev1.ConfigMap, error) {
+	data, err := yaml.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Config.Namespace, Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
+		Data:       map[string]string{qualification.ConfigMapKey: string(data)},
+	}, nil
+}
+
+// Base creates what every cluster of the fleet has: namespaces, the GPU
+// Operator Deployment and DCGM exporter DaemonSet (objects only: no kubelet
+// runs them), and RBAC for the people of the scenarios: alice and bob are
+// platform engineers (group platform-admins); bob approves records.
+func (e *Env) Base(ctx context.Context) error {
+	for _, ns := range append([]string{e.Config.Namespace, e.Config.GPUOperator.Namespace, "ml"}, e.Config.SUCNamespaces...) {
+		if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+			return err
+		}
+	}
+	labels := map[string]string{"app": "gpu-operator"}
+	pod := func(name, image string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: image}}}}
+	}
+	op, dc := e.Config.GPUOperator, e.Config.DCGMExporter
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: op.Namespace},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod(op.Container, "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: dc.Name, Namespace: dc.Namespace},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod(dc.Container, "nvcr.io/nvidia/k8s/dcgm-exporter:"+Source.DCGMExporter)}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "platform-admin"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"upgrade.cattle.io"}, Resources: []string{"plans"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "configmaps", "pods"}, Verbs: []string{"*"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "platform-admins"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "platform-admin"},
+			Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "platform-admins"}}},
+	}
+	for _, o := range objs {
+		if err := e.Admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Holder is a Pod that holds a GPU on node (it stays Pending: no kubelet
+// runs, which still counts, as a scheduled Pod about to start does).
+func Holder(name, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml"}, Spec: corev1.PodSpec{NodeName: node,
+		Containers: []corev1.Container{{Name: "train", Image: "nvcr.io/nvidia/pytorch:25.01-py3",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}}}
+}

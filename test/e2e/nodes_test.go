@@ -1,0 +1,113 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// nodeRequests counts the Node reviews the webhook server has received.
+func nodeRequests(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_requests_total" {
+			continue
+		}
+		for _, m := range f.Metric {
+			if label(m, "webhook") == "/validate/nodes" {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// patchNode applies a merge patch as the given client.
+func patchNode(c client.Client, name, patch string) error {
+	n := &corev1.Node{}
+	n.Name = name
+	return c.Patch(context.Background(), n, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func TestNodeReasonCodes(t *testing.T) {
+	alice, _ := as(t, "alice")
+	// gpu-v100-mode runs pod-hami, uncordoned.
+	requireDenied(t, patchNode(alice, "gpu-v100-mode", `{"metadata":{"labels":{"kube-dc.com/gpu.expected-workload-mode":"vm-passthrough"}}}`), gate.CodeModeChangeNotCordoned)
+
+	require.NoError(t, patchNode(env.Admin, "gpu-v100-mode", `{"spec":{"unschedulable":true}}`))
+	requireDenied(t, patchNode(alice, "gpu-v100-mode", `{"metadata":{"labels":{"kube-dc.com/gpu.expected-workload-mode":"vm-vgpu"}}}`), gate.CodeModeUnsupported)
+	requireDenied(t, patchNode(alice, "gpu-v100-mode", `{"metadata":{"labels":{"kube-dc.com/gpu.workload-mode":"vm-passthrough","kube-dc.com/gpu.expected-workload-mode":"vm-passthrough"}}}`), gate.CodeModeLabelsInconsistent)
+	// The safe neighbour: cordoned, no holders, a consistent triple.
+	require.NoError(t, patchNode(alice, "gpu-v100-mode", `{"metadata":{"labels":{"kube-dc.com/gpu.expected-workload-mode":"vm-passthrough"}}}`))
+	// Mid-transition (active pod-hami, expected vm-passthrough): no uncordon.
+	requireDenied(t, patchNode(alice, "gpu-v100-mode", `{"spec":{"unschedulable":false}}`), gate.CodeUncordonDuringTransition)
+	require.NoError(t, patchNode(alice, "gpu-v100-mode", `{"metadata":{"labels":{"kube-dc.com/gpu.workload-mode":"vm-passthrough","nvidia.com/gpu.workload.config":"vm-passthrough"}}}`))
+	require.NoError(t, patchNode(alice, "gpu-v100-mode", `{"spec":{"unschedulable":false}}`), "transition done: uncordon is fine")
+
+	// A mode change on a node with a GPU holder.
+	require.NoError(t, patchNode(env.Admin, "gpu-v100-holder", `{"spec":{"unschedulable":true}}`))
+	defer patchNode(env.Admin, "gpu-v100-holder", `{"spec":{"unschedulable":false}}`)
+	requireDenied(t, patchNode(alice, "gpu-v100-holder", `{"metadata":{"labels":{"kube-dc.com/gpu.workload-mode":"pod-hami"}}}`), gate.CodeGPUHolders)
+}
+
+func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
+	ctx := context.Background()
+	alice, _ := as(t, "alice")
+	wave := plan("label-wave", "v100-r580")
+	wave.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"gpu-wave": "next"}}
+	require.NoError(t, alice.Create(ctx, wave))
+	defer env.Admin.Delete(ctx, wave)
+
+	require.NoError(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`), "one canary is fine")
+	defer patchNode(env.Admin, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":null}}}`)
+	err := patchNode(alice, "gpu-h200-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`)
+	requireDenied(t, err, gate.CodeHardwareNotQualified)
+	assert.Contains(t, err.Error(), "Plan system-upgrade/label-wave: [HardwareNotQualified]")
+	// Opting a node out of the Plan is always allowed.
+	require.NoError(t, patchNode(alice, "gpu-h200-01", `{"metadata":{"labels":{"gpu-wave":"next","plan.upgrade.cattle.io/label-wave":"disabled"}}}`))
+	var p upgradev1.Plan
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(wave), &p))
+}
+
+// TestMatchConditions: kubelet writes and cordons never reach the webhook.
+func TestMatchConditions(t *testing.T) {
+	kubelet, err := client.New(env.CP.ConfigFor("system:node:gpu-v100-02", "system:nodes", "system:authenticated"), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	alice, _ := as(t, "alice")
+	before := nodeRequests(t)
+	require.NoError(t, patchNode(kubelet, "gpu-v100-02", `{"metadata":{"labels":{"nvidia.com/gpu.workload.config":"vm-vgpu"}}}`), "the kubelet's own label write is not reviewed, even one the gate would deny")
+	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"spec":{"unschedulable":true}}`), "a cordon is not reviewed")
+	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"metadata":{"annotations":{"note":"annotations are not reviewed"}}}`))
+	require.NoError(t, patchNode(alice, "cpu-01", `{"metadata":{"labels":{"team":"ml"}}}`), "non-GPU nodes are not reviewed")
+	assert.Equal(t, before, nodeRequests(t), "none of these may reach the webhook")
+
+	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"metadata":{"labels":{"team":"ml"}}}`))
+	assert.Equal(t, before+1, nodeRequests(t), "a label change on a GPU node by a person is reviewed")
+	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"spec":{"unschedulable":false}}`))
+	assert.Equal(t, before+2, nodeRequests(t), "an uncordon is reviewed")
+}

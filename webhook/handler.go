@@ -1,0 +1,126 @@
+// Package webhook puts the gate's engine in front of the API server: each
+// handler decodes the review, checks the kind, builds facts from the
+// informer caches, calls gate, and renders the decision. Rules live in gate.
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// Paths the handlers are served on; the chart's webhook configuration uses
+// the same.
+const (
+	PathPlans   = "/validate/plans"
+	PathNodes   = "/validate/nodes"
+	PathRecords = "/validate/records"
+)
+
+// decideFunc turns one request into a decision. An error means the request
+// itself is malformed; it is denied with 400, never allowed.
+type decideFunc func(ctx context.Context, req admission.Request) (gate.Decision, error)
+
+// handler is the shared plumbing: kind check, timing, metrics, one log line.
+type handler struct {
+	resource string
+	gvr      schema.GroupVersionResource
+	gvk      schema.GroupVersionKind
+	ops      []admissionv1.Operation
+	decide   decideFunc
+	log      logr.Logger
+	now      func() time.Time
+}
+
+func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	var (
+		d    gate.Decision
+		resp admission.Response
+		err  = h.check(req)
+	)
+	if err == nil {
+		d, err = h.decide(ctx, req)
+	}
+	if err != nil {
+		d = gate.Decision{Object: h.gvk.Kind + " " + objectName(req), Blockers: []gate.Blocker{invalidReview(err)}}
+		resp = admission.Errored(http.StatusBadRequest, err)
+		resp.AuditAnnotations = d.AuditAnnotations()
+	} else {
+		resp = respond(d)
+	}
+	observe(h.resource, d, time.Since(start))
+	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
+		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
+		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
+		"durationMs", float64(time.Since(start).Microseconds())/1000)
+	return resp
+}
+
+// check refuses a review whose resource, kind or operation is not what this
+// handler serves: a crafted mismatch must be denied, never decoded into the
+// wrong type.
+func (h *handler) check(req admission.Request) error {
+	if req.Resource.Group != h.gvr.Group || req.Resource.Resource != h.gvr.Resource || req.SubResource != "" {
+		return fmt.Errorf("this endpoint reviews %s, got resource %q subresource %q", h.gvr.GroupResource(), req.Resource.String(), req.SubResource)
+	}
+	if req.Kind.Group != h.gvk.Group || req.Kind.Kind != h.gvk.Kind {
+		return fmt.Errorf("this endpoint reviews kind %s, got %q", h.gvk.GroupKind(), req.Kind.String())
+	}
+	for _, op := range h.ops {
+		if req.Operation == op {
+			if len(req.Object.Raw) == 0 || (op == admissionv1.Update && len(req.OldObject.Raw) == 0) {
+				return fmt.Errorf("%s review carries no object", req.Operation)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("operation %q is not reviewed here (only %v)", req.Operation, h.ops)
+}
+
+func invalidReview(err error) gate.Blocker {
+	b := gate.Blocker{Code: gate.CodeReviewInvalid}
+	b.Err = fieldError(err)
+	return b
+}
+
+// respond renders a decision: allowed or denied, always with the audit
+// annotations and warnings.
+func respond(d gate.Decision) admission.Response {
+	resp := admission.Allowed("")
+	if !d.Allowed {
+		var causes []metav1.StatusCause
+		for _, e := range d.ErrorList() {
+			causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.Detail, Field: e.Field})
+		}
+		resp = admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+			Allowed: false,
+			Result: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+				Message: d.Message(), Details: &metav1.StatusDetails{Causes: causes}},
+		}}
+	}
+	resp.Warnings = d.Warnings
+	resp.AuditAnnotations = d.AuditAnnotations()
+	return resp
+}
+
+func objectName(req admission.Request) string {
+	if req.Namespace != "" {
+		return req.Namespace + "/" + req.Name
+	}
+	return req.Name
+}
+
+// userOf is the requester as the engine sees it.
+func userOf(req admission.Request) gate.UserInfo {
+	return gate.UserInfo{Name: req.UserInfo.Username, Groups: req.UserInfo.Groups}
+}

@@ -1,0 +1,177 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// Options are the serving settings of `gpu-upgrade-gate serve`.
+type Options struct {
+	Host, CertDir          string
+	Port                   int
+	MetricsAddr, ProbeAddr string // "0" disables
+	// VersionRefresh is how often the API server's version is re-read.
+	VersionRefresh time.Duration
+}
+
+// NewManager wires the webhook server, the informer caches the rules read,
+// the health checks and the version refresher.
+func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.Manager, *Server, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	if err := upgradev1.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOptions(cfg),
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress: opts.ProbeAddr,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+				c.MinVersion = tls.VersionTLS12
+				c.NextProtos = []string{"http/1.1"} // HTTP/2 off (Rapid Reset)
+			}},
+		}),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := &Facts{Config: cfg, Cache: mgr.GetCache(), Live: mgr.GetAPIReader()}
+	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision")}
+	ctx := context.Background()
+	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}} {
+		// Registering the informers now makes the manager start and sync them
+		// before it reports ready.
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return nil, nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.Add(&syncer{facts: facts, cache: mgr.GetCache(), disc: disc, every: opts.VersionRefresh}); err != nil {
+		return nil, nil, err
+	}
+	s.Register(mgr.GetWebhookServer())
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("facts", func(*http.Request) error { return facts.ready() }); err != nil {
+		return nil, nil, err
+	}
+	return mgr, s, nil
+}
+
+// cacheOptions keep the caches to what the rules read: Nodes stripped to
+// labels, cordon, Ready and nodeInfo; Plans in the SUC namespaces; record
+// ConfigMaps of the gate's namespace only; the two workloads by name.
+func cacheOptions(cfg *gate.Config) cache.Options {
+	suc := map[string]cache.Config{}
+	for _, ns := range cfg.SUCNamespaces {
+		suc[ns] = cache.Config{}
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}:    {Transform: StripNode},
+			&upgradev1.Plan{}: {Namespaces: suc},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
+				Label: labels.SelectorFromSet(labels.Set{qualification.ConfigMapLabel: "true"})},
+			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.GPUOperator.Namespace: {}},
+				Field: fields.OneTermEqualSelector("metadata.name", cfg.GPUOperator.Name)},
+			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{cfg.DCGMExporter.Namespace: {}},
+				Field: fields.OneTermEqualSelector("metadata.name", cfg.DCGMExporter.Name)},
+		},
+	}
+}
+
+// StripNode keeps only what the rules read, so 5,000 cached Nodes stay small:
+// no images, addresses, capacity, annotations or managed fields.
+func StripNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+		Status:     corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: n.Status.NodeInfo.KernelVersion, KubeletVersion: n.Status.NodeInfo.KubeletVersion}},
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}
+
+// syncer marks the facts ready once the caches have synced and the API
+// server's version is known, then keeps the version fresh.
+type syncer struct {
+	facts *Facts
+	cache cache.Cache
+	disc  discovery.ServerVersionInterface
+	every time.Duration
+}
+
+func (s *syncer) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return errors.New("caches did not sync")
+	}
+	every := s.every
+	if every <= 0 {
+		every = time.Minute
+	}
+	for {
+		if v, err := s.disc.ServerVersion(); err == nil {
+			s.facts.SetServerVersion(v.GitVersion)
+			s.facts.synced.Store(true)
+		}
+		wait := every
+		if !s.facts.synced.Load() {
+			wait = 2 * time.Second // not ready yet: try again soon
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// NeedLeaderElection: every replica serves.
+func (s *syncer) NeedLeaderElection() bool { return false }

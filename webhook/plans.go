@@ -1,0 +1,40 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// decidePlan reviews a Plan CREATE or UPDATE (contract: plans.md).
+func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.Decision, error) {
+	plan, err := upgradev1.DecodePlan(req.Object.Raw)
+	if err != nil {
+		return gate.Decision{}, fmt.Errorf("object: %w", err)
+	}
+	var old *upgradev1.Plan
+	if req.Operation == admissionv1.Update {
+		if old, err = upgradev1.DecodePlan(req.OldObject.Raw); err != nil {
+			return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		}
+	}
+	if !slices.Contains(s.Config.SUCNamespaces, plan.Namespace) {
+		// The webhook configuration sends only SUC namespaces; SUC ignores
+		// Plans anywhere else, so such a Plan is inert.
+		return gate.Decision{Allowed: true, Object: "Plan " + plan.Namespace + "/" + plan.Name,
+			Warnings: []string{fmt.Sprintf("namespace %s is not a SUC namespace (%v): SUC will not run this Plan", plan.Namespace, s.Config.SUCNamespaces)}}, nil
+	}
+	cl, err := s.Facts.Cluster(ctx)
+	if err != nil {
+		return factsUnavailable("Plan "+plan.Namespace+"/"+plan.Name, err), nil
+	}
+	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
+	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
+	return r.Decide(holders, herr), nil
+}
