@@ -1,0 +1,89 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// FuzzAdmissionReview feeds raw AdmissionReview bytes through each handler
+// over HTTP, as the API server sends them. The facts are not synced here, so
+// every Plan and Node review that decodes must still be denied (fail
+// closed), and record reviews run the whole record path. Nothing may panic
+// or answer 5xx, and the same bytes always get the same answer.
+func FuzzAdmissionReview(f *testing.F) {
+	plan := `{"apiVersion":"upgrade.cattle.io/v1","kind":"Plan","metadata":{"name":"p","namespace":"system-upgrade"},"spec":{"concurrency":1,"version":"v1.36.1+rke2r1","upgrade":{"image":"rancher/rke2-upgrade"}}}`
+	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"nvidia.com/gpu.present":"true"}}}`
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r","namespace":"gpu-upgrade-gate","labels":{"gpu-upgrade-gate.io/qualification":"true"}},"data":{"qualification.yaml":"apiVersion: kube-dc.io/v1alpha1\nkind: GPUUpgradeQualification\nid: x\n"}}`
+	for _, s := range []struct{ group, kind, resource, op, obj string }{
+		{"upgrade.cattle.io", "Plan", "plans", "CREATE", plan},
+		{"", "Node", "nodes", "UPDATE", node},
+		{"", "ConfigMap", "configmaps", "CREATE", cm},
+		{"", "Node", "plans", "CREATE", plan},
+	} {
+		f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"` + s.group + `","version":"v1","kind":"` + s.kind +
+			`"},"resource":{"group":"` + s.group + `","version":"v1","resource":"` + s.resource + `"},"operation":"` + s.op + `","object":` + s.obj + `,"oldObject":` + s.obj + `}}`))
+	}
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"request":null}`))
+
+	s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig()}, Log: logr.Discard(),
+		Now: func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) }}
+	paths := map[string]http.Handler{
+		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
+		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
+		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
+	}
+	serve := func(path string, body []byte) (int, []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		paths[path].ServeHTTP(rec, req)
+		return rec.Code, rec.Body.Bytes()
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for path := range paths {
+			code, out := serve(path, body)
+			if code >= 500 {
+				t.Fatalf("%s answered %d: %s", path, code, out)
+			}
+			code2, out2 := serve(path, body)
+			if code != code2 || !bytes.Equal(out, out2) {
+				t.Fatalf("%s: same input, different answers:\n%s\n%s", path, out, out2)
+			}
+			var ar struct {
+				Response *struct {
+					Allowed bool `json:"allowed"`
+				} `json:"response"`
+			}
+			if json.Unmarshal(out, &ar) == nil && ar.Response != nil && ar.Response.Allowed && path != PathRecords {
+				// Only a review that the engine never needs facts for may be
+				// allowed without them: a Node that is not a GPU node, or a
+				// Plan outside the SUC namespaces.
+				var in struct {
+					Request struct {
+						Namespace string `json:"namespace"`
+						Object    struct {
+							Metadata struct {
+								Namespace string            `json:"namespace"`
+								Labels    map[string]string `json:"labels"`
+							} `json:"metadata"`
+						} `json:"object"`
+					} `json:"request"`
+				}
+				_ = json.Unmarshal(body, &in)
+				if path == PathPlans && in.Request.Object.Metadata.Namespace == "system-upgrade" {
+					t.Fatalf("a Plan in a SUC namespace was allowed without facts: %s", out)
+				}
+			}
+		}
+	})
+}
