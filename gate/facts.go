@@ -181,7 +181,9 @@ func driverOf(l map[string]string) string {
 
 // Current is the node's tuple as the cluster reports it.
 func (f NodeFacts) Current(cl *Cluster) qualification.Tuple {
-	op, _ := ImageVersion(cl.GPUOperatorImage)
+	// The operator's version is its tag: a digest pinned beside the tag
+	// says which build, not which release.
+	op, _ := ImageVersion(strings.SplitN(cl.GPUOperatorImage, "@", 2)[0])
 	dcgm, _ := ImageVersion(cl.DCGMExporterImage)
 	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
 }

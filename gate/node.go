@@ -3,12 +3,11 @@ package gate
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
 
 // GPU mode labels (kube-dc's ownership triple and the GPU Operator's own).
@@ -160,10 +159,10 @@ func (r *NodeReview) modeRules(bs *blockers, holders map[string][]Holder, holder
 		}
 		if k == LabelWorkloadConfig {
 			if !slices.Contains(supportedWorkloadConfigs, v) {
-				bs.add(CodeModeUnsupported, n.Name, field.NotSupported(path, v, supportedWorkloadConfigs))
+				bs.invalid(CodeModeUnsupported, n.Name, path, v, "label %s=%q on node %s is not supported; use one of %s", k, v, n.Name, strings.Join(supportedWorkloadConfigs, ", "))
 			}
 		} else if _, ok := supportedModes[v]; !ok {
-			bs.add(CodeModeUnsupported, n.Name, field.NotSupported(path, v, sortedKeys(supportedModes)))
+			bs.invalid(CodeModeUnsupported, n.Name, path, v, "label %s=%q on node %s is not supported (vm-vgpu is deferred); use one of %s", k, v, n.Name, strings.Join(sortedKeys(supportedModes), ", "))
 		}
 	}
 	if holdersErr != nil {
@@ -177,5 +176,3 @@ func (r *NodeReview) modeRules(bs *blockers, holders map[string][]Holder, holder
 		bs.forbid(CodeModeLabelsInconsistent, n.Name, field.NewPath("metadata", "labels").Key(LabelWorkloadConfig), "workload-mode %s needs %s=%s but the node would have %q; change both labels together", mode, LabelWorkloadConfig, want, got)
 	}
 }
-
-var _ = upgradev1.LabelHostname

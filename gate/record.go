@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 		d.Blockers = bs
 		return d
 	}
-	d.Record = &RecordInfo{ConfigMap: cm.Name, ID: rec.ID, SourceRevision: rec.SourceRevision, ApprovedBy: rec.ApprovedBy, CompletedAt: rec.Canary.CompletedAt}
+	d.Record = &RecordInfo{ConfigMap: cm.Name, ID: rec.ID, SourceRevision: strings.ToLower(rec.SourceRevision), ApprovedBy: rec.ApprovedBy, CompletedAt: rec.Canary.CompletedAt}
 	f := qualification.Freshness{Now: req.Now, MaxAge: cfg.MaxCanaryAge.Duration, ClockSkew: cfg.ClockSkew.Duration}
 	for _, p := range qualification.Check(rec, f) {
 		if p.Kind == qualification.ProblemStale {

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
+)
+
+type checkFlags struct {
+	common
+	plan, cluster, records, user, config, serverVersion, namespace string
+}
+
+// planResult is one Plan's answer; Ignored is set for a Plan the webhook
+// would never see.
+type planResult struct {
+	decision gate.Decision
+	ignored  string
+}
+
+// runCheck gives the webhook's decision offline for each Plan of --plan.
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	var f checkFlags
+	fs := flagSet("check")
+	fs.StringVar(&f.plan, "plan", "", "file with one or more upgrade.cattle.io/v1 Plans (YAML or JSON; required)")
+	fs.StringVar(&f.cluster, "cluster", "", "v1 List from kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml (required)")
+	fs.StringVar(&f.records, "records", "", "record file, or directory of them; file NAME.yaml stands for ConfigMap NAME and replaces one of that name in --cluster")
+	fs.StringVar(&f.user, "user", "", "the user applying the Plans (two-person rule: must differ from the record's approvedBy)")
+	fs.StringVar(&f.config, "config", "", "the webhook's config file (default: the built-in defaults)")
+	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: the lowest kubelet version of the snapshot's control-plane nodes)")
+	fs.StringVar(&f.namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read (must equal the config's)")
+	f.register(fs)
+	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
+		if err != nil {
+			return fail(stderr, "check", err)
+		}
+		return exitAllowed
+	}
+	results, err := check(&f, fs, stderr)
+	if err != nil {
+		return fail(stderr, "check", err)
+	}
+	status := exitAllowed
+	if f.output == "json" {
+		out := make([]jsonDecision, len(results))
+		for i, r := range results {
+			out[i] = toJSON(r.decision, styleWhere)
+			out[i].Object = r.decision.Object
+			if r.ignored != "" {
+				out[i].Warnings = append(out[i].Warnings, r.ignored)
+			}
+		}
+		writeJSON(stdout, out)
+	}
+	for i, r := range results {
+		if !r.decision.Allowed {
+			status = exitDenied
+		}
+		if f.output == "text" {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			writeCheckText(stdout, r)
+		}
+	}
+	return status
+}
+
+func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, error) {
+	now, err := f.validate()
+	if err != nil {
+		return nil, err
+	}
+	for _, req := range []string{"plan", "cluster"} {
+		if !fs.Changed(req) {
+			return nil, usagef("required flag --%s not set", req)
+		}
+	}
+	cfg, err := loadConfig(f, fs)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readInput("--plan", f.plan)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := upgradev1.DecodePlansYAML(data)
+	if err != nil {
+		return nil, inputf("--plan %s: %v", f.plan, err)
+	}
+	if len(plans) == 0 {
+		return nil, inputf("--plan %s holds no Plan", f.plan)
+	}
+	for _, p := range plans {
+		if p.Namespace == "" {
+			return nil, inputf("--plan %s: Plan %s has no metadata.namespace; set it, since the webhook decides by namespace", f.plan, p.Name)
+		}
+	}
+	if data, err = readInput("--cluster", f.cluster); err != nil {
+		return nil, err
+	}
+	snap, err := snapshot.Parse(data)
+	if err != nil {
+		return nil, inputf("--cluster %s: %v", f.cluster, err)
+	}
+	if len(snap.Nodes) == 0 {
+		return nil, inputf("--cluster %s holds no Node; save it with kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml", f.cluster)
+	}
+	cl := snap.Cluster(cfg)
+	if cl.ServerVersion, err = serverVersion(f, snap); err != nil {
+		return nil, err
+	}
+	if f.records != "" {
+		files, err := snapshot.LoadRecords(f.records)
+		if err != nil {
+			return nil, unreadable("--records", f.records, err)
+		}
+		for _, rf := range files {
+			if _, ok := cl.Records[rf.Name]; ok {
+				fmt.Fprintf(stderr, "note: record file %s replaces ConfigMap %s/%s of the snapshot\n", rf.Path, cfg.Namespace, rf.Name)
+			}
+			cl.Records[rf.Name] = rf.Entry
+		}
+	}
+
+	results := make([]planResult, 0, len(plans))
+	for _, p := range plans {
+		object := "Plan " + p.Namespace + "/" + p.Name
+		if !slices.Contains(cfg.SUCNamespaces, p.Namespace) {
+			results = append(results, planResult{
+				decision: gate.Decision{Object: object, Allowed: true},
+				ignored:  fmt.Sprintf("ignored: %s is outside the SUC namespaces (%s); the webhook never sees it and SUC never runs it", object, strings.Join(cfg.SUCNamespaces, ", ")),
+			})
+			continue
+		}
+		review := gate.PreparePlan(cfg, cl, gate.PlanRequest{Operation: "CREATE", Plan: p, User: gate.UserInfo{Name: f.user}, Now: now})
+		results = append(results, planResult{decision: review.Decide(snap.Holders(review.HolderNodes()), nil)})
+	}
+	return results, nil
+}
+
+// loadConfig reads --config over the defaults and settles the namespace.
+func loadConfig(f *checkFlags, fs *pflag.FlagSet) (*gate.Config, error) {
+	cfg := gate.DefaultConfig()
+	if f.config != "" {
+		data, err := readInput("--config", f.config)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = gate.LoadConfig(data); err != nil {
+			return nil, inputf("--config %s: %v", f.config, err)
+		}
+		if fs.Changed("namespace") && f.namespace != cfg.Namespace {
+			return nil, usagef("--namespace %q differs from namespace %q in --config %s; records are read only from the gate's own namespace: drop --namespace or fix the config", f.namespace, cfg.Namespace, f.config)
+		}
+		return cfg, nil
+	}
+	if msgs := validation.IsDNS1123Label(f.namespace); len(msgs) > 0 {
+		return nil, usagef("--namespace %q: %s", f.namespace, msgs[0])
+	}
+	cfg.Namespace = f.namespace
+	return cfg, nil
+}
+
+func serverVersion(f *checkFlags, snap *snapshot.Snapshot) (string, error) {
+	if f.serverVersion != "" {
+		if _, err := gate.ParseKube(f.serverVersion); err != nil {
+			return "", usagef("--server-version: %v", err)
+		}
+		return f.serverVersion, nil
+	}
+	v, err := snap.ServerVersion()
+	if err != nil {
+		return "", inputf("--cluster %s: %v; pass --server-version (kubectl version prints it)", f.cluster, err)
+	}
+	return v, nil
+}
+
+func writeCheckText(w io.Writer, r planResult) {
+	d := r.decision
+	verdict := "ALLOW"
+	if !d.Allowed {
+		verdict = "DENY"
+	}
+	fmt.Fprintf(w, "%s %s\n", verdict, d.Object)
+	if r.ignored != "" {
+		fmt.Fprintf(w, "  %s\n", r.ignored)
+		return
+	}
+	writeBlockers(w, d, "  ", styleWhere)
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+	if len(d.Nodes) > 0 {
+		fmt.Fprintf(w, "  pending GPU nodes: %s\n", strings.Join(d.Nodes, ", "))
+	}
+	fmt.Fprintf(w, "  record: %s\n", recordLine(d.Record))
+}

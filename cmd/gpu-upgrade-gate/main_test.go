@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from the current output")
+
+const (
+	ex         = "../../deploy/examples/"
+	exSnapshot = ex + "cluster/snapshot.yaml"
+	config     = ex + "config.yaml"
+	now        = "--now=2026-11-29T12:00:00Z"
+	kubeDC     = ex + "records/v100-kernel-rke2-kubedc.yaml"
+	v100       = "10de:1db6/10de:124a"
+)
+
+// sourceToTarget are upgrade-check's flags for the V100 move of the examples.
+var sourceToTarget = []string{
+	"--pci-id", v100,
+	"--current-kernel", "6.8.0-134-generic", "--target-kernel", "6.8.0-135-generic",
+	"--current-rke2", "v1.35.3+rke2r3", "--target-rke2", "v1.36.1+rke2r1",
+	"--current-driver", "580.126.20", "--target-driver", "580.130.00",
+	"--current-gpu-operator", "v26.3.3", "--target-gpu-operator", "v26.3.3",
+	"--current-dcgm-exporter", "4.5.3-4.8.2-distroless", "--target-dcgm-exporter", "4.5.3-4.8.2-distroless",
+}
+
+func checkArgs(plan string, extra ...string) []string {
+	return append([]string{"check", "--plan", plan, "--cluster", exSnapshot, "--config", config, "--user", "j.smith", now}, extra...)
+}
+
+func upgradeCheckArgs(record string, extra ...string) []string {
+	args := append([]string{"upgrade-check", "--qualification", record, now}, sourceToTarget...)
+	return append(args, extra...)
+}
+
+// flagValue replaces the value after flag in a copy of args.
+func flagValue(args []string, flag, value string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if out[i] == flag {
+			out[i+1] = value
+			return out
+		}
+	}
+	panic("no flag " + flag)
+}
+
+// swap replaces the argument old in a copy of args.
+func swap(args []string, old, new string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if out[i] == old {
+			out[i] = new
+			return out
+		}
+	}
+	panic("no argument " + old)
+}
+
+// without drops flag and its value from a copy of args.
+func without(args []string, flag string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == flag {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// TestGolden runs the CLI over the examples and compares the exit status
+// and both streams with testdata/golden/<name>.golden (go test -update
+// rewrites them).
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		exit int
+	}{
+		// check: the walkthrough over deploy/examples.
+		{"check-canary", checkArgs(ex + "plans/gpu-v100-canary.yaml"), 0},
+		{"check-canary-json", checkArgs(ex+"plans/gpu-v100-canary.yaml", "-o", "json"), 0},
+		{"check-wave", checkArgs(ex + "plans/gpu-v100-wave.yaml"), 1},
+		{"check-wave-size-2", flagValue(checkArgs(ex+"plans/gpu-v100-wave.yaml"), "--config", "testdata/config-wave2.yaml"), 1},
+		{"check-rke2", checkArgs(ex + "plans/rke2-upgrade.yaml"), 0},
+		{"check-rke2-json", checkArgs(ex+"plans/rke2-upgrade.yaml", "-o", "json"), 0},
+		{"check-unsafe-channel", checkArgs(ex + "plans/unsafe-channel.yaml"), 1},
+		{"check-unsafe-concurrency", checkArgs(ex + "plans/unsafe-concurrency.yaml"), 1},
+		{"check-unsafe-mixed", checkArgs(ex + "plans/unsafe-mixed.yaml"), 1},
+		{"check-unsafe-mixed-json", checkArgs(ex+"plans/unsafe-mixed.yaml", "-o", "json"), 1},
+		{"check-self-approved", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "M.Novak"), 1},
+		{"check-stale", swap(checkArgs(ex+"plans/gpu-v100-canary.yaml"), now, "--now=2026-12-21T12:00:00Z"), 1},
+		{"check-expiring", swap(checkArgs(ex+"plans/gpu-v100-canary.yaml"), now, "--now=2026-12-18T12:00:00Z"), 0},
+		{"check-records-dir", checkArgs(ex+"plans/gpu-v100-canary.yaml", "--records", ex+"records"), 0},
+		{"check-records-invalid", checkArgs(ex+"plans/gpu-v100-canary.yaml", "--records", "testdata/records/v100-kernel-rke2-canary.yaml"), 1},
+		{"check-outside-namespace", checkArgs("testdata/plans/outside-namespace.yaml"), 0},
+		{"check-outside-namespace-json", checkArgs("testdata/plans/outside-namespace.yaml", "-o", "json"), 0},
+		{"check-planted-record", checkArgs("testdata/plans/planted-record.yaml"), 1},
+		{"check-server-version", checkArgs(ex+"plans/gpu-v100-canary.yaml", "--server-version", "v1.35.9+rke2r1"), 1},
+
+		// upgrade-check: the anchor's output, and ours where it differs.
+		{"upgrade-check-pass", upgradeCheckArgs(kubeDC), 0},
+		{"upgrade-check-pass-json", upgradeCheckArgs(kubeDC, "-o", "json"), 0},
+		{"upgrade-check-pass-source", upgradeCheckArgs(ex + "records/v100-kernel-rke2-canary.yaml"), 0},
+		{"upgrade-check-comma-pci-ids", flagValue(upgradeCheckArgs(kubeDC), "--pci-id", v100+",10de:2335/10de:18be"), 1},
+		{"upgrade-check-blocked", flagValue(flagValue(upgradeCheckArgs(kubeDC), "--target-rke2", "1.36.1+rke2r1"), "--current-driver", "999.99"), 1},
+		{"upgrade-check-blocked-json", flagValue(upgradeCheckArgs(kubeDC, "-o", "json"), "--current-driver", "999.99"), 1},
+		{"upgrade-check-stale", upgradeCheckArgs(kubeDC, "--max-canary-age", "48h"), 1},
+		{"upgrade-check-record-invalid", upgradeCheckArgs("testdata/records/bad/yaml11-booleans.yaml"), 1},
+
+		// validate-record.
+		{"validate-examples", []string{"validate-record", now, ex + "records/h200-rke2-driver-canary.yaml", ex + "records/v100-kernel-rke2-canary.yaml", kubeDC}, 0},
+		{"validate-bad", []string{"validate-record", now, "testdata/records/bad/many-problems.yaml", "testdata/records/bad/yaml11-booleans.yaml", kubeDC}, 1},
+		{"validate-bad-json", []string{"validate-record", now, "-o", "json", "testdata/records/bad/many-problems.yaml", kubeDC}, 1},
+		{"validate-stale", []string{"validate-record", "--now=2027-01-10T00:00:00Z", kubeDC}, 1},
+		{"validate-unreadable", []string{"validate-record", now, "testdata/records/nosuch.yaml", kubeDC}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(tc.args...)
+			assert.Equal(t, tc.exit, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			got := "$ gpu-upgrade-gate " + strings.Join(tc.args, " ") + "\n" +
+				"exit: " + strconv.Itoa(r.code) + "\n--- stdout\n" + r.stdout + "--- stderr\n" + r.stderr
+			path := filepath.Join("testdata", "golden", tc.name+".golden")
+			if *update {
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test -update to create it")
+			assert.Equal(t, string(want), got)
+		})
+	}
+}
+
+// TestJSONShape holds -o json to the documented shape, whatever the golden
+// files say.
+func TestJSONShape(t *testing.T) {
+	keys := func(t *testing.T, raw json.RawMessage) []string {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &m))
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		return ks
+	}
+	t.Run("upgrade-check prints one object", func(t *testing.T) {
+		r := runCLI(flagValue(upgradeCheckArgs(kubeDC, "-o", "json"), "--current-driver", "999.99")...)
+		assert.Equal(t, 1, r.code)
+		assert.Empty(t, r.stderr)
+		assert.ElementsMatch(t, []string{"allowed", "blockers", "warnings", "record"}, keys(t, json.RawMessage(r.stdout)))
+		var d jsonDecision
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+		require.NotEmpty(t, d.Blockers)
+		assert.Equal(t, "ComponentDowngrade", string(d.Blockers[0].Code))
+		assert.Equal(t, "--target-driver", d.Blockers[0].Field)
+	})
+	t.Run("check prints an array, one object per Plan, each with object", func(t *testing.T) {
+		r := runCLI(checkArgs(ex+"plans/rke2-upgrade.yaml", "-o", "json")...)
+		assert.Equal(t, 0, r.code)
+		var arr []json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &arr))
+		require.Len(t, arr, 2)
+		for _, raw := range arr {
+			assert.ElementsMatch(t, []string{"object", "allowed", "blockers", "warnings", "record"}, keys(t, raw))
+		}
+		r = runCLI(checkArgs(ex+"plans/unsafe-concurrency.yaml", "-o", "json")...)
+		assert.Equal(t, 1, r.code)
+		var ds []jsonDecision
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &ds))
+		require.Len(t, ds, 1, "one Plan is still an array")
+		assert.Equal(t, "Plan system-upgrade/gpu-v100-pool", ds[0].Object)
+		var nodes []string
+		for _, b := range ds[0].Blockers {
+			assert.NotEmpty(t, b.Field)
+			nodes = append(nodes, b.Node)
+		}
+		assert.Contains(t, nodes, "gpu-v100-02")
+	})
+}
+
+func TestUsageErrors(t *testing.T) {
+	canary := checkArgs(ex + "plans/gpu-v100-canary.yaml")
+	uc := upgradeCheckArgs(kubeDC)
+	cases := []struct {
+		name string
+		args []string
+		want []string // substrings of stderr
+	}{
+		{"no command", nil, []string{"Usage:"}},
+		{"unknown command", []string{"deploy"}, []string{`unknown command "deploy"`}},
+		{"help of an unknown command", []string{"help", "deploy"}, []string{`unknown command "deploy"`}},
+		{"check: missing --plan", without(canary, "--plan"), []string{"required flag --plan"}},
+		{"check: missing --cluster", without(canary, "--cluster"), []string{"required flag --cluster"}},
+		{"check: unknown flag", append(canary, "--dry-run"), []string{"unknown flag: --dry-run"}},
+		{"check: stray argument", append(canary, "extra.yaml"), []string{`unexpected argument "extra.yaml"`}},
+		{"check: bad --now", swap(canary, now, "--now=2026-11-29"), []string{`--now "2026-11-29" is not an RFC 3339 time`}},
+		{"check: bad -o", append(canary, "-o", "yaml"), []string{`-o/--output "yaml" is not supported`}},
+		{"check: unreadable --plan", flagValue(canary, "--plan", "testdata/nosuch.yaml"), []string{"--plan testdata/nosuch.yaml: cannot read it: no such file or directory"}},
+		{"check: unreadable --cluster", flagValue(canary, "--cluster", "testdata/nosuch.yaml"), []string{"--cluster testdata/nosuch.yaml: cannot read it"}},
+		{"check: unreadable --config", flagValue(canary, "--config", "testdata/nosuch.yaml"), []string{"--config testdata/nosuch.yaml: cannot read it"}},
+		{"check: unreadable --records", append(canary, "--records", "testdata/nosuch"), []string{"--records testdata/nosuch: cannot read it"}},
+		{"check: malformed Plan names the field and value", flagValue(canary, "--plan", "testdata/plans/malformed-concurrency.yaml"),
+			[]string{"--plan testdata/plans/malformed-concurrency.yaml", "spec.concurrency", `"one"`}},
+		{"check: Plan without namespace", flagValue(canary, "--plan", "testdata/plans/no-namespace.yaml"), []string{"has no metadata.namespace"}},
+		{"check: file without a Plan", flagValue(canary, "--plan", "testdata/plans/empty.yaml"), []string{"holds no Plan"}},
+		{"check: malformed List names the item, field and value", flagValue(canary, "--cluster", "testdata/cluster/malformed-node.yaml"),
+			[]string{"--cluster testdata/cluster/malformed-node.yaml", "items[0] (Node cp-01)", "spec.unschedulable", `"yes"`}},
+		{"check: --cluster is not a List", flagValue(canary, "--cluster", ex+"plans/gpu-v100-canary.yaml"), []string{`expected apiVersion v1, kind List`, `kind "Plan"`}},
+		{"check: malformed config", flagValue(canary, "--config", ex+"plans/gpu-v100-canary.yaml"), []string{"--config", "unknown field"}},
+		{"check: namespace differs from the config's", append(canary, "--namespace", "platform"), []string{`--namespace "platform" differs from namespace "gpu-upgrade-gate"`}},
+		{"check: bad --namespace", without(append(canary, "--namespace", "Bad_NS"), "--config"), []string{`--namespace "Bad_NS"`}},
+		{"check: no control plane and no --server-version", flagValue(canary, "--cluster", "testdata/cluster/no-control-plane.yaml"), []string{"pass --server-version"}},
+		{"check: bad --server-version", append(canary, "--server-version", "1.36"), []string{"--server-version", `"1.36"`}},
+		{"upgrade-check: missing --target-kernel", without(uc, "--target-kernel"), []string{"required flag(s) not set: --target-kernel"}},
+		{"upgrade-check: missing --qualification and --pci-id", without(without(uc, "--qualification"), "--pci-id"), []string{"--qualification, --pci-id"}},
+		{"upgrade-check: unknown flag", append(uc, "--kubeconfig", "x"), []string{"unknown flag: --kubeconfig"}},
+		{"upgrade-check: stray argument", append(uc, "now"), []string{`unexpected argument "now"`}},
+		{"upgrade-check: bad --now", swap(uc, now, "--now=2026-11-29 12:00:00"), []string{"--now"}},
+		{"upgrade-check: bad -o", append(uc, "--output", "yaml"), []string{"-o/--output"}},
+		{"upgrade-check: --max-canary-age 0", append(uc, "--max-canary-age", "0"), []string{"--max-canary-age 0s: must be above 0 and at most 2160h0m0s"}},
+		{"upgrade-check: --max-canary-age -1h", append(uc, "--max-canary-age", "-1h"), []string{"--max-canary-age -1h0m0s"}},
+		{"upgrade-check: --max-canary-age 2161h", append(uc, "--max-canary-age", "2161h"), []string{"--max-canary-age 2161h0m0s"}},
+		{"upgrade-check: --max-canary-age not a duration", append(uc, "--max-canary-age", "30d"), []string{"--max-canary-age"}},
+		{"upgrade-check: unreadable record", flagValue(uc, "--qualification", "testdata/nosuch.yaml"), []string{"--qualification testdata/nosuch.yaml: cannot read it"}},
+		{"validate-record: no file", []string{"validate-record", now}, []string{"no record file given"}},
+		{"validate-record: --max-canary-age 0", []string{"validate-record", "--max-canary-age", "0", kubeDC}, []string{"--max-canary-age 0s"}},
+		{"validate-record: --clock-skew 2h", []string{"validate-record", "--clock-skew", "2h", kubeDC}, []string{"--clock-skew 2h0m0s"}},
+		{"validate-record: unknown flag", []string{"validate-record", "--strict", kubeDC}, []string{"unknown flag: --strict"}},
+		{"version: stray argument", []string{"version", "--short"}, []string{"unknown flag: --short"}},
+		{"version: positional", []string{"version", "short"}, []string{`unexpected argument "short"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(tc.args...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Empty(t, r.stdout, "usage errors print nothing on stdout")
+			for _, w := range tc.want {
+				assert.Contains(t, r.stderr, w)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		r := runCLI(args...)
+		assert.Equal(t, 0, r.code)
+		assert.Contains(t, r.stdout, "upgrade-check")
+	}
+	for _, cmd := range []string{"check", "upgrade-check", "validate-record", "version"} {
+		t.Run(cmd, func(t *testing.T) {
+			r := runCLI(cmd, "-h")
+			assert.Equal(t, 0, r.code)
+			assert.Contains(t, r.stdout, "Usage of gpu-upgrade-gate "+cmd)
+			assert.Equal(t, r, runCLI("help", cmd))
+		})
+	}
+	r := runCLI("upgrade-check", "-h")
+	for _, f := range []string{"--qualification", "--pci-id", "--current-kernel", "--target-dcgm-exporter", "--max-canary-age", "--now", "--output"} {
+		assert.Contains(t, r.stdout, f)
+	}
+	r = runCLI("version")
+	assert.Equal(t, 0, r.code)
+	assert.Equal(t, "gpu-upgrade-gate dev\ncommit: dev\ngo: "+runtime.Version()+"\n", r.stdout)
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// runUpgradeCheck is the kube-dc upgrade-check with its flags unchanged:
+// every value is typed, so prefer check, which reads them from the cluster.
+func runUpgradeCheck(args []string, stdout, stderr io.Writer) int {
+	var (
+		c            common
+		file         string
+		pciIDs       []string
+		cur, tgt     qualification.Tuple
+		maxCanaryAge time.Duration
+	)
+	fs := flagSet("upgrade-check")
+	fs.StringVar(&file, "qualification", "", "the GPUUpgradeQualification record file")
+	fs.StringSliceVar(&pciIDs, "pci-id", nil, "GPU identity vendor:device/subvendor:subdevice; repeat the flag or separate with commas")
+	for _, v := range []struct {
+		name string
+		cur  *string
+		tgt  *string
+	}{
+		{"kernel", &cur.Kernel, &tgt.Kernel},
+		{"rke2", &cur.RKE2, &tgt.RKE2},
+		{"driver", &cur.Driver, &tgt.Driver},
+		{"gpu-operator", &cur.GPUOperator, &tgt.GPUOperator},
+		{"dcgm-exporter", &cur.DCGMExporter, &tgt.DCGMExporter},
+	} {
+		fs.StringVar(v.cur, "current-"+v.name, "", "the node's current "+v.name+" version")
+		fs.StringVar(v.tgt, "target-"+v.name, "", "the "+v.name+" version after the upgrade; must equal the record's target byte for byte")
+	}
+	fs.DurationVar(&maxCanaryAge, "max-canary-age", qualification.DefaultMaxAge, fmt.Sprintf("how old the canary evidence may be: above 0 and at most %s", qualification.MaxAgeCeiling))
+	c.register(fs)
+	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
+		if err != nil {
+			return fail(stderr, "upgrade-check", err)
+		}
+		return exitAllowed
+	}
+	now, err := c.validate()
+	if err != nil {
+		return fail(stderr, "upgrade-check", err)
+	}
+	var missing []string
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if !fs.Changed(fl.Name) && fl.Name != "max-canary-age" && fl.Name != "now" && fl.Name != "output" {
+			missing = append(missing, "--"+fl.Name)
+		}
+	})
+	if len(missing) > 0 {
+		return fail(stderr, "upgrade-check", usagef("required flag(s) not set: %s", strings.Join(missing, ", ")))
+	}
+	if maxCanaryAge <= 0 || maxCanaryAge > qualification.MaxAgeCeiling {
+		return fail(stderr, "upgrade-check", usagef("--max-canary-age %s: must be above 0 and at most %s (default %s)", maxCanaryAge, qualification.MaxAgeCeiling, qualification.DefaultMaxAge))
+	}
+	entry, err := snapshot.LoadRecordFile(file)
+	if err != nil {
+		return fail(stderr, "upgrade-check", unreadable("--qualification", file, err))
+	}
+	d := gate.UpgradeCheck(gate.UpgradeCheckRequest{
+		Record: entry, PCIIDs: pciIDs, Current: cur, Target: tgt,
+		Freshness: qualification.Freshness{Now: now, MaxAge: maxCanaryAge, ClockSkew: qualification.DefaultClockSkew},
+	})
+	if c.output == "json" {
+		writeJSON(stdout, toJSON(d, styleMessage))
+	} else if d.Allowed {
+		r := d.Record
+		fmt.Fprintf(stdout, "GPU upgrade gate: PASS\nQualification: %s\nApproved by: %s\nSource revision: %s\nCanary completed: %s\n", r.ID, r.ApprovedBy, r.SourceRevision, r.CompletedAt)
+		fmt.Fprintln(stdout, "Next: apply only the reviewed serialized canary plan; stop on any health or allocation regression.")
+	} else {
+		fmt.Fprintln(stderr, "GPU upgrade blocked:")
+		writeBlockers(stderr, d, "", styleMessage)
+	}
+	if !d.Allowed {
+		return exitDenied
+	}
+	return exitAllowed
+}
