@@ -222,12 +222,12 @@ func Check(r *Record, f Freshness) Problems {
 		if ahead := at.Sub(f.Now); ahead > f.ClockSkew {
 			add(ProblemFuture, field.Invalid(atPath, r.Canary.CompletedAt,
 				fmt.Sprintf("canary completed %s, %s after now (%s); at most %s of clock skew is allowed: fix the clock or the record",
-					r.Canary.CompletedAt, ahead, f.Now.UTC().Format(time.RFC3339), f.ClockSkew)))
+					r.Canary.CompletedAt, ahead.Round(time.Second), f.Now.UTC().Format(time.RFC3339), f.ClockSkew)))
 		}
 		if age := f.Now.Sub(at); age > f.MaxAge {
 			add(ProblemStale, field.Invalid(atPath, r.Canary.CompletedAt,
 				fmt.Sprintf("canary completed %s, %s before now; at most %s is allowed: run the canary again and renew the record",
-					r.Canary.CompletedAt, age, f.MaxAge)))
+					r.Canary.CompletedAt, age.Round(time.Second), f.MaxAge)))
 		}
 	}
 	proofs := []struct {

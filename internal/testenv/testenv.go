@@ -70,12 +70,12 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	e := &Env{CP: cp, Config: o.Config, now: o.Now, webhookRestConfig: o.WebhookConfig, CertDir: filepath.Join(cp.WorkDir(), "webhook-tls")}
 	defer func() {
 		if err != nil {
-			_ = cp.Stop()
+			_ = e.Stop()
 		}
 	}()
-	e := &Env{CP: cp, Config: o.Config, now: o.Now, webhookRestConfig: o.WebhookConfig, CertDir: filepath.Join(cp.WorkDir(), "webhook-tls")}
 	if e.Config == nil {
 		e.Config = gate.DefaultConfig()
 	}
