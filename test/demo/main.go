@@ -104,7 +104,7 @@ type demo struct {
 	env       *testenv.Env
 	out       *printer
 	manifests string
-	warnings  *warningCollector
+	warnings  *testenv.Warnings
 	clients   map[string]client.Client
 	step      int
 	failures  []string
@@ -159,7 +159,7 @@ func run(sig context.Context, once, keep bool) int {
 		version, env.CP.RESTConfig().Host, env.Port, time.Since(started).Round(100*time.Millisecond)))
 	p.dim("  work directory: " + workDir + " (kubeconfig, audit.log, kube-apiserver.log, webhook.log)")
 
-	d := &demo{ctx: sig, env: env, out: p, manifests: filepath.Join(workDir, "manifests"), warnings: &warningCollector{}, clients: map[string]client.Client{}}
+	d := &demo{ctx: sig, env: env, out: p, manifests: filepath.Join(workDir, "manifests"), warnings: &testenv.Warnings{}, clients: map[string]client.Client{}}
 	if err := d.setup(); err != nil {
 		if sig.Err() != nil {
 			p.blank()
@@ -831,7 +831,7 @@ func (d *demo) apply(who person, file string, dryRun bool) result {
 	if obj.GetKind() == "Plan" {
 		d.planRequests++
 	}
-	d.warnings.reset()
+	d.warnings.Take()
 	err = d.client(who).Create(d.ctx, obj, opts...)
 	d.printWarnings()
 	if err != nil {
@@ -861,7 +861,7 @@ func (d *demo) cordon(who person, node string) result {
 
 func (d *demo) patchNode(who person, node, patch, done string) result {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	d.warnings.reset()
+	d.warnings.Take()
 	err := d.client(who).Patch(d.ctx, n, client.RawPatch(types.StrategicMergePatchType, []byte(patch)))
 	d.printWarnings()
 	if err != nil {
@@ -873,7 +873,7 @@ func (d *demo) patchNode(who person, node, patch, done string) result {
 }
 
 func (d *demo) printWarnings() {
-	for _, w := range d.warnings.take() {
+	for _, w := range d.warnings.Take() {
 		d.out.warning("Warning: " + w)
 	}
 }
@@ -1159,29 +1159,6 @@ func (p *printer) output(s string) {
 func (p *printer) warning(s string) { p.line(p.paint("33", "    "+s)) }
 
 func (p *printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0) }
-
-// warningCollector keeps the Warning headers of the last request, as kubectl
-// prints them before the result.
-type warningCollector struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warningCollector) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warningCollector) reset() { _ = w.take() }
-
-func (w *warningCollector) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
-}
 
 // lazyFile buffers log output until the work directory exists, then writes
 // to a file there.

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,36 +21,18 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
 )
 
-// warnings collects what the API server passes on from the webhook.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.list, "\n")
-}
-
 // as returns a client acting as user (group platform-admins) and its warnings.
-func as(t *testing.T, user string, groups ...string) (client.Client, *warnings) {
+func as(t *testing.T, user string, groups ...string) (client.Client, *testenv.Warnings) {
 	t.Helper()
 	cfg := env.CP.ConfigFor(user, append([]string{"platform-admins"}, groups...)...)
-	w := &warnings{}
+	w := &testenv.Warnings{}
 	cfg.WarningHandler = w
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return c, w
 }
 
-var _ rest.WarningHandler = &warnings{}
+var _ rest.WarningHandler = &testenv.Warnings{}
 
 func plan(name, record string, nodes ...string) *upgradev1.Plan {
 	p := &upgradev1.Plan{
@@ -201,14 +182,14 @@ func TestWarningsReachTheClient(t *testing.T) {
 	p := plan("expires-soon", "v100-expires", "gpu-v100-01")
 	require.NoError(t, c.Create(ctx, p))
 	defer env.Admin.Delete(ctx, p)
-	assert.Contains(t, w.all(), "record v100-expires expires at")
+	assert.Contains(t, strings.Join(w.Take(), "\n"), "record v100-expires expires at")
 
 	c2, w2 := as(t, "alice")
 	noSel := plan("no-selector", "v100-r580")
 	noSel.Spec.NodeSelector = nil
 	require.NoError(t, c2.Create(ctx, noSel))
 	defer env.Admin.Delete(ctx, noSel)
-	assert.Contains(t, w2.all(), "nodeSelector is absent")
+	assert.Contains(t, strings.Join(w2.Take(), "\n"), "nodeSelector is absent")
 }
 
 func TestAuditLogHoldsDecisions(t *testing.T) {
