@@ -10,7 +10,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 30s
 ARGS ?=
 
-include hack/controlplane.mk
+# Fragments add their own targets; a fragment that belongs in `make test`
+# appends it to TEST_EXTRA.
+TEST_EXTRA :=
+include $(sort $(wildcard hack/*.mk))
 
 .PHONY: all build test unit e2e demo fuzz lint fmt help
 
@@ -33,7 +36,7 @@ unit: ## Unit, golden and fuzz-seed tests (no cluster)
 e2e: controlplane ## End-to-end tests against a real kube-apiserver and etcd
 	$(GO) test -count=1 -tags e2e -timeout 20m ./internal/controlplane/ ./test/e2e/
 
-test: lint unit e2e ## Everything CI runs
+test: lint unit e2e $(TEST_EXTRA) ## Everything CI runs
 
 demo: controlplane ## Real control plane + webhook; unsafe Plans refused, safe ones admitted (ARGS=--once to exit)
 	$(GO) run ./test/demo $(ARGS)
