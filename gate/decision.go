@@ -72,6 +72,9 @@ type Decision struct {
 	Blockers []Blocker
 	Warnings []string
 	Record   *RecordInfo
+	// RecordRefs list several records ("id@rev") where one change uses one
+	// per hardware identity (driver path).
+	RecordRefs []string
 	// Nodes are the pending GPU nodes (Plans) or the node under review.
 	Nodes []string
 	// Exemption names the configured exemption that allowed the request.
@@ -139,6 +142,8 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	}
 	if ref := d.Record.Ref(); ref != "" {
 		a[AuditRecord] = ref
+	} else if len(d.RecordRefs) > 0 {
+		a[AuditRecord] = strings.Join(d.RecordRefs, ",")
 	}
 	if len(d.Nodes) > 0 {
 		a[AuditNodes] = strings.Join(d.Nodes, ",")
