@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -67,7 +68,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 		default:
 			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID}
 			if at, err := rec.CompletedAt(); err == nil {
-				inv.Record.Age = now.Sub(at).Round(time.Hour).String()
+				inv.Record.Age = age(now.Sub(at))
 				inv.Record.Expires = at.Add(cfg.MaxCanaryAge.Duration).UTC().Format(time.RFC3339)
 			}
 			target := rec.Target
@@ -131,4 +132,16 @@ func overlaps(records map[string]RecordEntry, ids []string) bool {
 		}
 	}
 	return false
+}
+
+// age reads like kubectl's: 9d22h, 5h, or "future".
+func age(d time.Duration) string {
+	if d < 0 {
+		return "future"
+	}
+	d = d.Round(time.Hour)
+	if days := d / (24 * time.Hour); days > 0 {
+		return fmt.Sprintf("%dd%dh", days, (d%(24*time.Hour))/time.Hour)
+	}
+	return fmt.Sprintf("%dh", d/time.Hour)
 }

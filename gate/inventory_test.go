@@ -48,7 +48,7 @@ func TestInventoryStatuses(t *testing.T) {
 		inv := Inventory(s.cfg, s.cluster, nil, testNow)[1]
 		assert.Equal(t, []string{hwV100}, inv.Hardware)
 		assert.Equal(t, tupleSource, inv.Current)
-		assert.Equal(t, &InventoryRecord{ConfigMap: "v100-r580", ID: "v100-r580-canary-1", Age: "24h0m0s", Expires: "2026-12-20T12:00:00Z"}, inv.Record)
+		assert.Equal(t, &InventoryRecord{ConfigMap: "v100-r580", ID: "v100-r580-canary-1", Age: "1d0h", Expires: "2026-12-20T12:00:00Z"}, inv.Record)
 		assert.Equal(t, &tupleTarget, inv.Target)
 	})
 	t.Run("a usable record wins over a newer stale one", func(t *testing.T) {

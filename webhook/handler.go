@@ -24,6 +24,7 @@ const (
 	PathPlans   = "/validate/plans"
 	PathNodes   = "/validate/nodes"
 	PathRecords = "/validate/records"
+	PathDriver  = "/validate/driver"
 )
 
 // decideFunc turns one request into a decision. An error means the request
@@ -33,12 +34,13 @@ type decideFunc func(ctx context.Context, req admission.Request) (gate.Decision,
 // handler is the shared plumbing: kind check, timing, metrics, one log line.
 type handler struct {
 	resource string
-	gvr      schema.GroupVersionResource
-	gvk      schema.GroupVersionKind
-	ops      []admissionv1.Operation
-	decide   decideFunc
-	log      logr.Logger
-	now      func() time.Time
+	// gvrs[i] is reviewed only with kind kinds[i].
+	gvrs   []schema.GroupVersionResource
+	kinds  []schema.GroupVersionKind
+	ops    []admissionv1.Operation
+	decide decideFunc
+	log    logr.Logger
+	now    func() time.Time
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -52,7 +54,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		d, err = h.decide(ctx, req)
 	}
 	if err != nil {
-		d = gate.Decision{Object: h.gvk.Kind + " " + objectName(req), Blockers: []gate.Blocker{invalidReview(err)}}
+		d = gate.Decision{Object: req.Kind.Kind + " " + objectName(req), Blockers: []gate.Blocker{invalidReview(err)}}
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
@@ -70,11 +72,17 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 // handler serves: a crafted mismatch must be denied, never decoded into the
 // wrong type.
 func (h *handler) check(req admission.Request) error {
-	if req.Resource.Group != h.gvr.Group || req.Resource.Resource != h.gvr.Resource || req.SubResource != "" {
-		return fmt.Errorf("this endpoint reviews %s, got resource %q subresource %q", h.gvr.GroupResource(), req.Resource.String(), req.SubResource)
+	i := -1
+	for j, gvr := range h.gvrs {
+		if req.Resource.Group == gvr.Group && req.Resource.Resource == gvr.Resource {
+			i = j
+		}
 	}
-	if req.Kind.Group != h.gvk.Group || req.Kind.Kind != h.gvk.Kind {
-		return fmt.Errorf("this endpoint reviews kind %s, got %q", h.gvk.GroupKind(), req.Kind.String())
+	if i < 0 || req.SubResource != "" {
+		return fmt.Errorf("this endpoint reviews %v, got resource %q subresource %q", h.gvrs, req.Resource.String(), req.SubResource)
+	}
+	if want := h.kinds[i]; req.Kind.Group != want.Group || req.Kind.Kind != want.Kind {
+		return fmt.Errorf("resource %s holds kind %s, got %q", h.gvrs[i].GroupResource(), want.GroupKind(), req.Kind.String())
 	}
 	for _, op := range h.ops {
 		if req.Operation == op {

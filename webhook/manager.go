@@ -82,6 +82,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(&syncer{facts: facts, cache: mgr.GetCache(), disc: disc, every: opts.VersionRefresh}); err != nil {
 		return nil, nil, err
 	}
+	if err := mgr.Add(&inventoryExporter{server: s, every: time.Minute}); err != nil {
+		return nil, nil, err
+	}
 	s.Register(mgr.GetWebhookServer())
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err

@@ -39,23 +39,24 @@ func (s *Server) Register(srv webhook.Server) {
 	srv.Register(PathPlans, &webhook.Admission{Handler: s.PlanHandler()})
 	srv.Register(PathNodes, &webhook.Admission{Handler: s.NodeHandler()})
 	srv.Register(PathRecords, &webhook.Admission{Handler: s.RecordHandler()})
+	srv.Register(PathDriver, &webhook.Admission{Handler: s.DriverHandler()})
 }
 
 func (s *Server) PlanHandler() *handler {
 	return &handler{resource: "plans", decide: s.decidePlan, log: s.Log.WithName("plans"),
-		gvr: upgradev1.SchemeGroupVersion.WithResource("plans"), gvk: upgradev1.SchemeGroupVersion.WithKind("Plan"),
+		gvrs: []schema.GroupVersionResource{upgradev1.SchemeGroupVersion.WithResource("plans")}, kinds: []schema.GroupVersionKind{upgradev1.SchemeGroupVersion.WithKind("Plan")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }
 
 func (s *Server) NodeHandler() *handler {
 	return &handler{resource: "nodes", decide: s.decideNode, log: s.Log.WithName("nodes"),
-		gvr: corev1.SchemeGroupVersion.WithResource("nodes"), gvk: corev1.SchemeGroupVersion.WithKind("Node"),
+		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
 		ops: []admissionv1.Operation{admissionv1.Update}}
 }
 
 func (s *Server) RecordHandler() *handler {
 	return &handler{resource: "configmaps", decide: s.decideRecord, log: s.Log.WithName("records"),
-		gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), gvk: corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("configmaps")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }
 

@@ -84,7 +84,7 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			return nil, usagef("required flag --%s not set", req)
 		}
 	}
-	cfg, err := loadConfig(f, fs)
+	cfg, err := loadConfig(f.config, f.namespace, fs.Changed("namespace"))
 	if err != nil {
 		return nil, err
 	}
@@ -147,26 +147,27 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 	return results, nil
 }
 
-// loadConfig reads --config over the defaults and settles the namespace.
-func loadConfig(f *checkFlags, fs *pflag.FlagSet) (*gate.Config, error) {
+// loadConfig reads --config over the defaults and settles the namespace
+// (namespaceSet: --namespace was given).
+func loadConfig(path, namespace string, namespaceSet bool) (*gate.Config, error) {
 	cfg := gate.DefaultConfig()
-	if f.config != "" {
-		data, err := readInput("--config", f.config)
+	if path != "" {
+		data, err := readInput("--config", path)
 		if err != nil {
 			return nil, err
 		}
 		if cfg, err = gate.LoadConfig(data); err != nil {
-			return nil, inputf("--config %s: %v", f.config, err)
+			return nil, inputf("--config %s: %v", path, err)
 		}
-		if fs.Changed("namespace") && f.namespace != cfg.Namespace {
-			return nil, usagef("--namespace %q differs from namespace %q in --config %s; records are read only from the gate's own namespace: drop --namespace or fix the config", f.namespace, cfg.Namespace, f.config)
+		if namespaceSet && namespace != cfg.Namespace {
+			return nil, usagef("--namespace %q differs from namespace %q in --config %s; records are read only from the gate's own namespace: drop --namespace or fix the config", namespace, cfg.Namespace, path)
 		}
 		return cfg, nil
 	}
-	if msgs := validation.IsDNS1123Label(f.namespace); len(msgs) > 0 {
-		return nil, usagef("--namespace %q: %s", f.namespace, msgs[0])
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return nil, usagef("--namespace %q: %s", namespace, msgs[0])
 	}
-	cfg.Namespace = f.namespace
+	cfg.Namespace = namespace
 	return cfg, nil
 }
 

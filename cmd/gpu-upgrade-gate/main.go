@@ -33,6 +33,7 @@ Commands:
   check            decide Plans offline against a cluster snapshot, as the webhook would
   upgrade-check    the kube-dc upgrade-check gate, with typed current and target versions
   validate-record  lint qualification records
+  inventory        per GPU node: current and target versions, record, readiness, rollback
   version          print the version
   help [command]   show help
 
@@ -46,6 +47,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"check":           runCheck,
 	"upgrade-check":   runUpgradeCheck,
 	"validate-record": runValidateRecord,
+	"inventory":       runInventory,
 	"version":         runVersion,
 }
 

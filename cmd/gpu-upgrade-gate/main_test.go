@@ -133,6 +133,13 @@ func TestGolden(t *testing.T) {
 		{"upgrade-check-stale", upgradeCheckArgs(kubeDC, "--max-canary-age", "48h"), 1},
 		{"upgrade-check-record-invalid", upgradeCheckArgs("testdata/records/bad/yaml11-booleans.yaml"), 1},
 
+		// inventory over the example snapshot.
+		{"inventory", []string{"inventory", now, "--cluster", ex + "cluster/snapshot.yaml"}, 0},
+		{"inventory-json", []string{"inventory", now, "--cluster", ex + "cluster/snapshot.yaml", "-o", "json"}, 0},
+		{"inventory-csv", []string{"inventory", now, "--cluster", ex + "cluster/snapshot.yaml", "-o", "csv"}, 0},
+		{"inventory-stale", []string{"inventory", "--now=2027-01-10T00:00:00Z", "--cluster", ex + "cluster/snapshot.yaml"}, 0},
+		{"inventory-both-sources", []string{"inventory", now, "--cluster", ex + "cluster/snapshot.yaml", "--kubeconfig", "x"}, 2},
+
 		// validate-record.
 		{"validate-examples", []string{"validate-record", now, ex + "records/h200-rke2-driver-canary.yaml", ex + "records/v100-kernel-rke2-canary.yaml", kubeDC}, 0},
 		{"validate-bad", []string{"validate-record", now, "testdata/records/bad/many-problems.yaml", "testdata/records/bad/yaml11-booleans.yaml", kubeDC}, 1},

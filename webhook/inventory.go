@@ -1,0 +1,54 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// nodeStatus is the fleet's readiness for the next upgrade, one series per
+// GPU node, so a dashboard shows which nodes are qualified, stale or
+// uncovered. Holders are not listed for it (that would list every GPU
+// node's Pods each time); `gpu-upgrade-gate inventory` shows them.
+var nodeStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "gpu_upgrade_gate_node_status",
+	Help: "1 for each GPU node's inventory status (at-target, qualified, stale, no-record, hardware-mismatch), with its hardware and covering record.",
+}, []string{"node", "hardware", "status", "record"})
+
+func init() { metrics.Registry.MustRegister(nodeStatus) }
+
+// inventoryExporter refreshes nodeStatus from the caches.
+type inventoryExporter struct {
+	server *Server
+	every  time.Duration
+}
+
+func (e *inventoryExporter) Start(ctx context.Context) error {
+	for {
+		wait := e.every
+		if cl, err := e.server.Facts.Cluster(ctx); err != nil {
+			wait = 5 * time.Second // caches not synced yet
+		} else {
+			nodeStatus.Reset()
+			for _, n := range gate.Inventory(e.server.Config, cl, nil, e.server.now()) {
+				record := ""
+				if n.Record != nil {
+					record = n.Record.ID
+				}
+				nodeStatus.WithLabelValues(n.Node, strings.Join(n.Hardware, ","), string(n.Status), record).Set(1)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (e *inventoryExporter) NeedLeaderElection() bool { return false }
