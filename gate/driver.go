@@ -124,7 +124,8 @@ func (r *DriverReview) HolderNodes() []string { return names(r.pending) }
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
 	d := Decision{Object: ch.Object, Nodes: r.HolderNodes()}
-	if !r.changed || len(r.nodes) == 0 {
+	if !r.changed || len(r.pending) == 0 {
+		// Nothing reloads: no reached node would change.
 		d.Allowed = true
 		return d
 	}
