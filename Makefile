@@ -9,6 +9,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 30s
 ARGS ?=
+.DEFAULT_GOAL := all
 
 # Fragments add their own targets; a fragment that belongs in `make test`
 # appends it to TEST_EXTRA.

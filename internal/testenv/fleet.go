@@ -139,7 +139,8 @@ func (e *Env) Base(ctx context.Context) error {
 			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod(dc.Container, "nvcr.io/nvidia/k8s/dcgm-exporter:"+Source.DCGMExporter)}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "platform-admin"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"upgrade.cattle.io"}, Resources: []string{"plans"}, Verbs: []string{"*"}},
-			{APIGroups: []string{""}, Resources: []string{"nodes", "configmaps", "pods"}, Verbs: []string{"*"}}}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "configmaps", "pods"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"nvidia.com"}, Resources: []string{"clusterpolicies", "nvidiadrivers"}, Verbs: []string{"*"}}}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "platform-admins"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "platform-admin"},
 			Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "platform-admins"}}},

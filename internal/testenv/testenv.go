@@ -1,23 +1,35 @@
 // Package testenv runs the product the way a cluster does, on one machine: a
 // real kube-apiserver and etcd (internal/controlplane), the webhook server
-// with real TLS, and its ValidatingWebhookConfiguration. The e2e tests, the
+// with real TLS, and the Helm chart's own ValidatingWebhookConfiguration,
+// ServiceAccount and RBAC (rendered by `helm template`, release namespace =
+// the gate's namespace). The webhook runs as the chart's ServiceAccount, so
+// every e2e test also proves the chart's RBAC is enough. The e2e tests, the
 // load tests and `make demo` share it.
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,8 +37,13 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/chart"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
+
+// Release is the Helm release name the chart is rendered with; the
+// ValidatingWebhookConfiguration, ServiceAccount and ClusterRole carry it.
+const Release = "gpu-upgrade-gate"
 
 // Env is a running control plane with the webhook in front of it.
 type Env struct {
@@ -39,8 +56,12 @@ type Env struct {
 	Port    int
 	Probe   string // host:port of /healthz and /readyz
 	Metrics string // host:port of /metrics
+	// ServiceAccount is the chart's ServiceAccount, which the webhook runs
+	// as unless Options.WebhookConfig says otherwise.
+	ServiceAccount types.NamespacedName
 
 	webhookRestConfig *rest.Config
+	vwc               *admissionregistrationv1.ValidatingWebhookConfiguration
 	stopWebhook       context.CancelFunc
 	webhookDone       chan error
 	now               func() time.Time
@@ -51,7 +72,8 @@ type Options struct {
 	Config *gate.Config
 	// Now is the webhook's clock (nil: time.Now).
 	Now func() time.Time
-	// WebhookConfig is the identity the webhook runs as (nil: admin).
+	// WebhookConfig is the identity the webhook runs as (nil: the chart's
+	// ServiceAccount, through a TokenRequest).
 	WebhookConfig *rest.Config
 	// KeepWorkDir keeps the control plane's files after Stop.
 	KeepWorkDir bool
@@ -79,9 +101,6 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if e.Config == nil {
 		e.Config = gate.DefaultConfig()
 	}
-	if e.webhookRestConfig == nil {
-		e.webhookRestConfig = cp.RESTConfig()
-	}
 	e.Scheme = runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(e.Scheme)
 	_ = upgradev1.AddToScheme(e.Scheme)
@@ -99,26 +118,207 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.Port, e.Probe, e.Metrics = ports[0], "127.0.0.1:"+strconv.Itoa(ports[1]), "127.0.0.1:"+strconv.Itoa(ports[2])
+	if err = e.installChart(ctx); err != nil {
+		return nil, err
+	}
+	if e.webhookRestConfig == nil {
+		if e.webhookRestConfig, err = e.serviceAccountConfig(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err = e.StartWebhook(ctx); err != nil {
 		return nil, err
 	}
-	if err = e.Admin.Create(ctx, e.WebhookConfiguration()); err != nil {
+	if err = e.RegisterWebhook(ctx); err != nil {
 		return nil, fmt.Errorf("register webhook: %w", err)
 	}
 	return e, nil
 }
 
-// WebhookConfiguration is the product's configuration pointed at this
-// machine's webhook by URL, with the test CA as the bundle.
-func (e *Env) WebhookConfiguration() *admissionregistrationv1.ValidatingWebhookConfiguration {
-	return webhook.Configuration(e.Config, webhook.ConfigurationOptions{
-		Name: "gpu-upgrade-gate", TimeoutSeconds: 5, NodeFailurePolicy: admissionregistrationv1.Fail,
-		ClientConfig: func(path string) admissionregistrationv1.WebhookClientConfig {
-			url := fmt.Sprintf("https://127.0.0.1:%d%s", e.Port, path)
-			return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: e.CA.PEM}
-		},
-	})
+// RegisterWebhook creates the webhook configuration and returns once the API
+// server calls the webhook: its admission plugin learns of the object through
+// an informer, a moment after the create returns.
+func (e *Env) RegisterWebhook(ctx context.Context) error {
+	if err := e.Admin.Create(ctx, e.WebhookConfiguration()); err != nil {
+		return err
+	}
+	return e.waitWebhookCalled(ctx, true)
 }
+
+// UnregisterWebhook deletes the webhook configuration and returns once the
+// API server no longer calls the webhook.
+func (e *Env) UnregisterWebhook(ctx context.Context) error {
+	if err := e.Admin.Delete(ctx, e.WebhookConfiguration()); err != nil {
+		return err
+	}
+	return e.waitWebhookCalled(ctx, false)
+}
+
+// waitWebhookCalled polls with a server-side dry run (nothing is stored) of
+// a record ConfigMap the record webhook refuses, until the API server does or
+// does not call the webhook, as wanted.
+func (e *Env) waitWebhookCalled(ctx context.Context, want bool) error {
+	denied := fmt.Sprintf("admission webhook %q denied", webhook.WebhookRecords)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.Config.Namespace, GenerateName: "testenv-probe-", Labels: map[string]string{"gpu-upgrade-gate.io/qualification": "true"}},
+			Data:       map[string]string{"qualification.yaml": "not a record"},
+		}
+		err := e.Admin.Create(ctx, cm, client.DryRunAll)
+		called := err != nil && strings.Contains(err.Error(), denied)
+		if err != nil && !called {
+			return fmt.Errorf("probe the webhook registration: %w", err)
+		}
+		if called == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the API server still %s the webhook after 30s", map[bool]string{true: "does not call", false: "calls"}[want])
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WebhookConfiguration is the chart's ValidatingWebhookConfiguration with
+// one change: each webhook's clientConfig points at this machine's webhook by
+// URL (https://127.0.0.1:<port><the chart's path>) with the test CA as the
+// bundle, instead of the Service and cert-manager's injection. Each call
+// returns a fresh copy, ready to Create.
+func (e *Env) WebhookConfiguration() *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return e.vwc.DeepCopy()
+}
+
+// WebhookRESTConfig is the identity the webhook runs as.
+func (e *Env) WebhookRESTConfig() *rest.Config { return rest.CopyConfig(e.webhookRestConfig) }
+
+// chartValues are the values that make the chart's engine configuration
+// e.Config: every key is set, so no chart default stands in for a value the
+// test chose (an empty breakGlassGroup or no exemptions included).
+func (e *Env) chartValues() (map[string]any, error) {
+	data, err := json.Marshal(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, err
+	}
+	delete(cfg, "namespace") // the release namespace
+	if _, ok := cfg["exemptions"]; !ok {
+		cfg["exemptions"] = []any{}
+	}
+	if _, ok := cfg["breakGlassGroup"]; !ok {
+		cfg["breakGlassGroup"] = ""
+	}
+	return map[string]any{"config": cfg}, nil
+}
+
+// installChart renders the chart for e.Config, checks that its configuration
+// ConfigMap loads back to e.Config, creates the namespaces it needs, its
+// ServiceAccount, ClusterRole, Roles and bindings, and keeps its
+// ValidatingWebhookConfiguration (rewritten to this machine's URL) for
+// WebhookConfiguration. Nothing else of the chart runs here: the webhook is
+// this process, and there is no cert-manager or NFD.
+func (e *Env) installChart(ctx context.Context) error {
+	values, err := e.chartValues()
+	if err != nil {
+		return err
+	}
+	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
+	if err != nil {
+		return fmt.Errorf("render the chart: %w", err)
+	}
+	var install []client.Object
+	namespaces := []string{e.Config.Namespace}
+	for _, o := range objs {
+		if o.GetAnnotations()["helm.sh/hook"] != "" {
+			continue
+		}
+		switch obj := o.Object.(type) {
+		case *corev1.ServiceAccount:
+			e.ServiceAccount = types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+			install = append(install, obj)
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+			install = append(install, obj)
+		case *corev1.ConfigMap:
+			if err := e.checkChartConfig(obj); err != nil {
+				return err
+			}
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			e.vwc = obj
+		default:
+			continue
+		}
+		if ns := o.GetNamespace(); ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if e.vwc == nil || e.ServiceAccount.Name == "" {
+		return errors.New("the chart rendered no ValidatingWebhookConfiguration or ServiceAccount")
+	}
+	delete(e.vwc.Annotations, "cert-manager.io/inject-ca-from")
+	for i := range e.vwc.Webhooks {
+		w := &e.vwc.Webhooks[i]
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil {
+			return fmt.Errorf("webhook %s: the chart's clientConfig names no Service path", w.Name)
+		}
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", e.Port, *w.ClientConfig.Service.Path)
+		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: e.CA.PEM}
+	}
+	for _, ns := range namespaces {
+		if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+			return err
+		}
+	}
+	for _, o := range install {
+		if err := e.Admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("create the chart's %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// checkChartConfig: the configuration the chart renders from the values must
+// load to exactly e.Config, or the webhook here would not be the one the
+// chart deploys.
+func (e *Env) checkChartConfig(cm *corev1.ConfigMap) error {
+	data, ok := cm.Data["config.yaml"]
+	if !ok {
+		return nil // not the engine configuration
+	}
+	cfg, err := gate.LoadConfig([]byte(data))
+	if err != nil {
+		return fmt.Errorf("the chart's configuration does not load: %w", err)
+	}
+	want, _ := json.Marshal(e.Config)
+	got, _ := json.Marshal(cfg)
+	if !bytes.Equal(want, got) {
+		return fmt.Errorf("the chart renders a different configuration:\n got %s\nwant %s", got, want)
+	}
+	return nil
+}
+
+// serviceAccountConfig returns a config that authenticates as the chart's
+// ServiceAccount with a token from the TokenRequest API.
+func (e *Env) serviceAccountConfig(ctx context.Context) (*rest.Config, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ServiceAccount.Namespace, Name: e.ServiceAccount.Name}}
+	// Long enough for a demo left running; the control plane sets no maximum.
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(7 * 24 * 3600))}}
+	if err := e.Admin.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return nil, fmt.Errorf("token for ServiceAccount %s: %w", e.ServiceAccount, err)
+	}
+	cfg := e.CP.RESTConfig()
+	cfg.BearerToken, cfg.BearerTokenFile = tr.Status.Token, ""
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	return cfg, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // StartWebhook runs `serve`'s manager in this process and waits until it is
 // ready (caches synced, TLS listener answering).

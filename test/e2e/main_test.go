@@ -124,8 +124,7 @@ func setup(ctx context.Context) error {
 	}
 	// Records the record webhook refuses: written while the webhook is not
 	// registered, as records that predate the gate would be.
-	vwc := env.WebhookConfiguration()
-	if err := env.Admin.Delete(ctx, vwc); err != nil {
+	if err := env.UnregisterWebhook(ctx); err != nil {
 		return err
 	}
 	bad := map[string]*qualification.Record{
@@ -143,7 +142,7 @@ func setup(ctx context.Context) error {
 			return fmt.Errorf("record %s: %w", name, err)
 		}
 	}
-	if err := env.Admin.Create(ctx, env.WebhookConfiguration()); err != nil {
+	if err := env.RegisterWebhook(ctx); err != nil {
 		return err
 	}
 	if err := env.Admin.Create(ctx, testenv.Holder("train-0", "gpu-v100-holder")); err != nil {

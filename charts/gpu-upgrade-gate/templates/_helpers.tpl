@@ -1,0 +1,168 @@
+{{/* Name of the chart, or nameOverride. */}}
+{{- define "gug.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified name: fullnameOverride, else "<release>" when it already
+contains the chart name, else "<release>-<name>". At most 52 characters, so
+suffixes such as "-selfsigned" keep names within 63.
+*/}}
+{{- define "gug.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "gug.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gug.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "gug.labels" -}}
+helm.sh/chart: {{ include "gug.chart" . }}
+app.kubernetes.io/name: {{ include "gug.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gpu-upgrade-gate
+{{- end }}
+
+{{/*
+Selector labels of the webhook's pods. The component keeps the hook Jobs'
+pods out of the Service, the PDB and the NetworkPolicy.
+*/}}
+{{- define "gug.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gug.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{- define "gug.serviceName" -}}{{ include "gug.fullname" . }}{{- end }}
+{{- define "gug.serviceAccountName" -}}{{ include "gug.fullname" . }}{{- end }}
+{{- define "gug.servingCertName" -}}{{ include "gug.fullname" . }}-serving{{- end }}
+
+{{/* The TLS Secret mounted at /tls. */}}
+{{- define "gug.tlsSecretName" -}}
+{{- if .Values.tls.secretName }}{{ .Values.tls.secretName }}{{ else }}{{ include "gug.fullname" . }}-tls{{ end }}
+{{- end }}
+
+{{/* image reference: repository@digest, else repository:tag. */}}
+{{- define "gug.imageRef" -}}
+{{- if .digest }}{{ .repository }}@{{ .digest }}{{ else }}{{ .repository }}:{{ .tag }}{{ end }}
+{{- end }}
+
+{{- define "gug.image" -}}
+{{- include "gug.imageRef" (dict "repository" .Values.image.repository "digest" .Values.image.digest "tag" (default .Chart.AppVersion .Values.image.tag)) }}
+{{- end }}
+
+{{- define "gug.hookImage" -}}
+{{- include "gug.imageRef" .Values.hooks.image }}
+{{- end }}
+
+{{/*
+Fails rendering on settings the schema cannot see: kube-system as the
+release namespace (the record webhook would then match there), or incomplete
+own-CA settings.
+*/}}
+{{- define "gug.validate" -}}
+{{- if eq .Release.Namespace "kube-system" }}
+{{- fail "install gpu-upgrade-gate into its own namespace, not kube-system: its record webhook matches ConfigMaps in the release namespace" }}
+{{- end }}
+{{- if not .Values.tls.certManager.enabled }}
+{{- if not .Values.tls.secretName }}
+{{- fail "tls.certManager.enabled=false needs tls.secretName: the kubernetes.io/tls Secret (tls.crt, tls.key) the webhook serves" }}
+{{- end }}
+{{- if not (hasPrefix "-----BEGIN CERTIFICATE-----" (trim .Values.tls.caBundle)) }}
+{{- fail "tls.certManager.enabled=false needs tls.caBundle: the PEM of the CA that signed the serving certificate" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A CEL string literal: single-quoted, with backslashes and quotes escaped, so a
+user name can never break out of the match condition.
+*/}}
+{{- define "gug.celString" -}}
+'{{ . | replace "\\" "\\\\" | replace "'" "\\'" }}'
+{{- end }}
+
+{{/*
+The Node webhook's match conditions, from the engine configuration: kubelets,
+the exempt system controllers, non-GPU nodes, and changes that neither touch
+labels nor uncordon never leave the API server.
+*/}}
+{{- define "gug.nodeMatchConditions" -}}
+{{- $gpuKeys := list }}
+{{- range .Values.config.gpuVendors }}
+{{- range $k := list (printf "pci-%s" .) (printf "pci-0300_%s" .) (printf "pci-0302_%s" .) }}
+{{- $gpuKeys = append $gpuKeys (include "gug.celString" (printf "feature.node.kubernetes.io/%s.present" $k)) }}
+{{- end }}
+{{- end }}
+{{- $gpuKeys = append $gpuKeys (include "gug.celString" "nvidia.com/gpu.present") }}
+{{- $users := list }}
+{{- range .Values.config.exemptions }}
+{{- if and (has "nodes" .resources) (not .groups) (not .matchLabels) (not .namespaces) }}
+{{- range .users }}
+{{- $users = append $users (include "gug.celString" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+- name: not-a-kubelet
+  expression: {{ "!('system:nodes' in request.userInfo.groups)" | quote }}
+- name: gpu-node
+  expression: {{ printf "[%s].exists(k, k in object.metadata.?labels.orValue({}) || k in oldObject.metadata.?labels.orValue({}))" (join ", " $gpuKeys) | quote }}
+- name: labels-changed-or-uncordon
+  expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))" | quote }}
+{{- if $users }}
+- name: not-a-system-controller
+  expression: {{ printf "!(request.userInfo.username in [%s])" (join ", " $users) | quote }}
+{{- end }}
+{{- end }}
+
+{{/* A webhook's clientConfig: the Service, and the CA bundle when it is supplied. */}}
+{{- define "gug.clientConfig" -}}
+service:
+  name: {{ include "gug.serviceName" .root }}
+  namespace: {{ .root.Release.Namespace }}
+  path: {{ .path }}
+  port: {{ .root.Values.service.port }}
+{{- if not .root.Values.tls.certManager.enabled }}
+caBundle: {{ .root.Values.tls.caBundle | trim | b64enc }}
+{{- end }}
+{{- end }}
+
+{{/* Pod and container security of the hook Jobs: the restricted profile. */}}
+{{- define "gug.hookPodSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+{{- end }}
+{{- define "gug.hookContainerSecurity" -}}
+securityContext:
+  runAsNonRoot: true
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  privileged: false
+  capabilities:
+    drop:
+      - ALL
+  seccompProfile:
+    type: RuntimeDefault
+resources:
+  requests:
+    cpu: 10m
+    memory: 16Mi
+  limits:
+    memory: 64Mi
+{{- end }}

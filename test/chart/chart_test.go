@@ -1,0 +1,404 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+var defaultExemptUsers = []string{
+	"system:serviceaccount:system-upgrade:system-upgrade",
+	"system:serviceaccount:gpu-operator:gpu-operator",
+	"system:serviceaccount:gpu-operator:node-feature-discovery-master",
+	"system:serviceaccount:node-feature-discovery:nfd-master",
+}
+
+func defaults() expect {
+	return expect{
+		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
+		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptUsers: defaultExemptUsers,
+		antiAffinity: true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
+		gpuOperator: [2]string{"gpu-operator", "gpu-operator"}, dcgm: [2]string{"gpu-operator", "nvidia-dcgm-exporter"},
+	}
+}
+
+// variants: the default values and every file in ci/, with what each must
+// render. A ci/ file without an entry here fails TestEveryCIFileIsChecked.
+var variants = map[string]func(e *expect){
+	"": func(*expect) {},
+	"own-ca-values.yaml": func(e *expect) {
+		e.ownCA, e.probeHook = true, true
+	},
+	"ignore-node-policy-values.yaml": func(e *expect) {
+		e.nodePolicy, e.timeout = admissionregistrationv1.Ignore, 3
+		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
+		e.gpuVendors = []string{"10de", "1002"}
+		e.exemptUsers = defaultExemptUsers[:2] // platform-bots has groups: no match condition
+	},
+	"networkpolicy-servicemonitor-values.yaml": func(e *expect) {
+		e.networkPolicy, e.serviceMonitor, e.deleteHook = true, true, true
+		e.dcgm = [2]string{"gpu-monitoring", "dcgm-exporter"}
+	},
+	"one-replica-values.yaml": func(e *expect) {
+		e.replicas, e.antiAffinity, e.zoneSpread, e.priorityClassName, e.nfd = 1, false, false, "", false
+	},
+}
+
+type renderResult struct {
+	out []byte
+	err error
+}
+
+var renders sync.Map // file -> renderResult
+
+// rawRender renders a variant once per test binary.
+func rawRender(t *testing.T, file string) []byte {
+	t.Helper()
+	if v, ok := renders.Load(file); ok {
+		r := v.(renderResult)
+		require.NoError(t, r.err)
+		return r.out
+	}
+	o := Options{}
+	if file != "" {
+		dir, err := Dir()
+		require.NoError(t, err)
+		o.ValuesFiles = []string{filepath.Join(dir, "ci", file)}
+	}
+	out, err := Template(o)
+	renders.Store(file, renderResult{out, err})
+	require.NoError(t, err)
+	return out
+}
+
+func load(t *testing.T, file string) *rendered {
+	t.Helper()
+	objs, err := Decode(rawRender(t, file))
+	require.NoError(t, err)
+	e := defaults()
+	variants[file](&e)
+	return &rendered{objs: objs, e: e}
+}
+
+func variantName(file string) string {
+	if file == "" {
+		return "default"
+	}
+	return strings.TrimSuffix(file, ".yaml")
+}
+
+func TestEveryCIFileIsChecked(t *testing.T) {
+	dir, err := Dir()
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(dir, "ci", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		_, ok := variants[filepath.Base(f)]
+		assert.True(t, ok, "ci/%s has no expectations in variants", filepath.Base(f))
+	}
+	assert.Len(t, variants, len(files)+1)
+}
+
+// TestSafety decodes every object each variant renders with the real API
+// types and checks the safety properties.
+func TestSafety(t *testing.T) {
+	for file := range variants {
+		t.Run(variantName(file), func(t *testing.T) {
+			r := load(t, file)
+			for _, p := range r.check() {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// TestDecodeIsStrict: an unknown kind, an unknown field or a duplicate key is
+// an error, not something silently dropped.
+func TestDecodeIsStrict(t *testing.T) {
+	for name, doc := range map[string]string{
+		"unknown kind":  "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: x\n",
+		"unknown field": "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: x\nspec:\n  maxUnavailabe: 1\n",
+		"duplicate key": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\n  name: y\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Decode([]byte("---\n# Source: x.yaml\n" + doc))
+			assert.Error(t, err)
+		})
+	}
+	objs, err := Decode([]byte("---\n# comments only\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\n"))
+	require.NoError(t, err)
+	assert.Len(t, objs, 1)
+}
+
+// TestRenderRefusals: values that would make the chart unsafe do not render.
+func TestRenderRefusals(t *testing.T) {
+	cases := map[string]struct {
+		namespace string
+		values    map[string]any
+		want      string
+	}{
+		"kube-system release": {namespace: "kube-system", want: "not kube-system"},
+		"SUC namespace kube-system": {values: map[string]any{"config": map[string]any{"sucNamespaces": []string{"kube-system"}}},
+			want: "sucNamespaces"},
+		"own CA without bundle": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "secretName": "x"}},
+			want: "caBundle"},
+		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},
+			want: "secretName"},
+		"timeout 30":              {values: map[string]any{"webhook": map[string]any{"timeoutSeconds": 30}}, want: "timeoutSeconds"},
+		"node policy bogus":       {values: map[string]any{"webhook": map[string]any{"nodeFailurePolicy": "Maybe"}}, want: "nodeFailurePolicy"},
+		"PDB blocking drains":     {values: map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, want: "maxUnavailable"},
+		"unknown value":           {values: map[string]any{"replicas": 3}, want: "replicas"},
+		"unknown config key":      {values: map[string]any{"config": map[string]any{"namespace": "elsewhere"}}, want: "namespace"},
+		"exemption for everyone":  {values: map[string]any{"config": map[string]any{"exemptions": []any{map[string]any{"name": "all", "resources": []string{"plans"}}}}}, want: "exemptions"},
+		"vendor not hex":          {values: map[string]any{"config": map[string]any{"gpuVendors": []string{"NVDA"}}}, want: "gpuVendors"},
+		"image digest not sha256": {values: map[string]any{"image": map[string]any{"digest": "latest"}}, want: "digest"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Template(Options{Namespace: tc.namespace, Values: tc.values})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestChecksCanFail breaks one property at a time in a good render and
+// expects the checks to say so: every assertion above can fail.
+func TestChecksCanFail(t *testing.T) {
+	dep := func(objs []Object) *appsv1.Deployment { return Find[*appsv1.Deployment](objs)[0] }
+	ctr := func(objs []Object) *corev1.Container { return &dep(objs).Spec.Template.Spec.Containers[0] }
+	pdb := func(objs []Object) *policyv1.PodDisruptionBudget { return Find[*policyv1.PodDisruptionBudget](objs)[0] }
+	vwc := func(objs []Object) *admissionregistrationv1.ValidatingWebhookConfiguration {
+		return Find[*admissionregistrationv1.ValidatingWebhookConfiguration](objs)[0]
+	}
+	wh := func(objs []Object, name string) *admissionregistrationv1.ValidatingWebhook {
+		return hook(vwc(objs), name+".gpu-upgrade-gate.io")
+	}
+	cr := func(objs []Object) *rbacv1.ClusterRole {
+		for _, c := range Find[*rbacv1.ClusterRole](objs) {
+			if !isHook(c) {
+				return c
+			}
+		}
+		return nil
+	}
+	role := func(objs []Object, suffix string) *rbacv1.Role {
+		for _, r := range Find[*rbacv1.Role](objs) {
+			if strings.HasSuffix(r.Name, suffix) {
+				return r
+			}
+		}
+		return nil
+	}
+	cert := func(objs []Object, isCA bool) *certmanagerv1.Certificate {
+		for _, c := range Find[*certmanagerv1.Certificate](objs) {
+			if c.Spec.IsCA == isCA {
+				return c
+			}
+		}
+		return nil
+	}
+	// nfdRule returns a copy of rule A; setNFDRules writes rules back.
+	nfdRule := func(objs []Object) map[string]any {
+		rules, _, _ := unstructured.NestedSlice(FindUnstructured(objs, NodeFeatureRule)[0].Object, "spec", "rules")
+		return rules[0].(map[string]any)
+	}
+	setNFDRules := func(objs []Object, rules []any) {
+		_ = unstructured.SetNestedSlice(FindUnstructured(objs, NodeFeatureRule)[0].Object, rules, "spec", "rules")
+	}
+	ns := func(values ...string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: values}}}
+	}
+	cases := []struct {
+		name, variant string
+		mutate        func(objs []Object)
+		want          string
+	}{
+		// PDB
+		{"PDB minAvailable", "", func(o []Object) { pdb(o).Spec.MinAvailable = ptr.To(intstr.FromInt32(1)) }, "minAvailable"},
+		{"PDB maxUnavailable 0", "", func(o []Object) { pdb(o).Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0)) }, "maxUnavailable"},
+		{"PDB maxUnavailable percent", "", func(o []Object) { pdb(o).Spec.MaxUnavailable = ptr.To(intstr.FromString("10%")) }, "maxUnavailable"},
+		{"PDB unhealthy pods", "", func(o []Object) { pdb(o).Spec.UnhealthyPodEvictionPolicy = nil }, "unhealthyPodEvictionPolicy"},
+		{"PDB selects nothing", "", func(o []Object) { pdb(o).Spec.Selector.MatchLabels = map[string]string{"x": "y"} }, "PDB selector"},
+		{"no PDB", "", func(o []Object) {
+			for i := range o {
+				if _, ok := o[i].Object.(*policyv1.PodDisruptionBudget); ok {
+					o[i].Object = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "gpu-upgrade-gate", Annotations: map[string]string{"helm.sh/hook": "x"}}}
+				}
+			}
+		}, "exactly one PodDisruptionBudget"},
+		// Pod security and resources
+		{"privilege escalation", "", func(o []Object) { ctr(o).SecurityContext.AllowPrivilegeEscalation = ptr.To(true) }, "allowPrivilegeEscalation"},
+		{"writable root", "", func(o []Object) { ctr(o).SecurityContext.ReadOnlyRootFilesystem = nil }, "readOnlyRootFilesystem"},
+		{"capability added", "", func(o []Object) { ctr(o).SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"} }, "capabilities"},
+		{"privileged", "", func(o []Object) { ctr(o).SecurityContext.Privileged = ptr.To(true) }, "privileged"},
+		{"root user", "", func(o []Object) { dep(o).Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil }, "runAsNonRoot"},
+		{"no seccomp", "", func(o []Object) { dep(o).Spec.Template.Spec.SecurityContext.SeccompProfile = nil }, "seccompProfile"},
+		{"host network", "", func(o []Object) { dep(o).Spec.Template.Spec.HostNetwork = true }, "host namespaces"},
+		{"no memory limit", "", func(o []Object) { delete(ctr(o).Resources.Limits, corev1.ResourceMemory) }, "memory limit"},
+		{"hook container root", "own-ca-values.yaml", func(o []Object) {
+			Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0].SecurityContext.RunAsUser = ptr.To(int64(0))
+		}, "may run as root"},
+		// Deployment
+		{"replicas", "", func(o []Object) { dep(o).Spec.Replicas = ptr.To(int32(1)) }, "replicas"},
+		{"no anti-affinity", "", func(o []Object) { dep(o).Spec.Template.Spec.Affinity = nil }, "anti-affinity"},
+		{"no zone spread", "", func(o []Object) { dep(o).Spec.Template.Spec.TopologySpreadConstraints = nil }, "zone spread"},
+		{"no priority class", "", func(o []Object) { dep(o).Spec.Template.Spec.PriorityClassName = "" }, "priorityClassName"},
+		{"readiness on healthz", "", func(o []Object) { ctr(o).ReadinessProbe.HTTPGet.Path = "/healthz" }, "readiness probe"},
+		{"liveness on metrics port", "", func(o []Object) { ctr(o).LivenessProbe.HTTPGet.Port = intstr.FromInt32(8080) }, "liveness probe"},
+		{"no readiness probe", "", func(o []Object) { ctr(o).ReadinessProbe = nil }, "readiness probe"},
+		{"probe address drift", "", func(o []Object) { ctr(o).Args = append(ctr(o).Args, "--health-probe-bind-address=:9000") }, "health-probe-bind-address"},
+		{"serve port drift", "", func(o []Object) { ctr(o).Ports[0].ContainerPort = 9444 }, "--port"},
+		{"surge only", "", func(o []Object) { dep(o).Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1)) }, "maxUnavailable 0"},
+		{"config not from the ConfigMap", "", func(o []Object) { dep(o).Spec.Template.Spec.Volumes[0].ConfigMap.Name = "elsewhere" }, "--config"},
+		{"TLS from another Secret", "", func(o []Object) { dep(o).Spec.Template.Spec.Volumes[1].Secret.SecretName = "other" }, "--cert-dir"},
+		{"runs as default SA", "", func(o []Object) { dep(o).Spec.Template.Spec.ServiceAccountName = "default" }, "run as"},
+		{"object in default namespace", "", func(o []Object) { dep(o).Namespace = "default" }, "release namespace"},
+		{"Service targets metrics", "", func(o []Object) {
+			for _, s := range Find[*corev1.Service](o) {
+				s.Spec.Ports[0].TargetPort = intstr.FromString("metrics")
+			}
+		}, "targetPort"},
+		// RBAC
+		{"Secrets readable", "", func(o []Object) {
+			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+		}, "Secrets"},
+		{"ConfigMaps cluster-wide", "", func(o []Object) {
+			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}})
+		}, "/configmaps in cluster"},
+		{"nodes writable", "", func(o []Object) { cr(o).Rules[0].Verbs = append(cr(o).Rules[0].Verbs, "patch") }, "may patch /nodes"},
+		{"pods watched", "", func(o []Object) { cr(o).Rules[2].Verbs = append(cr(o).Rules[2].Verbs, "watch") }, "may watch /pods"},
+		{"wildcard", "", func(o []Object) { cr(o).Rules[0].Resources = []string{"*"} }, "wildcard"},
+		{"leases readable", "", func(o []Object) {
+			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})
+		}, "does not read"},
+		{"any Deployment", "", func(o []Object) { role(o, "-gpu-operator").Rules[0].ResourceNames = nil }, "resourceNames"},
+		{"no plan access", "", func(o []Object) { cr(o).Rules = cr(o).Rules[:1] }, "cannot read upgrade.cattle.io/plans"},
+		{"binding to a group", "", func(o []Object) {
+			b := Find[*rbacv1.ClusterRoleBinding](o)[0]
+			b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: "Group", Name: "system:authenticated"})
+		}, "only the chart's own ServiceAccounts"},
+		{"hook deletes any webhook configuration", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			for _, c := range Find[*rbacv1.ClusterRole](o) {
+				if isHook(c) {
+					c.Rules[0].ResourceNames = nil
+				}
+			}
+		}, "a hook may only delete"},
+		// Webhooks
+		{"plans/status", "", func(o []Object) { wh(o, "plans").Rules[0].Resources = []string{"plans", "plans/status"} }, "never subresources"},
+		{"nodes/status", "", func(o []Object) { wh(o, "nodes").Rules[0].Resources = []string{"nodes/status"} }, "never subresources"},
+		{"leases matched", "", func(o []Object) { wh(o, "records").Rules[0].Resources = []string{"configmaps", "leases"} }, "leases"},
+		{"DELETE matched", "", func(o []Object) {
+			wh(o, "plans").Rules[0].Operations = append(wh(o, "plans").Rules[0].Operations, admissionregistrationv1.Delete)
+		}, "DELETE"},
+		{"plans fail open", "", func(o []Object) { wh(o, "plans").FailurePolicy = ptr.To(admissionregistrationv1.Ignore) }, "failurePolicy"},
+		{"records fail open", "", func(o []Object) { wh(o, "records").FailurePolicy = ptr.To(admissionregistrationv1.Ignore) }, "failurePolicy"},
+		{"node policy not the value", "ignore-node-policy-values.yaml", func(o []Object) { wh(o, "nodes").FailurePolicy = ptr.To(admissionregistrationv1.Fail) }, "failurePolicy"},
+		{"kube-system Plans", "", func(o []Object) { wh(o, "plans").NamespaceSelector = ns("system-upgrade", "kube-system") }, "kube-system"},
+		{"Plans everywhere", "", func(o []Object) { wh(o, "plans").NamespaceSelector = nil }, "namespaceSelector"},
+		{"records everywhere", "", func(o []Object) {
+			wh(o, "records").NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpExists}}}
+		}, "namespaceSelector"},
+		{"records unlabelled", "", func(o []Object) { wh(o, "records").ObjectSelector = nil }, "objectSelector"},
+		{"timeout 30", "", func(o []Object) { wh(o, "nodes").TimeoutSeconds = ptr.To(int32(30)) }, "timeoutSeconds"},
+		{"side effects", "", func(o []Object) {
+			wh(o, "plans").SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
+		}, "sideEffects"},
+		{"v1beta1 reviews", "", func(o []Object) { wh(o, "nodes").AdmissionReviewVersions = []string{"v1", "v1beta1"} }, "admissionReviewVersions"},
+		{"matchPolicy Exact", "", func(o []Object) { wh(o, "plans").MatchPolicy = ptr.To(admissionregistrationv1.Exact) }, "matchPolicy"},
+		{"webhook dropped", "", func(o []Object) { vwc(o).Webhooks = vwc(o).Webhooks[:2] }, "no webhook records"},
+		{"other Service", "", func(o []Object) { wh(o, "plans").ClientConfig.Service.Name = "other" }, "clientConfig.service"},
+		{"kubelets reach the webhook", "", func(o []Object) { wh(o, "nodes").MatchConditions = wh(o, "nodes").MatchConditions[1:] }, "match conditions"},
+		{"exempt user missing", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[3].Expression = strings.Replace(mc[3].Expression, "'system:serviceaccount:system-upgrade:system-upgrade', ", "", 1)
+		}, "match conditions"},
+		// TLS
+		{"no injection", "", func(o []Object) { vwc(o).Annotations = nil }, "inject-ca-from"},
+		{"injection from the CA", "", func(o []Object) {
+			vwc(o).Annotations["cert-manager.io/inject-ca-from"] = "gpu-upgrade-gate/" + cert(o, true).Name
+		}, "inject-ca-from"},
+		{"serving cert self-signed", "", func(o []Object) { cert(o, false).Spec.IssuerRef.Name = "gpu-upgrade-gate-selfsigned" }, "CA Issuer"},
+		{"dnsNames short", "", func(o []Object) { cert(o, false).Spec.DNSNames = cert(o, false).Spec.DNSNames[:2] }, "dnsNames"},
+		{"CA not a CA", "", func(o []Object) { cert(o, true).Spec.IsCA = false }, "CA Certificate"},
+		{"renewBefore unset", "", func(o []Object) { cert(o, false).Spec.RenewBefore = nil }, "renewBefore"},
+		{"own CA garbage", "own-ca-values.yaml", func(o []Object) { wh(o, "plans").ClientConfig.CABundle = []byte("not a pem") }, "caBundle"},
+		// NodeFeatureRule
+		{"labels template", "", func(o []Object) {
+			r := nfdRule(o)
+			r["labelsTemplate"] = "{{ range .pci.device }}pci-{{ .vendor }}_{{ .device }}.present=true\n{{ end }}\n"
+			setNFDRules(o, []any{r})
+		}, "labelsTemplate"},
+		{"rule B", "", func(o []Object) {
+			setNFDRules(o, []any{nfdRule(o), map[string]any{"name": "compat", "labels": map[string]any{"feature.node.kubernetes.io/pci-10de.present": "true"}}})
+		}, "rule A only"},
+		{"static labels", "", func(o []Object) {
+			r := nfdRule(o)
+			r["labels"] = map[string]any{"nvidia.com/gpu.present": "true"}
+			setNFDRules(o, []any{r})
+		}, "untouched"},
+		{"vendor drift", "", func(o []Object) {
+			r := nfdRule(o)
+			_ = unstructured.SetNestedStringSlice(r["matchFeatures"].([]any)[0].(map[string]any), []string{"1002"}, "matchExpressions", "vendor", "value")
+			setNFDRules(o, []any{r})
+		}, "vendor"},
+		// NetworkPolicy, ServiceMonitor, hooks
+		{"webhook port behind a selector", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			np := Find[*networkingv1.NetworkPolicy](o)[0]
+			np.Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
+		}, "any source"},
+		{"metrics open to all", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			Find[*networkingv1.NetworkPolicy](o)[0].Spec.Ingress[1].From = nil
+		}, "metrics to any source"},
+		{"no DNS", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			np := Find[*networkingv1.NetworkPolicy](o)[0]
+			np.Spec.Egress = np.Spec.Egress[1:]
+		}, "DNS"},
+		{"ServiceMonitor port", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			sm := FindUnstructured(o, ServiceMonitor)[0]
+			_ = unstructured.SetNestedSlice(sm.Object, []any{map[string]any{"port": "web"}}, "spec", "endpoints")
+		}, "ServiceMonitor selects no Service"},
+		{"hook without deadline", "own-ca-values.yaml", func(o []Object) { Find[*batchv1.Job](o)[0].Spec.ActiveDeadlineSeconds = nil }, "activeDeadlineSeconds"},
+		{"probe skips a path", "own-ca-values.yaml", func(o []Object) {
+			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
+			c.Command[len(c.Command)-1] = strings.Replace(c.Command[len(c.Command)-1], "probe /validate/nodes ", "true ", 1)
+		}, "does not post to /validate/nodes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := load(t, tc.variant)
+			require.Empty(t, r.check(), "the unmutated render must pass")
+			tc.mutate(r.objs)
+			problems := strings.Join(r.check(), "\n")
+			assert.Contains(t, problems, tc.want, "the mutation went unnoticed")
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	if _, err := Helm(); err != nil {
+		// A clear message instead of one failure per test.
+		os.Stderr.WriteString("test/chart: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,1065 @@
+package chart
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// expect is what one values variant must render. The safety properties hold
+// for every variant; these are the parts the values choose.
+type expect struct {
+	namespace         string
+	replicas          int32
+	nodePolicy        admissionregistrationv1.FailurePolicyType
+	timeout           int32
+	sucNamespaces     []string
+	gpuVendors        []string
+	exemptUsers       []string // the users of users-only Node exemptions
+	ownCA             bool
+	antiAffinity      bool
+	zoneSpread        bool
+	priorityClassName string
+	nfd               bool
+	networkPolicy     bool
+	serviceMonitor    bool
+	probeHook         bool
+	deleteHook        bool
+	// gpuOperator / dcgm: namespace and name the Roles must name.
+	gpuOperator, dcgm [2]string
+}
+
+// rendered indexes one render by kind.
+type rendered struct {
+	objs []Object
+	e    expect
+}
+
+func only[T any](xs []T, what string, problems *[]string) T {
+	var zero T
+	if len(xs) != 1 {
+		*problems = append(*problems, fmt.Sprintf("expected exactly one %s, rendered %d", what, len(xs)))
+		if len(xs) == 0 {
+			return zero
+		}
+	}
+	return xs[0]
+}
+
+// check runs every safety check; each returns the problems it found.
+func (r *rendered) check() []string {
+	var problems []string
+	for _, c := range []func() []string{
+		r.checkNamespaces, r.checkDeployment, r.checkPodSecurity, r.checkPDB, r.checkService,
+		r.checkRBAC, r.checkWebhooks, r.checkNodeMatchConditions, r.checkTLS, r.checkNodeFeatureRule,
+		r.checkNetworkPolicy, r.checkServiceMonitor, r.checkHooks,
+	} {
+		problems = append(problems, c()...)
+	}
+	return problems
+}
+
+var clusterScoped = []string{"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration", "NodeFeatureRule"}
+
+func kindOf(o Object) string {
+	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return fmt.Sprintf("%T", o.Object)
+}
+
+// checkNamespaces: kubectl apply of deploy/manifests relies on every
+// namespaced object naming its namespace.
+func (r *rendered) checkNamespaces() []string {
+	var problems []string
+	others := []string{r.e.gpuOperator[0], r.e.dcgm[0]}
+	for _, o := range r.objs {
+		kind := kindOf(o)
+		ns := o.GetNamespace()
+		switch {
+		case slices.Contains(clusterScoped, kind):
+			if ns != "" {
+				problems = append(problems, fmt.Sprintf("%s %s is cluster-scoped but has namespace %q", kind, o.GetName(), ns))
+			}
+		case ns == r.e.namespace:
+		case (kind == "Role" || kind == "RoleBinding") && slices.Contains(others, ns):
+		default:
+			problems = append(problems, fmt.Sprintf("%s %s: namespace %q, expected the release namespace %q", kind, o.GetName(), ns, r.e.namespace))
+		}
+	}
+	return problems
+}
+
+func (r *rendered) deployment(problems *[]string) *appsv1.Deployment {
+	return only(Find[*appsv1.Deployment](r.objs), "Deployment", problems)
+}
+
+func container(spec *corev1.PodSpec, name string) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// flag returns the value of --name=value in args; the last one wins, as
+// in pflag.
+func flag(args []string, name string) (value string, found bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			value, found = v, true
+		}
+	}
+	return value, found
+}
+
+func portNumber(c *corev1.Container, p intstr.IntOrString) int32 {
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort
+		}
+	}
+	return -1
+}
+
+func (r *rendered) checkDeployment() []string {
+	var problems []string
+	d := r.deployment(&problems)
+	if d == nil {
+		return problems
+	}
+	spec := &d.Spec.Template.Spec
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != r.e.replicas {
+		problems = append(problems, fmt.Sprintf("Deployment replicas %v, expected %d", d.Spec.Replicas, r.e.replicas))
+	}
+	if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 0 {
+		problems = append(problems, "Deployment rolling update must keep every replica until its successor is ready (maxUnavailable 0)")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		problems = append(problems, "Deployment selector does not match its pod template")
+	}
+	if spec.PriorityClassName != r.e.priorityClassName {
+		problems = append(problems, fmt.Sprintf("priorityClassName %q, expected %q", spec.PriorityClassName, r.e.priorityClassName))
+	}
+	hostSpread := spec.Affinity != nil && spec.Affinity.PodAntiAffinity != nil &&
+		len(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 1 &&
+		spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey == corev1.LabelHostname
+	if hostSpread {
+		term := spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm
+		s, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		hostSpread = err == nil && !s.Empty() && s.Matches(labels.Set(d.Spec.Template.Labels))
+	}
+	if hostSpread != r.e.antiAffinity {
+		problems = append(problems, fmt.Sprintf("preferred pod anti-affinity on %s selecting the webhook's pods: %v, expected %v", corev1.LabelHostname, hostSpread, r.e.antiAffinity))
+	}
+	zone := false
+	for _, c := range spec.TopologySpreadConstraints {
+		s, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if c.TopologyKey == corev1.LabelTopologyZone && c.MaxSkew == 1 && err == nil && !s.Empty() && s.Matches(labels.Set(d.Spec.Template.Labels)) {
+			zone = true
+		}
+	}
+	if zone != r.e.zoneSpread {
+		problems = append(problems, fmt.Sprintf("zone spread: %v, expected %v", zone, r.e.zoneSpread))
+	}
+	c := container(spec, "webhook")
+	if c == nil {
+		return append(problems, "Deployment has no container named webhook")
+	}
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		problems = append(problems, fmt.Sprintf("webhook args %v do not start with serve", c.Args))
+	}
+	probeAddr, _ := flag(c.Args, "health-probe-bind-address")
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{{"readiness", c.ReadinessProbe, "/readyz"}, {"liveness", c.LivenessProbe, "/healthz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			problems = append(problems, fmt.Sprintf("%s probe: want an httpGet on %s", p.name, p.path))
+			continue
+		}
+		if p.probe.HTTPGet.Path != p.path || portNumber(c, p.probe.HTTPGet.Port) != 8081 || probeAddr != ":8081" {
+			problems = append(problems, fmt.Sprintf("%s probe: httpGet %s port %s (serve --health-probe-bind-address=%s), want %s on 8081",
+				p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), probeAddr, p.path))
+		}
+		if p.probe.TimeoutSeconds < 1 || p.probe.FailureThreshold < 2 {
+			problems = append(problems, fmt.Sprintf("%s probe: timeout %ds and failure threshold %d flap on busy nodes", p.name, p.probe.TimeoutSeconds, p.probe.FailureThreshold))
+		}
+	}
+	if port, _ := flag(c.Args, "port"); port != fmt.Sprint(portNumber(c, intstr.FromString("webhook"))) {
+		problems = append(problems, fmt.Sprintf("serve --port=%s is not the container port named webhook", port))
+	}
+	// The config file comes from the rendered ConfigMap, the TLS pair from the Secret.
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		vols[v.Name] = v
+	}
+	cfgPath, _ := flag(c.Args, "config")
+	certDir, _ := flag(c.Args, "cert-dir")
+	var cfgVolume, tlsVolume *corev1.Volume
+	for name, mp := range mounts {
+		v := vols[name]
+		if mp == path.Dir(cfgPath) {
+			cfgVolume = &v
+		}
+		if mp == certDir {
+			tlsVolume = &v
+		}
+	}
+	cms := map[string]bool{}
+	for _, cm := range Find[*corev1.ConfigMap](r.objs) {
+		cms[cm.Name] = true
+	}
+	if cfgVolume == nil || cfgVolume.ConfigMap == nil || !cms[cfgVolume.ConfigMap.Name] {
+		problems = append(problems, fmt.Sprintf("--config=%s is not in a volume from a rendered ConfigMap", cfgPath))
+	}
+	if tlsVolume == nil || tlsVolume.Secret == nil || tlsVolume.Secret.SecretName != r.tlsSecretName() {
+		problems = append(problems, fmt.Sprintf("--cert-dir=%s is not the TLS Secret %s", certDir, r.tlsSecretName()))
+	}
+	if spec.ServiceAccountName != r.serviceAccount() {
+		problems = append(problems, fmt.Sprintf("pods run as %q, not the chart's ServiceAccount %q", spec.ServiceAccountName, r.serviceAccount()))
+	}
+	return problems
+}
+
+// podSpecs are the webhook's pods and every hook Job's pods.
+func (r *rendered) podSpecs() map[string]*corev1.PodSpec {
+	specs := map[string]*corev1.PodSpec{}
+	for _, d := range Find[*appsv1.Deployment](r.objs) {
+		specs["Deployment "+d.Name] = &d.Spec.Template.Spec
+	}
+	for _, j := range Find[*batchv1.Job](r.objs) {
+		specs["Job "+j.Name] = &j.Spec.Template.Spec
+	}
+	return specs
+}
+
+// checkPodSecurity: the restricted Pod Security Standard, and resources.
+func (r *rendered) checkPodSecurity() []string {
+	var problems []string
+	for what, spec := range r.podSpecs() {
+		bad := func(f string, a ...any) { problems = append(problems, what+": "+fmt.Sprintf(f, a...)) }
+		psc := spec.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			bad("pod securityContext.runAsNonRoot must be true")
+		}
+		if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			bad("pod seccompProfile must be RuntimeDefault")
+		}
+		if psc != nil && psc.RunAsUser != nil && *psc.RunAsUser == 0 {
+			bad("pod runs as uid 0")
+		}
+		if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+			bad("host namespaces")
+		}
+		for _, v := range spec.Volumes {
+			if v.HostPath != nil {
+				bad("hostPath volume %s", v.Name)
+			}
+		}
+		for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+			sc := c.SecurityContext
+			if sc == nil {
+				bad("container %s has no securityContext", c.Name)
+				continue
+			}
+			if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+				bad("container %s: allowPrivilegeEscalation must be false", c.Name)
+			}
+			if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				bad("container %s: readOnlyRootFilesystem must be true", c.Name)
+			}
+			if sc.Privileged != nil && *sc.Privileged {
+				bad("container %s is privileged", c.Name)
+			}
+			if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+				bad("container %s: capabilities must drop ALL and add none", c.Name)
+			}
+			if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+				bad("container %s may run as root", c.Name)
+			}
+			if sc.SeccompProfile != nil && sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				bad("container %s: seccompProfile %s", c.Name, sc.SeccompProfile.Type)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				bad("container %s: needs cpu and memory requests and a memory limit", c.Name)
+			}
+		}
+	}
+	return problems
+}
+
+// checkPDB: a PodDisruptionBudget that never blocks a drain.
+func (r *rendered) checkPDB() []string {
+	var problems []string
+	pdb := only(Find[*policyv1.PodDisruptionBudget](r.objs), "PodDisruptionBudget", &problems)
+	d := r.deployment(&problems)
+	if pdb == nil || d == nil {
+		return problems
+	}
+	if pdb.Spec.MinAvailable != nil {
+		problems = append(problems, fmt.Sprintf("PDB minAvailable %s can block drains; use maxUnavailable", pdb.Spec.MinAvailable.String()))
+	}
+	if mu := pdb.Spec.MaxUnavailable; mu == nil || mu.Type != intstr.Int || mu.IntVal < 1 {
+		problems = append(problems, fmt.Sprintf("PDB maxUnavailable %v: a drain must always be allowed to evict one replica (an integer >= 1)", mu))
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		problems = append(problems, "PDB unhealthyPodEvictionPolicy must be AlwaysAllow, so a crash-looping replica never blocks a drain")
+	}
+	if s, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || s.Empty() || !s.Matches(labels.Set(d.Spec.Template.Labels)) {
+		problems = append(problems, "PDB selector does not select the webhook's pods")
+	}
+	return problems
+}
+
+func (r *rendered) webhookService(problems *[]string) *corev1.Service {
+	d := r.deployment(problems)
+	var out []*corev1.Service
+	for _, s := range Find[*corev1.Service](r.objs) {
+		for _, p := range s.Spec.Ports {
+			if p.Name == "webhook" {
+				out = append(out, s)
+			}
+		}
+	}
+	s := only(out, "Service with a port named webhook", problems)
+	if s != nil && d != nil && !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+		*problems = append(*problems, "webhook Service does not select the webhook's pods")
+	}
+	return s
+}
+
+func (r *rendered) checkService() []string {
+	var problems []string
+	s := r.webhookService(&problems)
+	d := r.deployment(&problems)
+	if s == nil || d == nil {
+		return problems
+	}
+	c := container(&d.Spec.Template.Spec, "webhook")
+	for _, p := range s.Spec.Ports {
+		if p.Name == "webhook" && (c == nil || portNumber(c, p.TargetPort) != 9443) {
+			problems = append(problems, fmt.Sprintf("webhook Service targetPort %s is not the container's webhook port 9443", p.TargetPort.String()))
+		}
+	}
+	return problems
+}
+
+func (r *rendered) serviceAccount() string {
+	var problems []string
+	if sa := only(r.webhookServiceAccounts(), "webhook ServiceAccount", &problems); sa != nil {
+		return sa.Name
+	}
+	return ""
+}
+
+// webhookServiceAccounts are the ServiceAccounts that are not hook objects.
+func (r *rendered) webhookServiceAccounts() []*corev1.ServiceAccount {
+	var out []*corev1.ServiceAccount
+	for _, sa := range Find[*corev1.ServiceAccount](r.objs) {
+		if !isHook(sa) {
+			out = append(out, sa)
+		}
+	}
+	return out
+}
+
+func isHook(o interface{ GetAnnotations() map[string]string }) bool {
+	return o.GetAnnotations()["helm.sh/hook"] != ""
+}
+
+// checkRBAC: the webhook's ServiceAccount reads, never writes; no Secrets;
+// ConfigMaps only in its own namespace; workloads only by name. A hook's RBAC
+// may only delete the webhook configuration, by name.
+func (r *rendered) checkRBAC() []string {
+	var problems []string
+	sa := r.serviceAccount()
+	vwcName := ""
+	if v := Find[*admissionregistrationv1.ValidatingWebhookConfiguration](r.objs); len(v) == 1 {
+		vwcName = v[0].Name
+	}
+	clusterRoles := map[string]*rbacv1.ClusterRole{}
+	for _, cr := range Find[*rbacv1.ClusterRole](r.objs) {
+		clusterRoles[cr.Name] = cr
+	}
+	roles := map[string]*rbacv1.Role{}
+	for _, ro := range Find[*rbacv1.Role](r.objs) {
+		roles[ro.Namespace+"/"+ro.Name] = ro
+	}
+	type grant struct {
+		where     string // "cluster" or a namespace
+		rule      rbacv1.PolicyRule
+		hook, own bool
+	}
+	var grants []grant
+	bindingSubjects := func(what string, subjects []rbacv1.Subject, hook bool) bool {
+		own := false
+		for _, s := range subjects {
+			switch {
+			case s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == r.e.namespace && !hook:
+				own = true
+			case s.Kind == rbacv1.ServiceAccountKind && hook && s.Namespace == r.e.namespace:
+			default:
+				problems = append(problems, fmt.Sprintf("%s binds %s %s/%s: only the chart's own ServiceAccounts may be bound", what, s.Kind, s.Namespace, s.Name))
+			}
+		}
+		return own
+	}
+	bound := map[string]bool{}
+	for _, b := range Find[*rbacv1.ClusterRoleBinding](r.objs) {
+		own := bindingSubjects("ClusterRoleBinding "+b.Name, b.Subjects, isHook(b))
+		cr := clusterRoles[b.RoleRef.Name]
+		if b.RoleRef.Kind != "ClusterRole" || cr == nil {
+			problems = append(problems, fmt.Sprintf("ClusterRoleBinding %s refers to %s %s, which the chart does not render", b.Name, b.RoleRef.Kind, b.RoleRef.Name))
+			continue
+		}
+		bound["ClusterRole/"+cr.Name] = true
+		for _, rule := range cr.Rules {
+			grants = append(grants, grant{"cluster", rule, isHook(cr), own})
+		}
+	}
+	for _, b := range Find[*rbacv1.RoleBinding](r.objs) {
+		own := bindingSubjects("RoleBinding "+b.Namespace+"/"+b.Name, b.Subjects, isHook(b))
+		switch {
+		case b.RoleRef.Kind == "Role" && roles[b.Namespace+"/"+b.RoleRef.Name] != nil:
+			ro := roles[b.Namespace+"/"+b.RoleRef.Name]
+			bound["Role/"+ro.Namespace+"/"+ro.Name] = true
+			for _, rule := range ro.Rules {
+				grants = append(grants, grant{b.Namespace, rule, isHook(ro), own})
+			}
+		case b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name] != nil:
+			for _, rule := range clusterRoles[b.RoleRef.Name].Rules {
+				grants = append(grants, grant{b.Namespace, rule, isHook(clusterRoles[b.RoleRef.Name]), own})
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("RoleBinding %s/%s refers to %s %s, which the chart does not render", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name))
+		}
+	}
+	for name := range clusterRoles {
+		if !bound["ClusterRole/"+name] {
+			problems = append(problems, "ClusterRole "+name+" is bound to nothing")
+		}
+	}
+	for key := range roles {
+		if !bound["Role/"+key] {
+			problems = append(problems, "Role "+key+" is bound to nothing")
+		}
+	}
+	readOnly := []string{"get", "list", "watch"}
+	// What the webhook's informers and holder lists need, and where.
+	allowed := map[string]struct {
+		verbs  []string
+		where  func(ns string) bool
+		byName []string // resourceNames required (empty: none)
+	}{
+		"/nodes":                  {readOnly, func(ns string) bool { return ns == "cluster" }, nil},
+		"upgrade.cattle.io/plans": {readOnly, func(string) bool { return true }, nil},
+		"/pods":                   {[]string{"list"}, func(string) bool { return true }, nil},
+		// The driver path reads the upgrade policy live (webhook/driver.md).
+		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
+		"/configmaps":                {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
+		"apps/deployments":           {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
+		"apps/daemonsets":            {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+	}
+	seen := map[string]bool{}
+	for _, g := range grants {
+		rule := g.rule
+		if len(rule.NonResourceURLs) > 0 {
+			problems = append(problems, fmt.Sprintf("rule grants non-resource URLs %v (discovery and /version are already readable by every authenticated user)", rule.NonResourceURLs))
+		}
+		for _, group := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				key := group + "/" + res
+				if group == "*" || res == "*" || slices.Contains(rule.Verbs, "*") {
+					problems = append(problems, fmt.Sprintf("wildcard rule %v in %s", rule, g.where))
+					continue
+				}
+				if res == "secrets" || strings.HasPrefix(res, "secrets/") {
+					problems = append(problems, fmt.Sprintf("rule grants %v on Secrets in %s: the kubelet mounts the TLS Secret; nothing else needs it", rule.Verbs, g.where))
+					continue
+				}
+				if g.hook {
+					if key != "admissionregistration.k8s.io/validatingwebhookconfigurations" || !slices.Equal(rule.Verbs, []string{"delete"}) ||
+						!slices.Equal(rule.ResourceNames, []string{vwcName}) || g.where != "cluster" {
+						problems = append(problems, fmt.Sprintf("hook rule %v in %s: a hook may only delete the webhook configuration %q by name", rule, g.where, vwcName))
+					}
+					continue
+				}
+				if !g.own {
+					problems = append(problems, fmt.Sprintf("rule %v in %s is bound to no ServiceAccount of the chart", rule, g.where))
+					continue
+				}
+				a, ok := allowed[key]
+				if !ok {
+					problems = append(problems, fmt.Sprintf("the webhook's ServiceAccount is granted %s, which it does not read", key))
+					continue
+				}
+				seen[key] = true
+				for _, v := range rule.Verbs {
+					if !slices.Contains(a.verbs, v) {
+						problems = append(problems, fmt.Sprintf("the webhook's ServiceAccount may %s %s in %s; it only needs %v", v, key, g.where, a.verbs))
+					}
+				}
+				if !a.where(g.where) {
+					problems = append(problems, fmt.Sprintf("the webhook's ServiceAccount may read %s in %s; it reads them only in its own place", key, g.where))
+				}
+				if len(a.byName) > 0 && !slices.Equal(rule.ResourceNames, a.byName) {
+					problems = append(problems, fmt.Sprintf("%s in %s must be restricted to resourceNames %v, got %v", key, g.where, a.byName, rule.ResourceNames))
+				}
+			}
+		}
+	}
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies"} {
+		if !seen[key] {
+			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
+		}
+	}
+	return problems
+}
+
+func (r *rendered) vwc(problems *[]string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return only(Find[*admissionregistrationv1.ValidatingWebhookConfiguration](r.objs), "ValidatingWebhookConfiguration", problems)
+}
+
+func hook(v *admissionregistrationv1.ValidatingWebhookConfiguration, name string) *admissionregistrationv1.ValidatingWebhook {
+	for i := range v.Webhooks {
+		if v.Webhooks[i].Name == name {
+			return &v.Webhooks[i]
+		}
+	}
+	return nil
+}
+
+// namespacesSelected returns the values of a kubernetes.io/metadata.name In
+// selector, and false when the selector is anything else (which could match
+// kube-system).
+func namespacesSelected(s *metav1.LabelSelector) ([]string, bool) {
+	if s == nil || len(s.MatchLabels) > 0 || len(s.MatchExpressions) != 1 {
+		return nil, false
+	}
+	e := s.MatchExpressions[0]
+	if e.Key != corev1.LabelMetadataName || e.Operator != metav1.LabelSelectorOpIn {
+		return nil, false
+	}
+	return e.Values, true
+}
+
+// checkWebhooks: the three webhooks, their rules, selectors and policies.
+func (r *rendered) checkWebhooks() []string {
+	var problems []string
+	v := r.vwc(&problems)
+	svc := r.webhookService(&problems)
+	if v == nil {
+		return problems
+	}
+	if len(v.Webhooks) != 4 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records and driver", len(v.Webhooks)))
+	}
+	for _, w := range v.Webhooks {
+		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
+		if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			bad("sideEffects must be None (dry-run requests are reviewed too)")
+		}
+		if !slices.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
+			bad("admissionReviewVersions %v, expected [v1]", w.AdmissionReviewVersions)
+		}
+		if w.TimeoutSeconds == nil || *w.TimeoutSeconds != r.e.timeout || *w.TimeoutSeconds > 10 {
+			bad("timeoutSeconds %v, expected %d (never above 10)", w.TimeoutSeconds, r.e.timeout)
+		}
+		if w.MatchPolicy == nil || *w.MatchPolicy != admissionregistrationv1.Equivalent {
+			bad("matchPolicy must be Equivalent")
+		}
+		if w.ClientConfig.URL != nil {
+			bad("clientConfig.url: the chart calls its Service")
+		}
+		if s := w.ClientConfig.Service; s == nil || svc == nil || s.Name != svc.Name || s.Namespace != svc.Namespace || s.Port == nil ||
+			!slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "webhook" && p.Port == *s.Port }) {
+			bad("clientConfig.service does not name the webhook Service and its webhook port")
+		}
+		for _, rule := range w.Rules {
+			for _, res := range rule.Resources {
+				if res == "*" || strings.Contains(res, "/") || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
+					bad("matches %q: never subresources (plans/status, nodes/status), leases, endpoints or events", res)
+				}
+			}
+			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
+				bad("wildcard group or version")
+			}
+			for _, op := range rule.Operations {
+				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
+					bad("operation %s: only CREATE and UPDATE (a DELETE must always work when the gate is down)", op)
+				}
+			}
+			if rule.Scope != nil && *rule.Scope == admissionregistrationv1.NamespacedScope {
+				ns, ok := namespacesSelected(w.NamespaceSelector)
+				if !ok || slices.Contains(ns, "kube-system") || len(ns) == 0 {
+					bad("a namespaced rule needs a namespaceSelector kubernetes.io/metadata.name In [...] without kube-system, got %v", w.NamespaceSelector)
+				}
+			}
+		}
+	}
+	type rule struct {
+		group, version, resource string
+		scope                    admissionregistrationv1.ScopeType
+		ops                      []admissionregistrationv1.OperationType
+	}
+	type want struct {
+		name       string
+		rules      []rule
+		policy     admissionregistrationv1.FailurePolicyType
+		namespaces []string
+	}
+	cu := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	u := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	cluster, namespaced := admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope
+	for _, wt := range []want{
+		{"plans.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
+		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes", cluster, u}}, r.e.nodePolicy, nil},
+		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
+		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, u}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, u}},
+			admissionregistrationv1.Fail, nil},
+	} {
+		w := hook(v, wt.name)
+		if w == nil {
+			problems = append(problems, "no webhook "+wt.name)
+			continue
+		}
+		bad := func(f string, a ...any) { problems = append(problems, wt.name+": "+fmt.Sprintf(f, a...)) }
+		if len(w.Rules) != len(wt.rules) {
+			bad("%d rules, expected %d", len(w.Rules), len(wt.rules))
+		}
+		for i, got := range w.Rules {
+			if i >= len(wt.rules) {
+				break
+			}
+			x := wt.rules[i]
+			if !slices.Equal(got.APIGroups, []string{x.group}) || !slices.Equal(got.APIVersions, []string{x.version}) ||
+				!slices.Equal(got.Resources, []string{x.resource}) || got.Scope == nil || *got.Scope != x.scope {
+				bad("rule %v, expected %s/%s %s (%s)", got.Rule, x.group, x.version, x.resource, x.scope)
+			}
+			if !slices.Equal(got.Operations, x.ops) {
+				bad("operations %v, expected %v", got.Operations, x.ops)
+			}
+		}
+		if w.FailurePolicy == nil || *w.FailurePolicy != wt.policy {
+			bad("failurePolicy %v, expected %s", w.FailurePolicy, wt.policy)
+		}
+		ns, _ := namespacesSelected(w.NamespaceSelector)
+		if wt.namespaces != nil && !slices.Equal(ns, wt.namespaces) {
+			bad("namespaces %v, expected %v", ns, wt.namespaces)
+		}
+		if wt.namespaces == nil && w.NamespaceSelector != nil && (len(w.NamespaceSelector.MatchLabels) > 0 || len(w.NamespaceSelector.MatchExpressions) > 0) {
+			bad("a cluster-scoped rule ignores namespaceSelector; drop it")
+		}
+		switch wt.rules[0].resource {
+		case "configmaps":
+			if w.ObjectSelector == nil || !labels.SelectorFromSet(w.ObjectSelector.MatchLabels).Matches(labels.Set{"gpu-upgrade-gate.io/qualification": "true"}) ||
+				len(w.ObjectSelector.MatchLabels) != 1 || len(w.ObjectSelector.MatchExpressions) > 0 {
+				bad("objectSelector must be exactly gpu-upgrade-gate.io/qualification=true, got %v", w.ObjectSelector)
+			}
+		default:
+			if w.ObjectSelector != nil && (len(w.ObjectSelector.MatchLabels) > 0 || len(w.ObjectSelector.MatchExpressions) > 0) {
+				bad("unexpected objectSelector %v", w.ObjectSelector)
+			}
+		}
+		if wt.rules[0].resource != "nodes" && len(w.MatchConditions) > 0 {
+			bad("unexpected match conditions")
+		}
+	}
+	return problems
+}
+
+func celList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(x) + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// ExpectedNodeMatchConditions are the Node webhook's match conditions for a
+// configuration: the spec the chart's template implements (kubelets, exempt
+// system controllers, non-GPU nodes and changes that neither touch labels nor
+// uncordon never reach the webhook).
+func expectedNodeMatchConditions(gpuVendors, exemptUsers []string) []admissionregistrationv1.MatchCondition {
+	var keys []string
+	for _, v := range gpuVendors {
+		for _, k := range []string{"pci-" + v, "pci-0300_" + v, "pci-0302_" + v} {
+			keys = append(keys, "feature.node.kubernetes.io/"+k+".present")
+		}
+	}
+	keys = append(keys, "nvidia.com/gpu.present")
+	conds := []admissionregistrationv1.MatchCondition{
+		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
+		{Name: "gpu-node", Expression: "[" + celList(keys) + "].exists(k, k in object.metadata.?labels.orValue({}) || k in oldObject.metadata.?labels.orValue({}))"},
+		{Name: "labels-changed-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"},
+	}
+	if len(exemptUsers) > 0 {
+		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: "!(request.userInfo.username in [" + celList(exemptUsers) + "])"})
+	}
+	return conds
+}
+
+func (r *rendered) checkNodeMatchConditions() []string {
+	var problems []string
+	v := r.vwc(&problems)
+	if v == nil {
+		return problems
+	}
+	w := hook(v, "nodes.gpu-upgrade-gate.io")
+	if w == nil {
+		return problems
+	}
+	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptUsers)
+	if !slices.Equal(w.MatchConditions, want) {
+		problems = append(problems, fmt.Sprintf("nodes.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", w.MatchConditions, want))
+	}
+	return problems
+}
+
+func (r *rendered) tlsSecretName() string {
+	if r.e.ownCA {
+		return "gpu-upgrade-gate-own-tls"
+	}
+	var problems []string
+	if d := r.deployment(&problems); d != nil {
+		return d.Name + "-tls"
+	}
+	return ""
+}
+
+// checkTLS: the cert-manager chain (self-signed Issuer → CA Certificate → CA
+// Issuer → serving Certificate) and its injection, or a supplied CA bundle.
+func (r *rendered) checkTLS() []string {
+	var problems []string
+	v := r.vwc(&problems)
+	svc := r.webhookService(&problems)
+	issuers := Find[*certmanagerv1.Issuer](r.objs)
+	certs := Find[*certmanagerv1.Certificate](r.objs)
+	if len(Find[*certmanagerv1.ClusterIssuer](r.objs)) > 0 {
+		problems = append(problems, "a ClusterIssuer: the chain must stay in the release namespace")
+	}
+	if v == nil || svc == nil {
+		return problems
+	}
+	inject := v.Annotations["cert-manager.io/inject-ca-from"]
+	if r.e.ownCA {
+		if len(issuers)+len(certs) > 0 || inject != "" {
+			problems = append(problems, "own-CA mode renders cert-manager objects or the inject-ca-from annotation")
+		}
+		for _, w := range v.Webhooks {
+			block, _ := pem.Decode(w.ClientConfig.CABundle)
+			if block == nil {
+				problems = append(problems, w.Name+": caBundle is not PEM")
+				continue
+			}
+			if ca, err := x509.ParseCertificate(block.Bytes); err != nil || !ca.IsCA {
+				problems = append(problems, fmt.Sprintf("%s: caBundle is not a CA certificate (%v)", w.Name, err))
+			}
+		}
+		return problems
+	}
+	for _, w := range v.Webhooks {
+		if len(w.ClientConfig.CABundle) > 0 {
+			problems = append(problems, w.Name+": a caBundle in cert-manager mode (cainjector owns it)")
+		}
+	}
+	var selfSigned, caIssuer *certmanagerv1.Issuer
+	for _, is := range issuers {
+		switch {
+		case is.Spec.SelfSigned != nil:
+			selfSigned = is
+		case is.Spec.CA != nil:
+			caIssuer = is
+		default:
+			problems = append(problems, "Issuer "+is.Name+" is neither the self-signed nor the CA issuer")
+		}
+	}
+	if len(issuers) != 2 || selfSigned == nil || caIssuer == nil {
+		return append(problems, fmt.Sprintf("expected a self-signed Issuer and a CA Issuer, rendered %d Issuers", len(issuers)))
+	}
+	var ca, serving *certmanagerv1.Certificate
+	for _, c := range certs {
+		if c.Spec.IsCA {
+			ca = c
+		} else {
+			serving = c
+		}
+	}
+	if len(certs) != 2 || ca == nil || serving == nil {
+		return append(problems, fmt.Sprintf("expected a CA Certificate and a serving Certificate, rendered %d Certificates", len(certs)))
+	}
+	ref := func(c *certmanagerv1.Certificate, is *certmanagerv1.Issuer) bool {
+		return c.Spec.IssuerRef.Name == is.Name && c.Spec.IssuerRef.Kind == "Issuer" && (c.Spec.IssuerRef.Group == "" || c.Spec.IssuerRef.Group == "cert-manager.io")
+	}
+	if !ref(ca, selfSigned) {
+		problems = append(problems, "the CA Certificate is not issued by the self-signed Issuer")
+	}
+	if caIssuer.Spec.CA.SecretName != ca.Spec.SecretName {
+		problems = append(problems, "the CA Issuer does not sign with the CA Certificate's Secret")
+	}
+	if !ref(serving, caIssuer) {
+		problems = append(problems, "the serving Certificate is not issued by the CA Issuer (renewals would change the injected CA)")
+	}
+	if serving.Spec.SecretName != r.tlsSecretName() {
+		problems = append(problems, fmt.Sprintf("the serving Certificate writes %s, the pods mount %s", serving.Spec.SecretName, r.tlsSecretName()))
+	}
+	wantDNS := []string{svc.Name, svc.Name + "." + svc.Namespace + ".svc", svc.Name + "." + svc.Namespace + ".svc.cluster.local"}
+	if !slices.Equal(serving.Spec.DNSNames, wantDNS) {
+		problems = append(problems, fmt.Sprintf("serving dnsNames %v, expected %v", serving.Spec.DNSNames, wantDNS))
+	}
+	if !slices.Contains(serving.Spec.Usages, certmanagerv1.UsageServerAuth) {
+		problems = append(problems, "the serving Certificate lacks the server auth usage")
+	}
+	for _, c := range []*certmanagerv1.Certificate{ca, serving} {
+		if c.Spec.Duration == nil || c.Spec.RenewBefore == nil || c.Spec.RenewBefore.Duration <= 0 || c.Spec.RenewBefore.Duration >= c.Spec.Duration.Duration {
+			problems = append(problems, "Certificate "+c.Name+": renewBefore must be set and shorter than duration")
+		}
+	}
+	if ca.Spec.Duration != nil && serving.Spec.Duration != nil && ca.Spec.Duration.Duration <= serving.Spec.Duration.Duration {
+		problems = append(problems, "the CA must outlive the serving certificate")
+	}
+	if want := serving.Namespace + "/" + serving.Name; inject != want {
+		problems = append(problems, fmt.Sprintf("cert-manager.io/inject-ca-from %q, expected %q (the serving Certificate, whose ca.crt is the stable CA)", inject, want))
+	}
+	return problems
+}
+
+// The labels template of rule A in labels.md section 1.5, verbatim.
+const wantLabelsTemplate = "{{ range .pci.device }}pci-{{ .vendor }}_{{ .device }}_{{ .subsystem_vendor }}_{{ .subsystem_device }}.present=true\n{{ end }}\n"
+
+func (r *rendered) checkNodeFeatureRule() []string {
+	var problems []string
+	rules := FindUnstructured(r.objs, NodeFeatureRule)
+	if !r.e.nfd {
+		if len(rules) > 0 {
+			problems = append(problems, "NodeFeatureRule rendered although disabled")
+		}
+		return problems
+	}
+	nfr := only(rules, "NodeFeatureRule", &problems)
+	if nfr == nil {
+		return problems
+	}
+	list, _, _ := unstructured.NestedSlice(nfr.Object, "spec", "rules")
+	if len(list) != 1 {
+		return append(problems, fmt.Sprintf("NodeFeatureRule: %d rules, expected rule A only", len(list)))
+	}
+	rule, _ := list[0].(map[string]any)
+	tmpl, _, _ := unstructured.NestedString(rule, "labelsTemplate")
+	if tmpl != wantLabelsTemplate {
+		problems = append(problems, fmt.Sprintf("NodeFeatureRule labelsTemplate\n  got  %q\n  want %q", tmpl, wantLabelsTemplate))
+	}
+	for _, k := range []string{"labels", "taints", "annotations", "extendedResources", "vars", "varsTemplate"} {
+		if _, ok := rule[k]; ok {
+			problems = append(problems, "NodeFeatureRule sets "+k+": it must only add the identity labels, leaving NFD's and the GPU Operator's untouched")
+		}
+	}
+	mf, _, _ := unstructured.NestedSlice(rule, "matchFeatures")
+	if len(mf) != 1 {
+		return append(problems, fmt.Sprintf("NodeFeatureRule: %d matchFeatures, expected pci.device", len(mf)))
+	}
+	f, _ := mf[0].(map[string]any)
+	if name, _, _ := unstructured.NestedString(f, "feature"); name != "pci.device" {
+		problems = append(problems, "NodeFeatureRule matches feature "+name+", expected pci.device")
+	}
+	for key, want := range map[string][]string{"vendor": r.e.gpuVendors, "class": {"0300", "0302"}} {
+		op, _, _ := unstructured.NestedString(f, "matchExpressions", key, "op")
+		got, _, _ := unstructured.NestedStringSlice(f, "matchExpressions", key, "value")
+		if op != "In" || !slices.Equal(got, want) {
+			problems = append(problems, fmt.Sprintf("NodeFeatureRule %s: %s %v, expected In %v", key, op, got, want))
+		}
+	}
+	if exprs, _, _ := unstructured.NestedMap(f, "matchExpressions"); len(exprs) != 2 {
+		problems = append(problems, fmt.Sprintf("NodeFeatureRule matchExpressions %v, expected vendor and class", exprs))
+	}
+	return problems
+}
+
+func (r *rendered) checkNetworkPolicy() []string {
+	var problems []string
+	nps := Find[*networkingv1.NetworkPolicy](r.objs)
+	if !r.e.networkPolicy {
+		if len(nps) > 0 {
+			problems = append(problems, "NetworkPolicy rendered although disabled")
+		}
+		return problems
+	}
+	np := only(nps, "NetworkPolicy", &problems)
+	d := r.deployment(&problems)
+	if np == nil || d == nil {
+		return problems
+	}
+	if s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || s.Empty() || !s.Matches(labels.Set(d.Spec.Template.Labels)) {
+		problems = append(problems, "NetworkPolicy does not select the webhook's pods")
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		problems = append(problems, "NetworkPolicy must restrict ingress and egress")
+	}
+	webhookOpen, metricsOpenToAll := false, false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil {
+				problems = append(problems, "an ingress rule opens every port")
+				continue
+			}
+			switch p.Port.String() {
+			case "webhook", "9443":
+				// The API server runs on the host network: no selector matches it.
+				webhookOpen = webhookOpen || len(rule.From) == 0
+			case "metrics", "8080":
+				metricsOpenToAll = metricsOpenToAll || len(rule.From) == 0
+			default:
+				problems = append(problems, "NetworkPolicy opens port "+p.Port.String())
+			}
+		}
+		if len(rule.Ports) == 0 {
+			problems = append(problems, "an ingress rule opens every port")
+		}
+	}
+	if !webhookOpen {
+		problems = append(problems, "NetworkPolicy must open the webhook port to any source (the API server is on the host network)")
+	}
+	if metricsOpenToAll {
+		problems = append(problems, "NetworkPolicy opens metrics to any source")
+	}
+	dns, api := false, false
+	for _, rule := range np.Spec.Egress {
+		for _, p := range rule.Ports {
+			if p.Port == nil {
+				problems = append(problems, "an egress rule allows every port")
+				continue
+			}
+			switch p.Port.IntValue() {
+			case 53:
+				dns = true
+			case 443, 6443:
+				api = true
+			}
+		}
+		if len(rule.Ports) == 0 {
+			problems = append(problems, "an egress rule allows every port")
+		}
+	}
+	if !dns || !api {
+		problems = append(problems, "NetworkPolicy egress must allow DNS and the API server")
+	}
+	return problems
+}
+
+func (r *rendered) checkServiceMonitor() []string {
+	var problems []string
+	sms := FindUnstructured(r.objs, ServiceMonitor)
+	if !r.e.serviceMonitor {
+		if len(sms) > 0 {
+			problems = append(problems, "ServiceMonitor rendered although disabled")
+		}
+		return problems
+	}
+	sm := only(sms, "ServiceMonitor", &problems)
+	d := r.deployment(&problems)
+	if sm == nil || d == nil {
+		return problems
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	port := ""
+	if len(eps) == 1 {
+		port, _, _ = unstructured.NestedString(eps[0].(map[string]any), "port")
+	}
+	found := false
+	for _, s := range Find[*corev1.Service](r.objs) {
+		if len(sel) == 0 || !labels.SelectorFromSet(sel).Matches(labels.Set(s.Labels)) {
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			c := container(&d.Spec.Template.Spec, "webhook")
+			if p.Name == port && c != nil && portNumber(c, p.TargetPort) == 8080 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+				found = true
+			}
+		}
+	}
+	if !found {
+		problems = append(problems, fmt.Sprintf("ServiceMonitor selects no Service whose port %q reaches the pods' metrics port 8080", port))
+	}
+	return problems
+}
+
+func (r *rendered) checkHooks() []string {
+	var problems []string
+	jobs := Find[*batchv1.Job](r.objs)
+	var names []string
+	for _, j := range jobs {
+		names = append(names, j.Name)
+		if !isHook(j) {
+			problems = append(problems, "Job "+j.Name+" is not a Helm hook")
+		}
+		if j.Spec.ActiveDeadlineSeconds == nil {
+			problems = append(problems, "Job "+j.Name+" has no activeDeadlineSeconds: a hook must never hang a release")
+		}
+	}
+	sort.Strings(names)
+	var want []string
+	if r.e.deleteHook {
+		want = append(want, "delete-webhook")
+	}
+	if r.e.probeHook {
+		want = append(want, "probe")
+	}
+	var got []string
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, "-probe"):
+			got = append(got, "probe")
+		case strings.HasSuffix(n, "-delete-webhook"):
+			got = append(got, "delete-webhook")
+		default:
+			got = append(got, n)
+		}
+	}
+	if !slices.Equal(got, want) {
+		problems = append(problems, fmt.Sprintf("hook Jobs %v, expected %v", got, want))
+	}
+	// The probe posts to every path the webhook configuration names.
+	if v := Find[*admissionregistrationv1.ValidatingWebhookConfiguration](r.objs); len(v) == 1 {
+		for _, j := range jobs {
+			if !strings.HasSuffix(j.Name, "-probe") || len(j.Spec.Template.Spec.Containers) != 1 {
+				continue
+			}
+			script := strings.Join(j.Spec.Template.Spec.Containers[0].Command, " ")
+			for _, w := range v[0].Webhooks {
+				if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && !strings.Contains(script, "probe "+*w.ClientConfig.Service.Path+" ") {
+					problems = append(problems, "the probe Job does not post to "+*w.ClientConfig.Service.Path)
+				}
+			}
+		}
+	}
+	return problems
+}

@@ -1,0 +1,15 @@
+package webhook
+
+// Webhook names, as charts/gpu-upgrade-gate/templates/webhook.yaml renders
+// them in the ValidatingWebhookConfiguration: the API server keys our audit
+// annotations as "<name>/<key>" and prefixes denials with
+// `admission webhook "<name>" denied the request`. The chart is the only
+// source of the webhook configuration (rules, selectors, match conditions,
+// failure policies); test/chart checks that its names and paths are these
+// and the Path* constants the server registers.
+const (
+	WebhookPlans   = "plans.gpu-upgrade-gate.io"
+	WebhookNodes   = "nodes.gpu-upgrade-gate.io"
+	WebhookRecords = "records.gpu-upgrade-gate.io"
+	WebhookDriver  = "driver.gpu-upgrade-gate.io"
+)
