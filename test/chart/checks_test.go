@@ -689,8 +689,19 @@ func (r *rendered) checkWebhooks() []string {
 				bad("unexpected objectSelector %v", w.ObjectSelector)
 			}
 		}
-		if wt.rules[0].resource != "nodes" && len(w.MatchConditions) > 0 {
-			bad("unexpected match conditions")
+		switch wt.rules[0].resource {
+		case "nodes":
+		case "clusterpolicies":
+			// Only version changes may reach the gate (the operator's own
+			// writes must never depend on it).
+			if len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, "spec.?driver.?version") ||
+				!strings.Contains(w.MatchConditions[0].Expression, "spec.?dcgmExporter.?version") || !strings.Contains(w.MatchConditions[0].Expression, "spec.?version") {
+				bad("the driver webhook must match only driver/DCGM version changes, got %v", w.MatchConditions)
+			}
+		default:
+			if len(w.MatchConditions) > 0 {
+				bad("unexpected match conditions")
+			}
 		}
 	}
 	return problems
