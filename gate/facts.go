@@ -33,6 +33,10 @@ type Cluster struct {
 	Nodes []*corev1.Node
 	// Plans in the SUC namespaces, for Node reviews.
 	Plans []*upgradev1.Plan
+	// PlanSelectors, when set, holds NewPlanSelector(Plans[i]) at index i
+	// (nil entries are converted on use): the webhook keeps them per
+	// resourceVersion so a Node review does not convert 50 selectors.
+	PlanSelectors []*PlanSelector
 	// Records by ConfigMap name, from labelled ConfigMaps of the gate's
 	// namespace only.
 	Records map[string]RecordEntry
@@ -76,15 +80,9 @@ func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
 		Unschedulable: n.Spec.Unschedulable,
 		ControlPlane:  hasKey(n.Labels, labelControlPlane),
 	}
-	if f.Kernel == "" {
-		f.Kernel = n.Labels[labelKernelFull]
-	}
+	f.Kernel = kernelOf(n)
 	f.Driver = driverOf(n.Labels)
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			f.Ready = cond.Status == corev1.ConditionTrue
-		}
-	}
+	f.Ready = isReady(n)
 	f.GPU = n.Labels[labelGPUPresent] == "true"
 	for k, v := range n.Labels {
 		if v != "true" || !strings.HasPrefix(k, labelPCIPrefix) || !strings.HasSuffix(k, ".present") {
@@ -101,6 +99,47 @@ func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
 	}
 	slices.Sort(f.Identities)
 	return f
+}
+
+// kernelOf is the node's kernel: nodeInfo, else NFD's label.
+func kernelOf(n *corev1.Node) string {
+	if k := n.Status.NodeInfo.KernelVersion; k != "" {
+		return k
+	}
+	return n.Labels[labelKernelFull]
+}
+
+// isReady reads the (last) Ready condition.
+func isReady(n *corev1.Node) bool {
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	return ready
+}
+
+// identityLabels are the NFD label keys that can carry identities[0]
+// (vendor:device/subvendor:subdevice), with or without a display class: a
+// node has one of them set to "true" if FactsOf lists that identity. Nil for
+// no identity.
+func identityLabels(identities []string) []string {
+	if len(identities) == 0 {
+		return nil
+	}
+	parts := strings.NewReplacer(":", "_", "/", "_").Replace(identities[0]) + ".present"
+	return []string{labelPCIPrefix + parts, labelPCIPrefix + "0302_" + parts, labelPCIPrefix + "0300_" + parts}
+}
+
+// anyTrue says whether one of keys is "true" in l; true when keys is nil.
+func anyTrue(l map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if l[k] == "true" {
+			return true
+		}
+	}
+	return keys == nil
 }
 
 // IsGPUNode is FactsOf(n).GPU without building the identity list.
@@ -124,12 +163,20 @@ func (c *Config) IsGPUNode(n *corev1.Node) bool {
 // the vendor comes first. id is set only when all four IDs are there: the
 // shorter forms mark a GPU node but not its hardware.
 func parsePCILabel(s string) (id, vendor string, ok bool) {
-	parts := strings.Split(s, "_")
-	for _, p := range parts {
-		if len(p) != 4 || !isHex(p) {
-			return "", "", false
+	// Split by hand: every node's PCI labels pass through here on every
+	// scan, and strings.Split would allocate for each.
+	var buf [5]string
+	n := 0
+	for rest, more := s, true; more; {
+		var p string
+		p, rest, more = strings.Cut(rest, "_")
+		if len(p) != 4 || !isHex(p) || n == len(buf) {
+			return "", "", false // more than five parts never parse
 		}
+		buf[n] = p
+		n++
 	}
+	parts := buf[:n]
 	if len(parts) > 1 && isClass(parts[0]) {
 		parts = parts[1:]
 	}
@@ -181,11 +228,21 @@ func driverOf(l map[string]string) string {
 
 // Current is the node's tuple as the cluster reports it.
 func (f NodeFacts) Current(cl *Cluster) qualification.Tuple {
+	return f.current(clusterVersions(cl))
+}
+
+func (f NodeFacts) current(op, dcgm string) qualification.Tuple {
+	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
+}
+
+// clusterVersions are the cluster-wide GPU Operator and DCGM exporter
+// versions, from their workloads' images.
+func clusterVersions(cl *Cluster) (op, dcgm string) {
 	// The operator's version is its tag: a digest pinned beside the tag
 	// says which build, not which release.
-	op, _ := ImageVersion(strings.SplitN(cl.GPUOperatorImage, "@", 2)[0])
-	dcgm, _ := ImageVersion(cl.DCGMExporterImage)
-	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
+	op, _ = ImageVersion(strings.SplitN(cl.GPUOperatorImage, "@", 2)[0])
+	dcgm, _ = ImageVersion(cl.DCGMExporterImage)
+	return op, dcgm
 }
 
 // TupleValue returns the tuple member of component c.

@@ -70,8 +70,8 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		r.holders = append(r.holders, n.Name)
 	}
 	var nodes []*corev1.Node
-	for _, p := range cl.Plans {
-		sel, err := NewPlanSelector(p)
+	for i, p := range cl.Plans {
+		sel, err := cl.planSelector(i)
 		if err != nil || !sel.Matches(n) || sel.Matches(old) {
 			continue
 		}
@@ -80,7 +80,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		}
 		view := *cl
 		view.Nodes = nodes
-		pr := PreparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now})
+		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel)
 		if len(pr.gpu) == 0 {
 			continue
 		}

@@ -64,16 +64,24 @@ type PlanReview struct {
 // PreparePlan selects the Plan's nodes and splits its GPU nodes into done
 // (already at the destination tuple) and pending.
 func PreparePlan(cfg *Config, cl *Cluster, req PlanRequest) *PlanReview {
+	return preparePlan(cfg, cl, req, nil)
+}
+
+// preparePlan is PreparePlan with the Plan's selector when the caller has it.
+func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector) *PlanReview {
 	p := req.Plan
 	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, current: map[string]qualification.Tuple{}}
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
 	}
-	sel, err := NewPlanSelector(p)
-	if err != nil {
-		r.selErr = err
-		return r
+	if sel == nil {
+		var err error
+		if sel, err = NewPlanSelector(p); err != nil {
+			r.selErr = err
+			return r
+		}
 	}
+	op, dcgm := clusterVersions(cl)
 	for _, n := range cl.Nodes {
 		if !sel.Matches(n) {
 			continue
@@ -85,7 +93,7 @@ func PreparePlan(cfg *Config, cl *Cluster, req PlanRequest) *PlanReview {
 		}
 		f := cfg.FactsOf(n)
 		r.gpu = append(r.gpu, f)
-		r.current[f.Name] = f.Current(cl)
+		r.current[f.Name] = f.current(op, dcgm)
 	}
 	slices.SortFunc(r.gpu, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(r.nonGPU)
@@ -400,12 +408,20 @@ func (r *PlanReview) waveRules(bs *blockers) {
 
 func (r *PlanReview) canaryProven() bool {
 	want := r.record.NormalizedHardware()
+	keys := identityLabels(want)
+	op, dcgm := clusterVersions(r.cl)
 	for _, n := range r.cl.Nodes {
-		if !r.cfg.IsGPUNode(n) {
+		// The cheap necessary conditions first (cordon, kernel, Ready, the
+		// identity's label), the node's full facts last: a scan of every node
+		// must not read every node's labels.
+		if n.Spec.Unschedulable || !SameComponent(ComponentKernel, kernelOf(n), r.dest.Kernel) || !isReady(n) || !anyTrue(n.Labels, keys) {
 			continue
 		}
-		f := r.cfg.FactsOf(n)
-		if f.Ready && !f.Unschedulable && slices.Equal(f.Identities, want) && SameTuple(f.Current(r.cl), *r.dest) {
+		cur := qualification.Tuple{Kernel: kernelOf(n), RKE2: n.Status.NodeInfo.KubeletVersion, Driver: driverOf(n.Labels), GPUOperator: op, DCGMExporter: dcgm}
+		if !SameTuple(cur, *r.dest) || !r.cfg.IsGPUNode(n) {
+			continue
+		}
+		if slices.Equal(r.cfg.FactsOf(n).Identities, want) {
 			return true
 		}
 	}

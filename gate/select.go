@@ -19,27 +19,36 @@ type PlanSelector struct {
 }
 
 // NewPlanSelector converts the Plan's selector; an error names the bad value.
+// Converting validates every key and value, which costs more than matching
+// all nodes: adapters keep the selectors of stored Plans (Cluster.PlanSelectors).
 func NewPlanSelector(p *upgradev1.Plan) (*PlanSelector, error) {
-	var sel labels.Selector
-	if p.Spec.NodeSelector == nil {
-		sel = labels.Nothing()
-	} else {
-		s, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+	s := &PlanSelector{selector: labels.Nothing(), optOut: upgradev1.LabelPlanPrefix + p.Name}
+	if p.Spec.NodeSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
 		if err != nil {
 			return nil, fmt.Errorf("spec.nodeSelector is not a valid label selector: %w", err)
 		}
-		sel = s
+		s.selector = sel
 	}
-	return &PlanSelector{selector: sel, optOut: upgradev1.LabelPlanPrefix + p.Name}, nil
+	return s, nil
 }
 
 // Matches says whether SUC would run the Plan on the node.
 func (s *PlanSelector) Matches(n *corev1.Node) bool {
+	if !s.selector.Matches(labels.Set(n.Labels)) {
+		return false
+	}
 	if _, ok := n.Labels[upgradev1.LabelHostname]; !ok {
 		return false
 	}
-	if n.Labels[s.optOut] == "disabled" {
-		return false
+	return n.Labels[s.optOut] != "disabled"
+}
+
+// planSelector is the selector of the cluster's i-th stored Plan: the
+// adapter's when it keeps them, else converted now.
+func (cl *Cluster) planSelector(i int) (*PlanSelector, error) {
+	if i < len(cl.PlanSelectors) && cl.PlanSelectors[i] != nil {
+		return cl.PlanSelectors[i], nil
 	}
-	return s.selector.Matches(labels.Set(n.Labels))
+	return NewPlanSelector(cl.Plans[i])
 }

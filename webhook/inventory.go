@@ -26,6 +26,9 @@ func init() { metrics.Registry.MustRegister(nodeStatus) }
 type inventoryExporter struct {
 	server *Server
 	every  time.Duration
+	// shown are the label sets exported last time; the ones that are gone
+	// are deleted after the new ones are set, so a scrape never sees a gap.
+	shown map[[4]string]bool
 }
 
 func (e *inventoryExporter) Start(ctx context.Context) error {
@@ -34,14 +37,22 @@ func (e *inventoryExporter) Start(ctx context.Context) error {
 		if cl, err := e.server.Facts.Cluster(ctx); err != nil {
 			wait = 5 * time.Second // caches not synced yet
 		} else {
-			nodeStatus.Reset()
+			now := map[[4]string]bool{}
 			for _, n := range gate.Inventory(e.server.Config, cl, nil, e.server.now()) {
 				record := ""
 				if n.Record != nil {
 					record = n.Record.ID
 				}
-				nodeStatus.WithLabelValues(n.Node, strings.Join(n.Hardware, ","), string(n.Status), record).Set(1)
+				l := [4]string{n.Node, strings.Join(n.Hardware, ","), string(n.Status), record}
+				nodeStatus.WithLabelValues(l[:]...).Set(1)
+				now[l] = true
 			}
+			for l := range e.shown {
+				if !now[l] {
+					nodeStatus.DeleteLabelValues(l[:]...)
+				}
+			}
+			e.shown = now
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,156 @@
+package gate_test
+
+// Engine benchmarks on the issue's fleet (internal/fleetgen): 5,000 nodes,
+// 1,000 GPU nodes of 4 hardware identities in 3 zones, ~60 labels a node, 50
+// Plans. Targets (issue 5): a Plan decision at most 1 ms, a Node decision at
+// most 20 µs. Run: go test -run '^$' -bench . -benchmem ./gate/
+// (make bench runs them and publishes the figures in docs/performance.md).
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+var benchDay = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+
+// benchFleet is the issue's fleet with labels and the status fields the
+// webhook's informer keeps (StripNode), built once.
+var benchFleet = sync.OnceValue(func() *fleetgen.Fleet { return fleetgen.Generate(fleetgen.Options{Seed: 1, Now: benchDay}) })
+
+func planByName(b *testing.B, f *fleetgen.Fleet, name string) *upgradev1.Plan {
+	for _, p := range f.Plans {
+		if p.Name == name {
+			return p
+		}
+	}
+	b.Fatalf("no Plan %s", name)
+	return nil
+}
+
+// BenchmarkPlanDecision is one Plan review's engine work: select among 5,000
+// nodes, read the GPU nodes' facts, apply every rule (PreparePlan + Decide).
+// The holders are given (the webhook lists them from the API server).
+func BenchmarkPlanDecision(b *testing.B) {
+	f := benchFleet()
+	cl := f.Cluster(nil)
+	everything := fleetgen.GPUPlan("gpu-everything", fleetgen.RecordName("v100"))
+	everything.Spec.NodeSelector.MatchExpressions = nil // {} selects every node
+	cases := []struct {
+		name    string
+		plan    *upgradev1.Plan
+		allowed bool
+	}{
+		// One V100 node by hostname: the common canary.
+		{"canary", planByName(b, f, "gpu-v100-canary-zone-b"), true},
+		// Four V100 nodes of one zone by identity, zone and wave labels; a
+		// wave also looks for a proven canary among all GPU nodes.
+		{"wave", planByName(b, f, "gpu-v100-zone-a-wave-1"), true},
+		// An RKE2 agent Plan selecting ~440 CPU nodes: no GPU node, allowed.
+		{"rke2-agent", planByName(b, f, "rke2-agent-cpu-pool-1"), true},
+		// The worst case: {} selects all 5,000 nodes, 1,000 GPU nodes of 4
+		// hardware identities; denied with ~1,000 blockers.
+		{"select-everything", everything, false},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			req := gate.PlanRequest{Operation: "CREATE", Plan: tc.plan, User: gate.UserInfo{Name: "alice", Groups: []string{"platform-admins"}}, Now: benchDay.Add(time.Hour)}
+			r := gate.PreparePlan(f.Config, cl, req)
+			holders := f.Holders(r.HolderNodes())
+			if d := r.Decide(holders, nil); d.Allowed != tc.allowed {
+				b.Fatalf("%s: allowed=%v, want %v: %s", tc.name, d.Allowed, tc.allowed, d.Message())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r := gate.PreparePlan(f.Config, cl, req)
+				_ = r.Decide(holders, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkNodeDecision is one Node label-change review's engine work with 50
+// Plans in the cluster (PrepareNode + Decide).
+func BenchmarkNodeDecision(b *testing.B) {
+	f := benchFleet()
+	cl := f.Cluster(nil)
+	plain := f.ByRole("v100", "zone-b", fleetgen.RolePlain)[0]
+	cordoned := f.ByRole("a100", "", fleetgen.RoleCordoned)[0]
+	change := func(n *corev1.Node, mod func(*corev1.Node)) *corev1.Node {
+		c := n.DeepCopy()
+		mod(c)
+		return c
+	}
+	cases := []struct {
+		name     string
+		old, new *corev1.Node
+		allowed  bool
+	}{
+		// A label no Plan selects (the rack): checked against all 50 Plans.
+		{"relabel", plain, change(plain, func(n *corev1.Node) { n.Labels[fleetgen.LabelRack] = "zone-b-r99" }), true},
+		// Joining wave-2 pulls the node into that wave's Plan, which is then
+		// decided over the 5,000 nodes as if it were applied now.
+		{"join-wave", plain, change(plain, func(n *corev1.Node) { n.Labels[fleetgen.LabelWave] = "wave-2" }), true},
+		// A GPU mode change on a cordoned node.
+		{"mode-change", cordoned, change(cordoned, func(n *corev1.Node) {
+			n.Labels[gate.LabelWorkloadMode], n.Labels[gate.LabelExpectedWorkloadMode] = "vm-passthrough", "vm-passthrough"
+			n.Labels[gate.LabelWorkloadConfig] = "vm-passthrough"
+		}), true},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			req := gate.NodeRequest{Node: tc.new, OldNode: tc.old, User: gate.UserInfo{Name: "alice", Groups: []string{"platform-admins"}}, Now: benchDay.Add(time.Hour)}
+			r := gate.PrepareNode(f.Config, cl, req)
+			holders := f.Holders(r.HolderNodes())
+			if d := r.Decide(holders, nil); d.Allowed != tc.allowed {
+				b.Fatalf("%s: allowed=%v, want %v: %s", tc.name, d.Allowed, tc.allowed, d.Message())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				r := gate.PrepareNode(f.Config, cl, req)
+				_ = r.Decide(holders, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkRecord is loading and validating one record: the strict YAML
+// loader and the checks (qualification.Parse + Check), and the whole record
+// ConfigMap review (gate.DecideRecord: load, checks, version parsing).
+func BenchmarkRecord(b *testing.B) {
+	f := benchFleet()
+	cm := f.RecordConfigMaps[0]
+	data := []byte(cm.Data[qualification.ConfigMapKey])
+	now := benchDay.Add(time.Hour)
+	fresh := qualification.Freshness{Now: now, MaxAge: f.Config.MaxCanaryAge.Duration, ClockSkew: f.Config.ClockSkew.Duration}
+	b.Run("parse+check", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			rec, err := qualification.Parse(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if p := qualification.Check(rec, fresh); len(p) > 0 {
+				b.Fatal(p.ErrorList())
+			}
+		}
+	})
+	b.Run("configmap-review", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if d := gate.DecideRecord(f.Config, gate.RecordRequest{ConfigMap: cm, User: gate.UserInfo{Name: "bob"}, Now: now}); !d.Allowed {
+				b.Fatal(d.Message())
+			}
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package fleetgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Apply creates the fleet in a cluster as its agents would have: namespaces,
+// the GPU Operator workloads, records, Pods, Nodes (created, then their
+// status written, as a kubelet does) and Plans. Nodes are created by workers
+// in parallel; give c a high QPS. Objects that exist already are an error,
+// except namespaces.
+func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
+	if workers < 1 {
+		workers = 1
+	}
+	for _, ns := range []string{NamespaceSUC, NamespaceGate, NamespaceOperator, NamespaceML} {
+		if err := client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	var objs []client.Object
+	objs = append(objs, f.GPUOperator.DeepCopy(), f.DCGMExporter.DeepCopy())
+	for _, cm := range f.RecordConfigMaps {
+		objs = append(objs, cm.DeepCopy())
+	}
+	for _, p := range f.Pods {
+		objs = append(objs, p.DeepCopy())
+	}
+	if err := parallel(ctx, workers, len(objs), func(i int) error {
+		return c.Create(ctx, objs[i])
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(f.Nodes), func(i int) error {
+		return CreateNode(ctx, c, f.Nodes[i])
+	}); err != nil {
+		return err
+	}
+	return parallel(ctx, workers, len(f.Plans), func(i int) error {
+		return c.Create(ctx, f.Plans[i].DeepCopy())
+	})
+}
+
+// CreateNode creates a copy of n and writes its status, as a kubelet
+// registering would.
+func CreateNode(ctx context.Context, c client.Client, n *corev1.Node) error {
+	obj := n.DeepCopy()
+	if err := c.Create(ctx, obj); err != nil {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	obj.Status = *n.Status.DeepCopy()
+	if err := c.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("node %s status: %w", n.Name, err)
+	}
+	return nil
+}
+
+// parallel runs do(0..n-1) on workers goroutines and returns the first
+// error (the rest stop early).
+func parallel(ctx context.Context, workers, n int, do func(int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := do(i); err != nil {
+					errs[w] = err
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}

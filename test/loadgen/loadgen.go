@@ -1,0 +1,522 @@
+// Package loadgen drives a running `gpu-upgrade-gate serve` the way the API
+// server does: AdmissionReviews POSTed over TLS on keep-alive HTTP/1.1
+// connections, each with its own UID, with a timeout. It offers reviews at a
+// fixed rate (open loop: latency counts from the scheduled send time, so a
+// server that falls behind shows it as queueing) or flat out (N workers,
+// closed loop), for a bounded time, and checks every answer against the
+// decision the engine gives the same review for the fleet's state
+// (internal/fleetgen). cmd/loadgen is the command; the scale tests call Run.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+)
+
+// Options of one run.
+type Options struct {
+	// URL is the server's base URL, e.g. https://127.0.0.1:9443.
+	URL string
+	// CA is the PEM bundle that signs the serving certificate (the
+	// webhook configuration's caBundle).
+	CA []byte
+	// Reviews are sent round-robin, in order.
+	Reviews []fleetgen.Review
+	// Rate is the offered load in reviews per second; 0 sends flat out.
+	Rate float64
+	// Workers are the concurrent senders (flat out), or the most requests in
+	// flight at a fixed rate (default 64); each keeps its connection alive.
+	Workers int
+	// Duration bounds the run (required; at most 10 minutes).
+	Duration time.Duration
+	// Timeout is the per-request timeout (default 5s, the webhook
+	// configuration's timeoutSeconds).
+	Timeout time.Duration
+	// PID is the server's process, for its memory (0: not read).
+	PID int
+	// Judge classifies each answer (default: Expected).
+	Judge func(*Result) Verdict
+	// OnResult, if set, sees every result (from several goroutines).
+	OnResult func(*Result)
+	// Warmup sends each review once before the clock starts, and fails the
+	// run if one is answered wrongly.
+	Warmup bool
+	// Stop, when closed, ends the run before Duration (in-flight requests
+	// still finish).
+	Stop <-chan struct{}
+}
+
+// Result is one review's round trip.
+type Result struct {
+	Review *fleetgen.Review
+	// Scheduled is when the request was due (the send time when flat out).
+	Scheduled, Sent, Done time.Time
+	Status                int
+	Allowed               bool
+	// Codes are the reason codes from the audit annotations.
+	Codes   []string
+	Message string
+	Err     error
+}
+
+// Latency is from the scheduled send to the answer.
+func (r *Result) Latency() time.Duration { return r.Done.Sub(r.Scheduled) }
+
+// Verdict is how an answer is counted.
+type Verdict int
+
+const (
+	// Correct: the expected decision.
+	Correct Verdict = iota
+	// FailClosed: denied where the fleet's state says allow, with a reason a
+	// fault explains (FactsMissing, RecordMissing); a Judge decides when
+	// that is acceptable.
+	FailClosed
+	// Wrong: another decision than expected; an allow that should be a
+	// denial is always wrong.
+	Wrong
+	// Failed: no answer, a transport error, or an HTTP status other than 200.
+	Failed
+)
+
+// Expected accepts exactly the fleet's expected decision and codes.
+func Expected(r *Result) Verdict {
+	if r.Err != nil || r.Status != http.StatusOK {
+		return Failed
+	}
+	if r.Allowed != r.Review.Allowed {
+		return Wrong
+	}
+	if !r.Allowed && !sameCodes(r.Codes, r.Review.Codes) {
+		return Wrong
+	}
+	return Correct
+}
+
+func sameCodes(got []string, want []gate.Code) bool {
+	w := make([]string, len(want))
+	for i, c := range want {
+		w[i] = string(c)
+	}
+	g := slices.Clone(got)
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w)
+}
+
+// Summary of a run.
+type Summary struct {
+	Mode          string        `json:"mode"`
+	OfferedRate   float64       `json:"offeredRate,omitempty"`
+	Workers       int           `json:"workers"`
+	Duration      time.Duration `json:"duration"`
+	Sent          int           `json:"sent"`
+	Answered      int           `json:"answered"`
+	Throughput    float64       `json:"throughput"`
+	P50           time.Duration `json:"p50"`
+	P90           time.Duration `json:"p90"`
+	P99           time.Duration `json:"p99"`
+	Max           time.Duration `json:"max"`
+	Correct       int           `json:"correct"`
+	FailClosed    int           `json:"failClosed"`
+	Wrong         int           `json:"wrong"`
+	Failed        int           `json:"failed"`
+	Non200        int           `json:"non200"`
+	Status5xx     int           `json:"status5xx"`
+	ServerRSS     int64         `json:"serverRSSBytes,omitempty"`
+	ServerPeakRSS int64         `json:"serverPeakRSSBytes,omitempty"`
+	// Examples are the first few wrong or failed answers.
+	Examples []string `json:"examples,omitempty"`
+}
+
+// Errors counts what a run must not have: wrong decisions and failures.
+func (s *Summary) Errors() int { return s.Wrong + s.Failed }
+
+func (s *Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %d workers, %s: sent %d, answered %d, %.0f reviews/s\n", s.Mode, s.Workers, s.Duration.Round(time.Millisecond), s.Sent, s.Answered, s.Throughput)
+	fmt.Fprintf(&b, "latency p50 %s  p90 %s  p99 %s  max %s\n", ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max))
+	fmt.Fprintf(&b, "answers: %d correct, %d fail-closed, %d wrong, %d failed (%d non-200, %d 5xx)\n", s.Correct, s.FailClosed, s.Wrong, s.Failed, s.Non200, s.Status5xx)
+	if s.ServerPeakRSS > 0 {
+		fmt.Fprintf(&b, "server RSS %.1f MiB, peak %.1f MiB\n", mib(s.ServerRSS), mib(s.ServerPeakRSS))
+	}
+	for _, e := range s.Examples {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+func mib(b int64) float64       { return float64(b) / (1 << 20) }
+
+// MaxDuration bounds every run, whatever the caller asks.
+const MaxDuration = 10 * time.Minute
+
+// Run sends reviews until Duration passes or ctx ends, then waits for the
+// answers in flight.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	if len(o.Reviews) == 0 {
+		return nil, errors.New("loadgen: no reviews")
+	}
+	if o.Duration <= 0 || o.Duration > MaxDuration {
+		return nil, fmt.Errorf("loadgen: duration %s must be above 0 and at most %s", o.Duration, MaxDuration)
+	}
+	if err := loopback(o.URL); err != nil {
+		return nil, err
+	}
+	if o.Workers <= 0 {
+		o.Workers = 64
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Judge == nil {
+		o.Judge = Expected
+	}
+	c, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	defer c.http.CloseIdleConnections()
+	if o.Warmup {
+		if wrong := c.once(ctx, o.Reviews); len(wrong) > 0 {
+			return nil, fmt.Errorf("loadgen: warm-up: %d of %d reviews answered wrongly, e.g. %s", len(wrong), len(o.Reviews), describe(wrong[0]))
+		}
+	}
+
+	rec := &recorder{judge: o.Judge, onResult: o.OnResult}
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	if o.Stop != nil {
+		go func() {
+			select {
+			case <-o.Stop:
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	start := time.Now()
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	s := &Summary{Workers: o.Workers}
+	if o.Rate > 0 {
+		s.Mode, s.OfferedRate = fmt.Sprintf("open loop at %.0f/s", o.Rate), o.Rate
+		jobs := make(chan job, int(o.Rate*o.Duration.Seconds())+1)
+		for range o.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range jobs {
+					rec.add(c.send(ctx, j.review, j.scheduled))
+				}
+			}()
+		}
+		interval := time.Duration(float64(time.Second) / o.Rate)
+	schedule:
+		for i := 0; ; i++ {
+			at := start.Add(time.Duration(i) * interval)
+			if d := time.Until(at); d > 0 {
+				select {
+				case <-runCtx.Done():
+					break schedule
+				case <-time.After(d):
+				}
+			} else if runCtx.Err() != nil {
+				break
+			}
+			sent.Add(1)
+			jobs <- job{review: &o.Reviews[i%len(o.Reviews)], scheduled: at}
+		}
+		close(jobs)
+	} else {
+		s.Mode = "flat out"
+		var next atomic.Int64
+		for range o.Workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for runCtx.Err() == nil {
+					i := next.Add(1) - 1
+					sent.Add(1)
+					rec.add(c.send(ctx, &o.Reviews[int(i)%len(o.Reviews)], time.Now()))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	s.Duration = time.Since(start)
+	s.Sent = int(sent.Load())
+	rec.summarize(s)
+	if o.PID > 0 {
+		s.ServerRSS, s.ServerPeakRSS, _ = ProcessMemory(o.PID)
+	}
+	return s, nil
+}
+
+// Check sends each review once, one at a time, and returns the answers
+// that are not the expected ones: a way to wait until a server's caches
+// hold the fleet.
+func Check(ctx context.Context, o Options) ([]*Result, error) {
+	if err := loopback(o.URL); err != nil {
+		return nil, err
+	}
+	o.Workers = max(o.Workers, 1)
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	c, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	defer c.http.CloseIdleConnections()
+	return c.once(ctx, o.Reviews), nil
+}
+
+func (c *client) once(ctx context.Context, reviews []fleetgen.Review) []*Result {
+	var wrong []*Result
+	for i := range reviews {
+		if res := c.send(ctx, &reviews[i], time.Now()); Expected(res) != Correct {
+			wrong = append(wrong, res)
+		}
+	}
+	return wrong
+}
+
+// Describe renders a result for a person.
+func Describe(r *Result) string { return describe(r) }
+
+type job struct {
+	review    *fleetgen.Review
+	scheduled time.Time
+}
+
+// loopback refuses any target but this machine: load runs stay local.
+func loopback(u string) error {
+	rest, ok := strings.CutPrefix(u, "https://")
+	if !ok {
+		return fmt.Errorf("loadgen: %q: only https:// URLs (the API server calls webhooks over TLS)", u)
+	}
+	host, _, err := net.SplitHostPort(strings.SplitN(rest, "/", 2)[0])
+	if err != nil {
+		return fmt.Errorf("loadgen: %q: %w", u, err)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return fmt.Errorf("loadgen: %q is not a loopback address; load runs stay on this machine", host)
+	}
+	return nil
+}
+
+type client struct {
+	base    string
+	http    *http.Client
+	timeout time.Duration
+	uid     atomic.Uint64
+	bufs    sync.Pool
+}
+
+func newClient(o Options) (*client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(o.CA) {
+		return nil, errors.New("loadgen: no certificate in the CA bundle")
+	}
+	tr := &http.Transport{
+		// As the API server's webhook client: TLS, HTTP/1.1 here (the
+		// server turns HTTP/2 off), connections kept alive and reused.
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   false,
+		MaxIdleConns:        o.Workers,
+		MaxIdleConnsPerHost: o.Workers,
+		IdleConnTimeout:     90 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}
+	return &client{base: strings.TrimRight(o.URL, "/"), http: &http.Client{Transport: tr}, timeout: o.Timeout}, nil
+}
+
+// send posts one review with a fresh UID and reads the answer.
+func (c *client) send(ctx context.Context, r *fleetgen.Review, scheduled time.Time) *Result {
+	res := &Result{Review: r, Scheduled: scheduled}
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	body := append((*bp)[:0], r.Body...)
+	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(time.Now().Unix()), c.uid.Add(1))
+	if i := bytes.Index(body, []byte(fleetgen.UIDPlaceholder)); i >= 0 {
+		copy(body[i:], uid)
+	}
+	defer func() { *bp = body; c.bufs.Put(bp) }()
+
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.base+r.Path+"?timeout=5s", bytes.NewReader(body))
+	if err != nil {
+		res.Err, res.Done = err, time.Now()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, */*")
+	res.Sent = time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		res.Err, res.Done = err, time.Now()
+		return res
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	res.Done, res.Status = time.Now(), resp.StatusCode
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if resp.StatusCode != http.StatusOK {
+		res.Message = string(data)
+		return res
+	}
+	var out struct {
+		Response struct {
+			UID     string `json:"uid"`
+			Allowed bool   `json:"allowed"`
+			Status  *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"status"`
+			AuditAnnotations map[string]string `json:"auditAnnotations"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		res.Err = fmt.Errorf("answer does not decode: %w", err)
+		return res
+	}
+	if out.Response.UID != uid {
+		res.Err = fmt.Errorf("answer has uid %q, the request %q", out.Response.UID, uid)
+		return res
+	}
+	res.Allowed = out.Response.Allowed
+	if s := out.Response.Status; s != nil {
+		res.Message = s.Message
+		if s.Code >= 500 { // an errored review inside a 200: count it as a 5xx
+			res.Status = s.Code
+		}
+	}
+	if reasons := out.Response.AuditAnnotations[gate.AuditReasons]; reasons != "" {
+		res.Codes = strings.Split(reasons, ",")
+	}
+	return res
+}
+
+// recorder keeps the latencies and verdicts.
+type recorder struct {
+	mu        sync.Mutex
+	judge     func(*Result) Verdict
+	onResult  func(*Result)
+	latencies []time.Duration
+	verdicts  [4]int
+	non200    int
+	s5xx      int
+	examples  []string
+}
+
+func (rc *recorder) add(r *Result) {
+	v := rc.judge(r)
+	if rc.onResult != nil {
+		rc.onResult(r)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.verdicts[v]++
+	if r.Err == nil {
+		rc.latencies = append(rc.latencies, r.Latency())
+		if r.Status != http.StatusOK {
+			rc.non200++
+		}
+		if r.Status >= 500 {
+			rc.s5xx++
+		}
+	}
+	if (v == Wrong || v == Failed) && len(rc.examples) < 5 {
+		rc.examples = append(rc.examples, describe(r))
+	}
+}
+
+func describe(r *Result) string {
+	if r.Err != nil {
+		return fmt.Sprintf("%s: %v", r.Review.Name, r.Err)
+	}
+	msg := r.Message
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return fmt.Sprintf("%s: HTTP %d allowed=%v codes=%v, want allowed=%v codes=%v: %s", r.Review.Name, r.Status, r.Allowed, r.Codes, r.Review.Allowed, r.Review.Codes, msg)
+}
+
+func (rc *recorder) summarize(s *Summary) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	s.Correct, s.FailClosed, s.Wrong, s.Failed = rc.verdicts[Correct], rc.verdicts[FailClosed], rc.verdicts[Wrong], rc.verdicts[Failed]
+	s.Answered = len(rc.latencies)
+	s.Non200, s.Status5xx, s.Examples = rc.non200, rc.s5xx, rc.examples
+	s.Throughput = float64(s.Answered) / s.Duration.Seconds()
+	s.P50, s.P90, s.P99, s.Max = Percentiles(rc.latencies)
+}
+
+// Percentiles returns p50, p90, p99 and the maximum (nearest rank).
+func Percentiles(ds []time.Duration) (p50, p90, p99, maxD time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return at(0.50), at(0.90), at(0.99), s[len(s)-1]
+}
+
+// ProcessMemory reads a process's resident set size and its peak (VmRSS and
+// VmHWM in /proc/<pid>/status), in bytes.
+func ProcessMemory(pid int) (rss, peak int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if k == "VmRSS" {
+			rss = n << 10
+		} else {
+			peak = n << 10
+		}
+	}
+	return rss, peak, nil
+}

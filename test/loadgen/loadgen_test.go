@@ -1,0 +1,83 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+)
+
+func TestPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	p50, p90, p99, maxD := Percentiles(ds)
+	assert.Equal(t, []time.Duration{50 * time.Millisecond, 90 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond}, []time.Duration{p50, p90, p99, maxD})
+	p50, _, _, _ = Percentiles(nil)
+	assert.Zero(t, p50)
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for _, u := range []string{"https://10.0.0.1:9443", "http://127.0.0.1:9443", "https://example.com:443"} {
+		_, err := Run(context.Background(), Options{URL: u, Reviews: []fleetgen.Review{{}}, Duration: time.Second})
+		assert.Error(t, err, u)
+	}
+	_, err := Run(context.Background(), Options{URL: "https://127.0.0.1:1", Reviews: []fleetgen.Review{{}}, Duration: time.Hour})
+	assert.ErrorContains(t, err, "at most")
+}
+
+func TestProcessMemory(t *testing.T) {
+	rss, peak, err := ProcessMemory(os.Getpid())
+	require.NoError(t, err)
+	assert.Positive(t, rss)
+	assert.GreaterOrEqual(t, peak, rss)
+}
+
+// TestRunAgainstStub checks the machinery with a TLS server that allows
+// everything: UIDs are echoed, denials expected by the fleet count as wrong,
+// both modes stop on time.
+func TestRunAgainstStub(t *testing.T) {
+	var seen atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
+		if strings.HasPrefix(in.Request.UID, "0000000") {
+			t.Errorf("the placeholder UID was sent")
+		}
+		seen.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"response": map[string]any{"uid": in.Request.UID, "allowed": true}})
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	reviews := []fleetgen.Review{
+		{Name: "a", Path: "/validate/plans", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: true},
+		{Name: "b", Path: "/validate/plans", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: false},
+	}
+	s, err := Run(context.Background(), Options{URL: srv.URL, CA: ca, Reviews: reviews, Workers: 2, Duration: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Positive(t, s.Correct)
+	assert.Positive(t, s.Wrong, "the denial the fleet expects was answered allow")
+	assert.Zero(t, s.Failed)
+	assert.Equal(t, int(seen.Load()), s.Answered)
+
+	s, err = Run(context.Background(), Options{URL: srv.URL, CA: ca, Reviews: reviews[:1], Rate: 100, Duration: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Positive(t, s.Sent)
+	assert.Zero(t, s.Errors(), s.String())
+}

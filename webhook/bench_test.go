@@ -1,0 +1,187 @@
+package webhook
+
+// Handler benchmarks: one recorded AdmissionReview (internal/fleetgen) through
+// the controller-runtime admission HTTP handler (decode, kind check, facts
+// from an informer store holding the 5,000-node fleet, engine, response,
+// metrics, one JSON log line), without TLS or the network: what each review
+// costs the webhook's CPU. The load generator (test/loadgen) measures the
+// same over TLS. Run: go test -run '^$' -bench . -benchmem ./webhook/
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+)
+
+var benchNow = time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+
+// fleetCache serves a generated fleet as the manager's cache would: Nodes
+// from an informer store (transformed by StripNode), the rest by List/Get.
+type fleetCache struct {
+	cache.Cache
+	nodes toolscache.SharedIndexInformer
+	fleet *fleetgen.Fleet
+	plans []upgradev1.Plan
+}
+
+func newFleetCache(f *fleetgen.Fleet) *fleetCache {
+	c := &fleetCache{fleet: f, nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{})}
+	for _, n := range f.Nodes {
+		s, _ := StripNode(n)
+		_ = c.nodes.GetStore().Add(s)
+	}
+	for _, p := range f.Cluster(nil).Plans {
+		c.plans = append(c.plans, *p)
+	}
+	return c
+}
+
+func (c *fleetCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return c.nodes, nil
+}
+
+func (c *fleetCache) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	switch l := list.(type) {
+	case *upgradev1.PlanList:
+		l.Items = append(l.Items[:0], c.plans...)
+	case *corev1.ConfigMapList:
+		l.Items = l.Items[:0]
+		for _, cm := range c.fleet.RecordConfigMaps {
+			cm := *cm
+			cm.UID, cm.ResourceVersion = types.UID("uid-"+cm.Name), "1"
+			l.Items = append(l.Items, cm)
+		}
+	default:
+		return fmt.Errorf("fleetCache: no list of %T", list)
+	}
+	return nil
+}
+
+func (c *fleetCache) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		*o = *c.fleet.GPUOperator
+	case *appsv1.DaemonSet:
+		*o = *c.fleet.DCGMExporter
+	default:
+		return fmt.Errorf("fleetCache: no get of %T %s", obj, key)
+	}
+	return nil
+}
+
+// fleetPods answers the live Pod listing by node name.
+type fleetPods struct {
+	client.Reader
+	fleet *fleetgen.Fleet
+}
+
+func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
+	pl := list.(*corev1.PodList)
+	for _, pod := range p.fleet.Pods {
+		if pod.Spec.NodeName == node {
+			pl.Items = append(pl.Items, *pod)
+		}
+	}
+	return nil
+}
+
+type benchEnv struct {
+	fleet    *fleetgen.Fleet
+	reviews  []fleetgen.Review
+	handlers map[string]http.Handler
+}
+
+var benchSetup = sync.OnceValue(func() *benchEnv {
+	f := fleetgen.Generate(fleetgen.Options{Seed: 1, Now: benchNow.Truncate(24 * time.Hour), Kubelet: true})
+	fc := newFleetCache(f)
+	facts := &Facts{Config: f.Config, Cache: fc, Live: fleetPods{fleet: f}}
+	if err := facts.WatchNodes(fc.nodes); err != nil {
+		panic(err)
+	}
+	facts.SetServerVersion(fleetgen.ServerVersion)
+	facts.synced.Store(true)
+	// The log line is part of each review's cost: JSON to a discarded writer.
+	log := ctrlzap.New(ctrlzap.WriteTo(io.Discard))
+	s := &Server{Config: f.Config, Facts: facts, Log: log.WithName("decision"), Now: func() time.Time { return benchNow }}
+	ctrl.SetLogger(log)
+	return &benchEnv{fleet: f, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
+		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
+		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
+		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
+	}}
+})
+
+func (e *benchEnv) serve(r fleetgen.Review) (int, bool, error) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, r.Path, bytes.NewReader(r.Body))
+	req.Header.Set("Content-Type", "application/json")
+	e.handlers[r.Path].ServeHTTP(rec, req)
+	var out struct {
+		Response struct {
+			Allowed bool `json:"allowed"`
+		} `json:"response"`
+	}
+	err := json.Unmarshal(rec.Body.Bytes(), &out)
+	return rec.Code, out.Response.Allowed, err
+}
+
+// TestFleetReviewsThroughHandlers: every recorded review gets its expected
+// decision from the handlers (the load generator relies on the same
+// expectations against a real server).
+func TestFleetReviewsThroughHandlers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 5,000-node fleet")
+	}
+	e := benchSetup()
+	for _, r := range e.reviews {
+		code, allowed, err := e.serve(r)
+		if err != nil || code != http.StatusOK || allowed != r.Allowed {
+			t.Errorf("%s: HTTP %d allowed=%v err=%v, want allowed=%v %v", r.Name, code, allowed, err, r.Allowed, r.Codes)
+		}
+	}
+}
+
+// BenchmarkHandler is one review through the handler, per scenario.
+func BenchmarkHandler(b *testing.B) {
+	e := benchSetup()
+	for _, sc := range []struct{ kind, scenario string }{
+		{fleetgen.KindNode, "relabel"}, {fleetgen.KindNode, "mode-cordoned"}, {fleetgen.KindNode, "join-wave"},
+		{fleetgen.KindPlan, "create"}, {fleetgen.KindPlan, "update"}, {fleetgen.KindRecord, "create"},
+	} {
+		rs := fleetgen.Select(e.reviews, []string{sc.kind}, sc.scenario)
+		b.Run(sc.kind+"-"+sc.scenario, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r := rs[i%len(rs)]
+				i++
+				if code, allowed, err := e.serve(r); err != nil || code != http.StatusOK || allowed != r.Allowed {
+					b.Fatalf("%s: HTTP %d allowed=%v err=%v", r.Name, code, allowed, err)
+				}
+			}
+		})
+	}
+}
