@@ -76,45 +76,51 @@ func (f *Facts) ready() error {
 	return f.watches.fresh()
 }
 
-// staleWindow bounds how long a broken watch keeps reviews failing closed
-// when nothing shows it has caught up: longer than the reflector's largest
-// retry backoff (30s), so a watch that keeps failing keeps them failing.
+// staleWindow is how long reviews keep failing closed after the caches may
+// have missed changes: longer than the reflector's largest retry backoff
+// (30s), and longer than a restarted API server takes to stream events
+// again (its watch cache warms for several seconds after a relist already
+// succeeds; 4-17 s measured).
 const staleWindow = 35 * time.Second
 
-// watchHealth remembers informers whose watch failed. A failed informer
-// counts as caught up once its resourceVersion moves (an event, a bookmark
-// or a relist), or staleWindow after its last failure.
+// watchHealth remembers when the caches may have missed changes: an
+// informer's watch failed, or the API server did not answer the liveness
+// probe (client-go retries a refused watch quietly, without reporting it).
+// Each counts as caught up staleWindow after its last failure.
 type watchHealth struct {
 	mu     sync.Mutex
-	failed map[*toolscache.Reflector]watchFailure
+	failed map[string]watchFailure
 }
 
 type watchFailure struct {
 	at  time.Time
-	rv  string
 	err error
+}
+
+func (w *watchHealth) fail(what string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failed == nil {
+		w.failed = map[string]watchFailure{}
+	}
+	w.failed[what] = watchFailure{at: time.Now(), err: err}
 }
 
 // failedWatch is the caches' watch error handler.
 func (w *watchHealth) failedWatch(ctx context.Context, r *toolscache.Reflector, err error) {
-	w.mu.Lock()
-	if w.failed == nil {
-		w.failed = map[*toolscache.Reflector]watchFailure{}
-	}
-	w.failed[r] = watchFailure{at: time.Now(), rv: r.LastSyncResourceVersion(), err: err}
-	w.mu.Unlock()
+	w.fail("the "+r.TypeDescription()+" watch", err)
 	toolscache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
 func (w *watchHealth) fresh() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for r, fail := range w.failed {
-		if r.LastSyncResourceVersion() != fail.rv || time.Since(fail.at) > staleWindow {
-			delete(w.failed, r)
+	for what, fail := range w.failed {
+		if time.Since(fail.at) > staleWindow {
+			delete(w.failed, what)
 			continue
 		}
-		return fmt.Errorf("the %s watch broke %s ago (%v) and the cache may miss changes; reviews resume once it has caught up", r.TypeDescription(), time.Since(fail.at).Round(time.Second), fail.err)
+		return fmt.Errorf("%s failed %s ago (%v), so the caches may miss changes; reviews resume %s after it recovers", what, time.Since(fail.at).Round(time.Second), fail.err, staleWindow)
 	}
 	return nil
 }

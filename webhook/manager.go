@@ -36,7 +36,9 @@ type Options struct {
 	Host, CertDir          string
 	Port                   int
 	MetricsAddr, ProbeAddr string // "0" disables
-	// VersionRefresh is how often the API server's version is re-read.
+	// VersionRefresh is how often the API server is probed: its version is
+	// re-read, and a failed probe makes reviews fail closed until the caches
+	// have had time to catch up (default 2s).
 	VersionRefresh time.Duration
 }
 
@@ -182,21 +184,19 @@ func (s *syncer) Start(ctx context.Context) error {
 	}
 	every := s.every
 	if every <= 0 {
-		every = time.Minute
+		every = 2 * time.Second
 	}
 	for {
-		if v, err := s.disc.ServerVersion(); err == nil {
+		if v, err := s.disc.ServerVersion(); err != nil {
+			s.facts.watches.fail("the API server", err)
+		} else {
 			s.facts.SetServerVersion(v.GitVersion)
 			s.facts.synced.Store(true)
-		}
-		wait := every
-		if !s.facts.synced.Load() {
-			wait = 2 * time.Second // not ready yet: try again soon
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-time.After(every):
 		}
 	}
 }

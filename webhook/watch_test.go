@@ -23,12 +23,14 @@ func TestWatchHealth(t *testing.T) {
 	err := w.fresh()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "connection refused")
-	assert.Contains(t, err.Error(), "*v1.Node watch broke")
+	assert.Contains(t, err.Error(), "the *v1.Node watch failed")
 
+	w.fail("the API server", errors.New("connection refused"))
 	w.mu.Lock()
-	f := w.failed[r]
-	f.at = time.Now().Add(-staleWindow - time.Second)
-	w.failed[r] = f
+	for k, f := range w.failed {
+		f.at = time.Now().Add(-staleWindow - time.Second)
+		w.failed[k] = f
+	}
 	w.mu.Unlock()
 	assert.NoError(t, w.fresh(), "after the window the informer counts as caught up")
 	assert.Empty(t, w.failed)

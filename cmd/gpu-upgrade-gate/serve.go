@@ -28,7 +28,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&opts.Port, "port", 9443, "webhook port")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics address ("0" disables)`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
-	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", time.Minute, "how often the API server version is re-read")
+	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
