@@ -180,15 +180,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 			}
 		}
 	}
-	d.Blockers = bs
-	d.Allowed = len(bs) == 0
-	if !d.Allowed {
-		if reason := r.cfg.breakGlass(r.req.User, ch.Annotations); reason != "" {
-			d.Allowed, d.BreakGlass = true, reason
-			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode: %s", r.req.User.Name, reason, codeList(d.Codes())))
-		}
-	}
-	return d
+	return r.cfg.finish(d, bs, r.req.User, ch.Annotations)
 }
 
 // policyRules: the operator must upgrade one node at a time.

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -135,15 +134,7 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 			bs = append(bs, b)
 		}
 	}
-	d.Blockers = bs
-	d.Allowed = len(bs) == 0
-	if !d.Allowed {
-		if reason := r.cfg.breakGlass(r.req.User, n.Annotations); reason != "" {
-			d.Allowed, d.BreakGlass = true, reason
-			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode: %s", r.req.User.Name, reason, codeList(d.Codes())))
-		}
-	}
-	return d
+	return r.cfg.finish(d, bs, r.req.User, n.Annotations)
 }
 
 func (r *NodeReview) modeRules(bs *blockers, holders map[string][]Holder, holdersErr error) {

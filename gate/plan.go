@@ -162,15 +162,7 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 }
 
 func (r *PlanReview) finish(d Decision, bs blockers) Decision {
-	d.Blockers = bs
-	d.Allowed = len(bs) == 0
-	if !d.Allowed {
-		if reason := r.cfg.breakGlass(r.req.User, r.req.Plan.Annotations); reason != "" {
-			d.Allowed, d.BreakGlass = true, reason
-			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode %d blocker(s): %s", r.req.User.Name, reason, len(bs), codeList(d.Codes())))
-		}
-	}
-	return d
+	return r.cfg.finish(d, bs, r.req.User, r.req.Plan.Annotations)
 }
 
 // planShape: rules that read only the Plan and its selection.
