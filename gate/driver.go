@@ -146,7 +146,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 			bs.forbid(CodeHardwareNotQualified, f.Name, pathDriverRecords, "no record named in %s qualifies node %s's hardware %s; add a record for it (one per hardware identity)", AnnotationQualification, f.Name, strings.Join(f.Identities, ","))
 			continue
 		}
-		if !r.factsPresent(&bs, f, cur) {
+		if !r.cfg.factsPresent(&bs, f, cur, pathDriverRecords) {
 			continue
 		}
 		dest, from := &rec.Target, rec.Source
@@ -203,29 +203,15 @@ func (r *DriverReview) recordRules(bs *blockers, d *Decision) []*qualification.R
 		return nil
 	}
 	var usable []*qualification.Record
-	f := qualification.Freshness{Now: r.req.Now, MaxAge: r.cfg.MaxCanaryAge.Duration, ClockSkew: r.cfg.ClockSkew.Duration}
 	var refs []string
 	for _, name := range r.names {
 		e, ok := r.cl.Records[name]
-		switch {
-		case !ok:
-			bs.add(CodeRecordMissing, "", &field.Error{Type: field.ErrorTypeNotFound, Field: pathDriverRecords.String(), BadValue: name,
-				Detail: fmt.Sprintf("no ConfigMap %s/%s labelled %s=true holds a record", r.cfg.Namespace, name, qualification.ConfigMapLabel)})
-			continue
-		case e.Err != nil:
-			bs.invalid(CodeRecordInvalid, "", pathDriverRecords, name, "record ConfigMap %s/%s does not load: %v", r.cfg.Namespace, name, e.Err)
-			continue
+		rec := r.cfg.checkRecord(bs, recordCheck{name: name, entry: e, found: ok, user: r.req.User, now: r.req.Now,
+			path: pathDriverRecords, rollback: r.rollback, subject: "change", act: "making this change"})
+		if rec != nil {
+			refs = append(refs, rec.Ref())
+			usable = append(usable, rec)
 		}
-		rec := e.Record
-		refs = append(refs, rec.Ref())
-		recordProblems(bs, rec, name, f)
-		if approver := strings.TrimSpace(rec.ApprovedBy); approver != "" && strings.EqualFold(approver, r.req.User.Name) {
-			bs.forbid(CodeSelfApproved, "", pathDriverRecords, "record %s was approved by %q, who is also making this change; a second person must make it (two-person rule)", rec.ID, approver)
-		}
-		if r.rollback && rec.Source == nil {
-			bs.invalid(CodeRecordInvalid, "", pathRollback, "true", "the change asks for a rollback but record %s has no source tuple to roll back to", rec.ID)
-		}
-		usable = append(usable, rec)
 	}
 	d.RecordRefs = refs
 	return usable
@@ -238,19 +224,6 @@ func coveringRecord(recs []*qualification.Record, ids []string) *qualification.R
 		}
 	}
 	return nil
-}
-
-func (r *DriverReview) factsPresent(bs *blockers, f NodeFacts, cur qualification.Tuple) bool {
-	var missing []string
-	for _, c := range Components {
-		if TupleValue(cur, c) == "" {
-			missing = append(missing, string(c))
-		}
-	}
-	if len(missing) > 0 {
-		bs.forbid(CodeFactsMissing, f.Name, pathDriverRecords, "node %s: cannot read %s; the gate decides only on facts it can read", f.Name, strings.Join(missing, ", "))
-	}
-	return len(missing) == 0
 }
 
 func (r *DriverReview) downgrade(bs *blockers, f NodeFacts, cur qualification.Tuple, rec *qualification.Record) {

@@ -190,34 +190,62 @@ func (r *PlanReview) planShape(bs *blockers) {
 // recordRules: the record named by the Plan must exist, load, be qualified,
 // fresh, complete, and approved by someone other than the requester.
 func (r *PlanReview) recordRules(bs *blockers, d *Decision) {
-	ns := r.cfg.Namespace
-	switch {
-	case r.recordName == "":
-		bs.add(CodeRecordMissing, "", field.Required(pathRecord, fmt.Sprintf("the Plan names no qualification record; annotate it with %s=<ConfigMap in namespace %s labelled %s=true>", AnnotationQualification, ns, qualification.ConfigMapLabel)))
-		return
-	case !r.found:
-		bs.add(CodeRecordMissing, "", &field.Error{Type: field.ErrorTypeNotFound, Field: pathRecord.String(), BadValue: r.recordName,
-			Detail: fmt.Sprintf("no ConfigMap %s/%s labelled %s=true holds a record; create it, or fix the annotation", ns, r.recordName, qualification.ConfigMapLabel)})
-		return
-	case r.recordErr != nil:
-		bs.invalid(CodeRecordInvalid, "", pathRecord, r.recordName, "record ConfigMap %s/%s does not load: %v; fix the record and have it reviewed again", ns, r.recordName, r.recordErr)
+	if r.recordName == "" {
+		bs.add(CodeRecordMissing, "", field.Required(pathRecord, fmt.Sprintf("the Plan names no qualification record; annotate it with %s=<ConfigMap in namespace %s labelled %s=true>", AnnotationQualification, r.cfg.Namespace, qualification.ConfigMapLabel)))
 		return
 	}
-	rec := r.record
+	rec := r.cfg.checkRecord(bs, recordCheck{name: r.recordName, entry: RecordEntry{Record: r.record, Err: r.recordErr}, found: r.found,
+		user: r.req.User, now: r.req.Now, path: pathRecord, rollback: r.rollback, subject: "Plan", act: "applying this Plan"})
+	if rec == nil {
+		return
+	}
 	d.Record = r.recordInfo()
-	recordProblems(bs, rec, r.recordName, qualification.Freshness{Now: r.req.Now, MaxAge: r.cfg.MaxCanaryAge.Duration, ClockSkew: r.cfg.ClockSkew.Duration})
 	if exp, err := rec.Expiry(r.cfg.MaxCanaryAge.Duration); err == nil && r.req.Now.Before(exp) && exp.Sub(r.req.Now) <= r.cfg.ExpiryWarning.Duration {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(r.req.Now).Round(time.Minute)))
 	}
-	if approver := strings.TrimSpace(rec.ApprovedBy); approver != "" && strings.EqualFold(approver, r.req.User.Name) {
-		bs.forbid(CodeSelfApproved, "", pathRecord, "record %s was approved by %q, who is also applying this Plan; a second person must apply it (two-person rule)", rec.ID, approver)
+}
+
+// recordCheck is one named record and who asks to use it.
+type recordCheck struct {
+	name     string
+	entry    RecordEntry
+	found    bool
+	user     UserInfo
+	now      time.Time
+	path     *field.Path
+	rollback bool
+	// subject and act word the messages: "Plan", "applying this Plan".
+	subject, act string
+}
+
+// checkRecord applies what every named record must pass, for Plans and the
+// driver path alike: it exists and loads, is qualified, complete and fresh,
+// its versions parse, it was approved by someone other than the requester,
+// and a rollback has a source to go back to. It returns the record when it
+// loaded, for the rules that compare tuples.
+func (c *Config) checkRecord(bs *blockers, rc recordCheck) *qualification.Record {
+	ns := c.Namespace
+	switch {
+	case !rc.found:
+		bs.add(CodeRecordMissing, "", &field.Error{Type: field.ErrorTypeNotFound, Field: rc.path.String(), BadValue: rc.name,
+			Detail: fmt.Sprintf("no ConfigMap %s/%s labelled %s=true holds a record; create it, or fix the annotation", ns, rc.name, qualification.ConfigMapLabel)})
+		return nil
+	case rc.entry.Err != nil || rc.entry.Record == nil:
+		bs.invalid(CodeRecordInvalid, "", rc.path, rc.name, "record ConfigMap %s/%s does not load: %v; fix the record and have it reviewed again", ns, rc.name, rc.entry.Err)
+		return nil
 	}
-	if r.rollback && rec.Source == nil {
-		bs.invalid(CodeRecordInvalid, "", pathRollback, "true", "the Plan asks for a rollback but record %s has no source tuple to roll back to; use a %s record with source", rec.ID, qualification.APIVersionGate)
+	rec := rc.entry.Record
+	recordProblems(bs, rec, rc.name, qualification.Freshness{Now: rc.now, MaxAge: c.MaxCanaryAge.Duration, ClockSkew: c.ClockSkew.Duration})
+	if approver := strings.TrimSpace(rec.ApprovedBy); approver != "" && strings.EqualFold(approver, rc.user.Name) {
+		bs.forbid(CodeSelfApproved, "", rc.path, "record %s was approved by %q, who is also %s; a second person must apply it (two-person rule)", rec.ID, approver, rc.act)
+	}
+	if rc.rollback && rec.Source == nil {
+		bs.invalid(CodeRecordInvalid, "", pathRollback, "true", "the %s asks for a rollback but record %s has no source tuple to roll back to; use a %s record with source", rc.subject, rec.ID, qualification.APIVersionGate)
 	}
 	for _, e := range recordVersionErrors(rec) {
-		bs.invalid(CodeVersionInvalid, "", pathRecord, e.value, "record %s %s: %v", rec.ID, e.field, e.err)
+		bs.invalid(CodeVersionInvalid, "", rc.path, e.value, "record %s %s: %v", rec.ID, e.field, e.err)
 	}
+	return rec
 }
 
 // recordProblems maps the record's problems to reason codes.
@@ -263,7 +291,7 @@ func (r *PlanReview) nodeRules(bs *blockers, holders map[string][]Holder, holder
 	}
 	for _, f := range r.pending {
 		cur := r.current[f.Name]
-		if r.factsPresent(bs, f, cur) {
+		if r.cfg.factsPresent(bs, f, cur, pathSelector) {
 			if r.from != nil && !SameTuple(cur, *r.from) {
 				bs.forbid(CodeSourceMismatch, f.Name, pathSelector, "node %s does not run record %s's source tuple: %s; upgrade it to the source tuple first, or use a record whose source it runs", f.Name, rec.ID, strings.Join(tupleDiff(cur, *r.from), ", "))
 			}
@@ -306,9 +334,10 @@ func (r *PlanReview) isRKE2Plan() bool {
 	return up != nil && slices.Contains(r.cfg.RKE2Images, ImageRepository(up.Image))
 }
 
-// factsPresent reports every fact a pending node lacks; the rules that need
-// them are skipped for that node rather than guessed.
-func (r *PlanReview) factsPresent(bs *blockers, f NodeFacts, cur qualification.Tuple) bool {
+// factsPresent reports every fact a pending node lacks, naming where each
+// comes from; the rules that need them are skipped for that node rather than
+// guessed. Plans and the driver path share it.
+func (c *Config) factsPresent(bs *blockers, f NodeFacts, cur qualification.Tuple, path *field.Path) bool {
 	var missing []string
 	if cur.Kernel == "" {
 		missing = append(missing, "kernel (status.nodeInfo.kernelVersion)")
@@ -320,13 +349,13 @@ func (r *PlanReview) factsPresent(bs *blockers, f NodeFacts, cur qualification.T
 		missing = append(missing, "driver (label nvidia.com/cuda.driver-version.full from GPU Feature Discovery)")
 	}
 	if cur.GPUOperator == "" {
-		missing = append(missing, fmt.Sprintf("GPU Operator version (image tag of Deployment %s/%s)", r.cfg.GPUOperator.Namespace, r.cfg.GPUOperator.Name))
+		missing = append(missing, fmt.Sprintf("GPU Operator version (image tag of Deployment %s/%s)", c.GPUOperator.Namespace, c.GPUOperator.Name))
 	}
 	if cur.DCGMExporter == "" {
-		missing = append(missing, fmt.Sprintf("DCGM exporter version (image of DaemonSet %s/%s)", r.cfg.DCGMExporter.Namespace, r.cfg.DCGMExporter.Name))
+		missing = append(missing, fmt.Sprintf("DCGM exporter version (image of DaemonSet %s/%s)", c.DCGMExporter.Namespace, c.DCGMExporter.Name))
 	}
 	if len(missing) > 0 {
-		bs.forbid(CodeFactsMissing, f.Name, pathSelector, "node %s: cannot read %s; the gate decides only on facts it can read", f.Name, strings.Join(missing, ", "))
+		bs.forbid(CodeFactsMissing, f.Name, path, "node %s: cannot read %s; the gate decides only on facts it can read", f.Name, strings.Join(missing, ", "))
 	}
 	return len(missing) == 0
 }
