@@ -60,13 +60,9 @@ func inventory(cluster, kubeconfig, config, namespace, now, output string, names
 	if (cluster == "") == (kubeconfig == "") {
 		return nil, usagef("give exactly one of --cluster and --kubeconfig")
 	}
-	at := time.Now()
-	if now != "" {
-		t, err := time.Parse(time.RFC3339, now)
-		if err != nil {
-			return nil, usagef("--now %q is not an RFC 3339 time such as 2026-11-29T12:00:00Z", now)
-		}
-		at = t
+	at, err := parseNow(now)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := loadConfig(config, namespace, namespaceSet)
 	if err != nil {

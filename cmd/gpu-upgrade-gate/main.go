@@ -153,12 +153,17 @@ func (c *common) validate() (time.Time, error) {
 	if c.output != "text" && c.output != "json" {
 		return time.Time{}, usagef("-o/--output %q is not supported: use text or json", c.output)
 	}
-	if c.now == "" {
+	return parseNow(c.now)
+}
+
+// parseNow reads --now; empty means the clock.
+func parseNow(s string) (time.Time, error) {
+	if s == "" {
 		return time.Now(), nil
 	}
-	t, err := time.Parse(time.RFC3339, c.now)
+	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, usagef("--now %q is not an RFC 3339 time such as 2026-11-29T12:00:00Z", c.now)
+		return time.Time{}, usagef("--now %q is not an RFC 3339 time such as 2026-11-29T12:00:00Z", s)
 	}
 	return t, nil
 }
