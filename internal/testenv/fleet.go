@@ -117,6 +117,21 @@ func (e *Env) RecordConfigMap(name string, r *qualification.Record) (*corev1.Con
 	}, nil
 }
 
+// CreateRecords creates a record ConfigMap for each record, by name, as the
+// admin.
+func (e *Env) CreateRecords(ctx context.Context, records map[string]*qualification.Record) error {
+	for name, r := range records {
+		cm, err := e.RecordConfigMap(name, r)
+		if err != nil {
+			return err
+		}
+		if err := e.Admin.Create(ctx, cm); err != nil {
+			return fmt.Errorf("record %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // Base creates what every cluster of the fleet has: namespaces, the GPU
 // Operator Deployment and DCGM exporter DaemonSet (objects only: no kubelet
 // runs them), and RBAC for the people of the scenarios: alice and bob are

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -382,25 +381,8 @@ func (e *Env) ServingCert() ([]byte, error) {
 	return conn.ConnectionState().PeerCertificates[0].Raw, nil
 }
 
-// RepoRoot finds the repository root (the directory holding go.mod).
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, "gate")); err == nil {
-				return dir, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("repository root (go.mod with gate/) not found above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot finds the repository root; the chart package knows how.
+func RepoRoot() (string, error) { return chart.RepoRoot() }
 
 func freePorts(n int) ([]int, error) {
 	var ports []int

@@ -38,9 +38,7 @@ func TestDriverPath(t *testing.T) {
 		r.Target = testenv.Source
 		r.Target.Driver = "580.130.00"
 	})
-	cm, err := env.RecordConfigMap("v100-driver", rec)
-	require.NoError(t, err)
-	require.NoError(t, env.Admin.Create(ctx, cm))
+	require.NoError(t, env.CreateRecords(ctx, map[string]*qualification.Record{"v100-driver": rec}))
 	for _, n := range []string{"gpu-v100-01", "gpu-v100-02"} {
 		require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"driver-pool":"a"}}}`))
 		defer patchNode(env.Admin, n, `{"metadata":{"labels":{"driver-pool":null}}}`)

@@ -113,14 +113,8 @@ func setup(ctx context.Context) error {
 		"v100-stale":   testenv.Record("v100-stale", now.Add(-800*time.Hour)),
 		"v100-expires": testenv.Record("v100-expires", now.Add(-700*time.Hour)),
 	}
-	for name, r := range records {
-		cm, err := env.RecordConfigMap(name, r)
-		if err != nil {
-			return err
-		}
-		if err := env.Admin.Create(ctx, cm); err != nil {
-			return fmt.Errorf("record %s: %w", name, err)
-		}
+	if err := env.CreateRecords(ctx, records); err != nil {
+		return err
 	}
 	// Records the record webhook refuses: written while the webhook is not
 	// registered, as records that predate the gate would be.
@@ -133,14 +127,8 @@ func setup(ctx context.Context) error {
 		"v100-future":     testenv.Record("v100-future", now.Add(time.Hour)),
 		"v100-badrev":     testenv.Record("v100-badrev", fresh, func(r *qualification.Record) { r.SourceRevision = "abc123" }),
 	}
-	for name, r := range bad {
-		cm, err := env.RecordConfigMap(name, r)
-		if err != nil {
-			return err
-		}
-		if err := env.Admin.Create(ctx, cm); err != nil {
-			return fmt.Errorf("record %s: %w", name, err)
-		}
+	if err := env.CreateRecords(ctx, bad); err != nil {
+		return err
 	}
 	if err := env.RegisterWebhook(ctx); err != nil {
 		return err
