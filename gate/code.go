@@ -34,6 +34,7 @@ const (
 	CodeVersionEditInFlight  Code = "VersionEditInFlight"
 	CodeVersionInvalid       Code = "VersionInvalid"
 	CodeNoChange             Code = "NoChange"
+	CodeImageInvalid         Code = "ImageInvalid"
 )
 
 // Node codes.

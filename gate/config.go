@@ -272,17 +272,16 @@ type UserInfo struct {
 	Groups []string
 }
 
-// finish settles a decision from its blockers. A denial is turned into an
+// finish settles a decision from its findings. A denial is turned into an
 // allow when the requester may and did break glass: the overridden codes
 // stay in the decision (and so in the audit log), with a warning.
-func (c *Config) finish(d Decision, bs blockers, user UserInfo, annotations map[string]string) Decision {
-	d.Blockers = bs
-	d.Allowed = len(bs) == 0
+func (c *Config) finish(d Decision, f findings, user UserInfo, annotations map[string]string) Decision {
+	f.settle(&d)
 	reason := annotations[AnnotationBreakGlass]
 	if d.Allowed || c.BreakGlassGroup == "" || reason == "" || !slices.Contains(user.Groups, c.BreakGlassGroup) {
 		return d
 	}
 	d.Allowed, d.BreakGlass = true, reason
-	d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode %d blocker(s): %s", user.Name, reason, len(bs), codeList(d.Codes())))
+	d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode %d blocker(s): %s", user.Name, reason, len(d.Blockers), codeList(d.Codes())))
 	return d
 }

@@ -157,19 +157,47 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	return a
 }
 
-// blockers collects violations; every rule appends, none stops the review.
-type blockers []Blocker
-
-func (bs *blockers) add(code Code, node string, err *field.Error) {
-	*bs = append(*bs, Blocker{Code: code, Node: node, Err: err})
+// findings collects one review's blockers and warnings; every rule adds,
+// none stops the review.
+type findings struct {
+	blockers []Blocker
+	warnings []string
 }
 
-func (bs *blockers) forbid(code Code, node string, path *field.Path, format string, args ...any) {
-	bs.add(code, node, field.Forbidden(path, fmt.Sprintf(format, args...)))
+func (f *findings) add(b Blocker) { f.blockers = append(f.blockers, b) }
+
+func (f *findings) warn(format string, args ...any) {
+	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
 }
 
-func (bs *blockers) invalid(code Code, node string, path *field.Path, value any, format string, args ...any) {
-	bs.add(code, node, field.Invalid(path, value, fmt.Sprintf(format, args...)))
+// The blocker builders every rule file uses: the field error type follows
+// the problem (a forbidden state, an invalid value, a missing value).
+
+func forbidden(code Code, node string, path *field.Path, format string, args ...any) Blocker {
+	return Blocker{Code: code, Node: node, Err: field.Forbidden(path, fmt.Sprintf(format, args...))}
+}
+
+func invalid(code Code, node string, path *field.Path, value any, format string, args ...any) Blocker {
+	return Blocker{Code: code, Node: node, Err: field.Invalid(path, value, fmt.Sprintf(format, args...))}
+}
+
+func required(code Code, node string, path *field.Path, format string, args ...any) Blocker {
+	return Blocker{Code: code, Node: node, Err: field.Required(path, fmt.Sprintf(format, args...))}
+}
+
+// settle fills a decision from its findings. Identical blockers (one
+// review-wide fact judged once per transition) are reported once.
+func (f *findings) settle(d *Decision) {
+	seen := map[[4]string]bool{}
+	for _, b := range f.blockers {
+		k := [4]string{string(b.Code), b.Node, b.Err.Field, b.Err.Detail}
+		if !seen[k] {
+			seen[k] = true
+			d.Blockers = append(d.Blockers, b)
+		}
+	}
+	d.Warnings = append(d.Warnings, f.warnings...)
+	d.Allowed = len(d.Blockers) == 0
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +43,9 @@ type DriverChange struct {
 	NodeSelector map[string]string
 	Policy       DriverUpgradePolicy
 	PolicyPath   *field.Path
+	// PolicyErr is the adapter's failure to read the policy (a live read of
+	// the ClusterPolicy for an NVIDIADriver): FactsMissing, not "no policy".
+	PolicyErr error
 }
 
 // DriverRequest is one driver-path UPDATE.
@@ -118,9 +120,9 @@ func (r *DriverReview) after(cur qualification.Tuple) qualification.Tuple {
 // HolderNodes are the nodes whose GPU holders Decide needs.
 func (r *DriverReview) HolderNodes() []string { return names(r.pending) }
 
-// Decide applies the Plan rules that carry over to the driver path: a record
-// per hardware, the node's current kernel and RKE2 in it, serialized
-// upgrades, holders drained or absent, and no unproven rollback.
+// Decide builds one Transition per reached node that would change, under
+// the named record that covers its hardware, and applies the rule table
+// and the upgrade policy rule.
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
 	d := Decision{Object: ch.Object, Nodes: r.HolderNodes()}
@@ -129,84 +131,41 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		d.Allowed = true
 		return d
 	}
-	var bs blockers
-	r.policyRules(&bs)
-	usable := r.recordRules(&bs, &d)
-	for _, f := range r.pending {
-		if len(r.names) == 0 {
-			break // RecordMissing says it all
-		}
-		cur := r.current[f.Name]
-		if f.Identities == nil {
-			bs.forbid(CodeHardwareUnknown, f.Name, pathDriverRecords, "GPU node %s has no subsystem-qualified GPU identity label, so no record can cover it; %s", f.Name, nodeFeatureRuleDoc)
-			continue
-		}
-		rec := coveringRecord(usable, f.Identities)
-		if rec == nil {
-			bs.forbid(CodeHardwareNotQualified, f.Name, pathDriverRecords, "no record named in %s qualifies node %s's hardware %s; add a record for it (one per hardware identity)", AnnotationQualification, f.Name, strings.Join(f.Identities, ","))
-			continue
-		}
-		if !r.cfg.factsPresent(&bs, f, cur, pathDriverRecords) {
-			continue
-		}
-		dest, from := &rec.Target, rec.Source
-		if r.rollback && rec.Source != nil {
-			dest, from = rec.Source, &rec.Target
-		}
-		if want := r.after(cur); !SameTuple(want, *dest) {
-			bs.forbid(CodeTargetNotQualified, f.Name, pathDriverRecords, "node %s would run %s, which record %s does not qualify: %s", f.Name, want, rec.ID, strings.Join(tupleDiff(want, *dest), ", "))
-		}
-		if from != nil && !SameTuple(cur, *from) {
-			bs.forbid(CodeSourceMismatch, f.Name, pathDriverRecords, "node %s does not run record %s's source tuple: %s", f.Name, rec.ID, strings.Join(tupleDiff(cur, *from), ", "))
-		}
-		r.downgrade(&bs, f, cur, rec)
-		switch hs := holders[f.Name]; {
-		case holdersErr != nil:
-			bs.forbid(CodeFactsMissing, f.Name, ch.PolicyPath, "the GPU holders on node %s could not be listed (%v); retry when the API server answers", f.Name, holdersErr)
-		case len(hs) > 0 && !ch.Policy.DrainEnabled:
-			bs.forbid(CodeGPUHolders, f.Name, ch.PolicyPath.Child("drain", "enable"), "node %s runs %d GPU holder(s): %s, and the upgrade policy does not drain; they would lose their GPUs during the module reload: enable upgradePolicy.drain or stop them first", f.Name, len(hs), holderList(hs))
-		case len(hs) > 0:
-			d.Warnings = append(d.Warnings, fmt.Sprintf("node %s runs %d GPU holder(s); the upgrade policy drains them before the reload", f.Name, len(hs)))
-		}
+	var f findings
+	if ch.PolicyErr != nil {
+		f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
+	} else {
+		policyRules(&f, ch.Policy, ch.PolicyPath)
 	}
-	for _, v := range []struct {
-		c    Component
-		v    string
-		path *field.Path
-	}{{ComponentDriver, ch.NewDriver, ch.DriverPath}, {ComponentDCGMExporter, ch.NewDCGM, ch.DCGMPath}} {
-		if v.v != "" {
-			if err := ParseComponent(v.c, v.v); err != nil {
-				bs.invalid(CodeVersionInvalid, "", v.path, v.v, "%v", err)
-			}
+	usable := r.recordRules(&f, &d)
+	if len(r.names) > 0 { // else RecordMissing says it all
+		var ts []*Transition
+		for _, nf := range r.pending {
+			cur := r.current[nf.Name]
+			after := r.after(cur)
+			t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)
+			t.After, t.ByHardware = &after, true
+			t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
+			t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath}
+			t.CheckHolders, t.Holders, t.HoldersErr, t.Drains = true, holders[nf.Name], holdersErr, ch.Policy.DrainEnabled
+			ts = append(ts, t)
 		}
+		judge(ReviewDriver, ts, &f)
 	}
-	return r.cfg.finish(d, bs, r.req.User, ch.Annotations)
-}
-
-// policyRules: the operator must upgrade one node at a time.
-func (r *DriverReview) policyRules(bs *blockers) {
-	p, path := r.req.Change.Policy, r.req.Change.PolicyPath
-	switch {
-	case !p.Present:
-		bs.add(CodeConcurrencyNotSerial, "", field.Required(path, "the ClusterPolicy has no driver upgradePolicy, so the operator would reload the driver on every node at once; set upgradePolicy.autoUpgrade: true and maxParallelUpgrades: 1"))
-	case !p.AutoUpgrade:
-		bs.invalid(CodeConcurrencyNotSerial, "", path.Child("autoUpgrade"), false, "without autoUpgrade the operator does not serialize the driver rollout; set upgradePolicy.autoUpgrade: true and maxParallelUpgrades: 1")
-	case p.MaxParallelUpgrades != 1:
-		bs.invalid(CodeConcurrencyNotSerial, "", path.Child("maxParallelUpgrades"), p.MaxParallelUpgrades, "maxParallelUpgrades is %d (0 means all at once); GPU nodes take a new driver one at a time: set it to 1", p.MaxParallelUpgrades)
-	}
+	return r.cfg.finish(d, f, r.req.User, ch.Annotations)
 }
 
 // recordRules checks every named record and returns the usable ones.
-func (r *DriverReview) recordRules(bs *blockers, d *Decision) []*qualification.Record {
+func (r *DriverReview) recordRules(f *findings, d *Decision) []*qualification.Record {
 	if len(r.names) == 0 {
-		bs.add(CodeRecordMissing, "", field.Required(pathDriverRecords, fmt.Sprintf("the change names no qualification record; annotate it with %s=<record ConfigMap>[,<another, one per hardware identity>]", AnnotationQualification)))
+		f.add(recordMissing(r.cfg, pathDriverRecords, "", missingDriverAnnotation))
 		return nil
 	}
 	var usable []*qualification.Record
 	var refs []string
 	for _, name := range r.names {
 		e, ok := r.cl.Records[name]
-		rec := r.cfg.checkRecord(bs, recordCheck{name: name, entry: e, found: ok, user: r.req.User, now: r.req.Now,
+		rec := r.cfg.useRecord(f, recordUse{name: name, entry: e, found: ok, user: r.req.User, now: r.req.Now,
 			path: pathDriverRecords, rollback: r.rollback, subject: "change", act: "making this change"})
 		if rec != nil {
 			refs = append(refs, rec.Ref())
@@ -224,21 +183,4 @@ func coveringRecord(recs []*qualification.Record, ids []string) *qualification.R
 		}
 	}
 	return nil
-}
-
-func (r *DriverReview) downgrade(bs *blockers, f NodeFacts, cur qualification.Tuple, rec *qualification.Record) {
-	ch := r.req.Change
-	proven := r.rollback && rec.Source != nil && rec.Canary.RollbackPassed
-	for _, v := range []struct {
-		c        Component
-		old, new string
-		path     *field.Path
-	}{{ComponentDriver, ch.OldDriver, ch.NewDriver, ch.DriverPath}, {ComponentDCGMExporter, ch.OldDCGM, ch.NewDCGM, ch.DCGMPath}} {
-		if v.old == v.new || v.new == "" {
-			continue
-		}
-		if cmp, err := CompareComponent(v.c, v.new, TupleValue(cur, v.c)); err == nil && cmp < 0 && !proven {
-			bs.invalid(CodeComponentDowngrade, f.Name, v.path, v.new, "node %s runs %s %s and the change moves it back to %s; only a proven rollback may (a record with source and rollbackPassed, and the object annotated %s=true)", f.Name, v.c, TupleValue(cur, v.c), v.new, AnnotationRollback)
-		}
-	}
 }

@@ -240,54 +240,7 @@ func (f NodeFacts) current(op, dcgm string) qualification.Tuple {
 func clusterVersions(cl *Cluster) (op, dcgm string) {
 	// The operator's version is its tag: a digest pinned beside the tag
 	// says which build, not which release.
-	op, _ = ImageVersion(strings.SplitN(cl.GPUOperatorImage, "@", 2)[0])
+	op = imageTag(cl.GPUOperatorImage)
 	dcgm, _ = ImageVersion(cl.DCGMExporterImage)
 	return op, dcgm
-}
-
-// TupleValue returns the tuple member of component c.
-func TupleValue(t qualification.Tuple, c Component) string {
-	switch c {
-	case ComponentKernel:
-		return t.Kernel
-	case ComponentRKE2:
-		return t.RKE2
-	case ComponentDriver:
-		return t.Driver
-	case ComponentGPUOperator:
-		return t.GPUOperator
-	case ComponentDCGMExporter:
-		return t.DCGMExporter
-	}
-	return ""
-}
-
-// SameTuple says whether two tuples name the same versions, component by
-// component.
-func SameTuple(a, b qualification.Tuple) bool {
-	for _, c := range Components {
-		if !SameComponent(c, TupleValue(a, c), TupleValue(b, c)) {
-			return false
-		}
-	}
-	return true
-}
-
-// tupleDiff lists "component current -> wanted" for the members that differ.
-func tupleDiff(have, want qualification.Tuple) []string {
-	var d []string
-	for _, c := range Components {
-		h, w := TupleValue(have, c), TupleValue(want, c)
-		if !SameComponent(c, h, w) {
-			d = append(d, string(c)+" "+quoteOrNone(h)+" (want "+quoteOrNone(w)+")")
-		}
-	}
-	return d
-}
-
-func quoteOrNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

@@ -1,48 +1,113 @@
 package gate
 
-import "strings"
+import (
+	"fmt"
+	"strings"
 
-// splitImage cuts a reference into name, tag and digest. The digest follows
-// the first '@'; the tag follows a ':' in the last path segment only, so a
-// registry port (registry:5000/ns/name) is never taken for a tag.
-func splitImage(image string) (name, tag, digest string) {
-	name = image
-	if i := strings.IndexByte(name, '@'); i >= 0 {
-		name, digest = name[:i], name[i+1:]
+	"github.com/distribution/reference"
+)
+
+// maxImageLen bounds an image reference before it is parsed (the registry
+// limit on a repository name is 255; a tag and a digest add ~200).
+const maxImageLen = 512
+
+// imageExpected is the accepted form of an image reference, for messages.
+const imageExpected = "[registry[:port]/]repository[:tag][@sha256:<64 hex>] in lower case, e.g. rancher/rke2-upgrade:v1.36.1-rke2r1"
+
+// Image is an image reference as the container runtime reads it
+// (github.com/distribution/reference, normalised: docker.io is the default
+// registry, index.docker.io is docker.io, library/ is implied for
+// single-name Docker Hub images).
+type Image struct {
+	Domain string // registry host[:port], e.g. docker.io
+	Path   string // repository path on that registry, e.g. rancher/rke2-upgrade
+	Tag    string
+	Digest string
+}
+
+// ImageError is a reference that does not parse; the message names the
+// value (clipped) and the accepted form.
+type ImageError struct {
+	Value string
+	Err   error
+}
+
+func (e *ImageError) Error() string {
+	v := e.Value
+	if len(v) > 80 {
+		v = v[:80] + "..."
 	}
-	if i := strings.LastIndexByte(name, ':'); i >= 0 && i > strings.LastIndexByte(name, '/') {
-		name, tag = name[:i], name[i+1:]
+	return fmt.Sprintf("image %q is not a valid image reference (%v); expected %s", v, e.Err, imageExpected)
+}
+
+// ParseImage parses an image reference.
+func ParseImage(s string) (Image, error) {
+	if len(s) > maxImageLen {
+		return Image{}, &ImageError{Value: s, Err: fmt.Errorf("%d bytes, more than %d", len(s), maxImageLen)}
 	}
-	return name, tag, digest
+	named, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
+		return Image{}, &ImageError{Value: s, Err: err}
+	}
+	img := Image{Domain: reference.Domain(named), Path: reference.Path(named)}
+	if t, ok := named.(reference.Tagged); ok {
+		img.Tag = t.Tag()
+	}
+	if d, ok := named.(reference.Digested); ok {
+		img.Digest = d.Digest().String()
+	}
+	return img, nil
 }
 
 // ImageVersion returns the version part of an image reference, because for
 // operands such as the DCGM exporter and the RKE2 upgrade image the image is
 // the only place the running version is recorded. A digest ("sha256:...")
 // wins over a tag, since it is what the runtime actually pulls. ok=false when
-// the reference has neither: "latest" is implied and names no version.
+// the reference has neither ("latest" is implied and names no version) or
+// does not parse.
 func ImageVersion(image string) (version string, ok bool) {
-	_, tag, digest := splitImage(image)
-	if digest != "" {
-		return digest, true
-	}
-	if tag != "" {
-		return tag, true
+	img, err := ParseImage(image)
+	switch {
+	case err != nil:
+		return "", false
+	case img.Digest != "":
+		return img.Digest, true
+	case img.Tag != "":
+		return img.Tag, true
 	}
 	return "", false
 }
 
-// ImageRepository returns the reference without tag or digest, and without a
-// docker.io/ or docker.io/library/ prefix, so the short and fully qualified
-// spellings of one Docker Hub image compare equal
-// ("rancher/rke2-upgrade:v1.36.1-rke2r1" -> "rancher/rke2-upgrade").
-func ImageRepository(image string) string {
-	name, _, _ := splitImage(image)
-	if rest, ok := strings.CutPrefix(name, "docker.io/library/"); ok {
-		return rest
+// imageTag is the reference's tag alone ("" when none or unparsable): the
+// GPU Operator's version is its tag, a digest beside it says which build.
+func imageTag(image string) string {
+	img, _ := ParseImage(image)
+	return img.Tag
+}
+
+// matchesRepository says whether img is the configured repository entry:
+// an entry that names a registry (its first part has a dot or a port, or is
+// localhost) pins it; any other entry matches its repository path on any
+// registry, also below a mirror's own prefix (harbor.corp/hub/rancher/...),
+// so mirrors and proxy caches count.
+func matchesRepository(img Image, entry string) bool {
+	want, err := ParseImage(entry)
+	if err != nil {
+		return false
 	}
-	if rest, ok := strings.CutPrefix(name, "docker.io/"); ok {
-		return rest
+	if first, _, found := strings.Cut(entry, "/"); found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return img.Domain == want.Domain && img.Path == want.Path
 	}
-	return name
+	return img.Path == want.Path || strings.HasSuffix(img.Path, "/"+want.Path)
+}
+
+// isRKE2Image says whether the image is one of the configured RKE2 upgrade
+// repositories.
+func (c *Config) isRKE2Image(img Image) bool {
+	for _, e := range c.RKE2Images {
+		if matchesRepository(img, e) {
+			return true
+		}
+	}
+	return false
 }

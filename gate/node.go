@@ -2,7 +2,6 @@ package gate
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +78,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		}
 		view := *cl
 		view.Nodes = nodes
-		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel)
+		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
 		if len(pr.gpu) == 0 {
 			continue
 		}
@@ -113,57 +112,24 @@ func (r *NodeReview) HolderNodes() []string { return r.holders }
 // Decide applies the Node rules and the rules of every Plan the change pulls
 // the node into.
 func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
-	n, old := r.req.Node, r.req.OldNode
+	n := r.req.Node
 	d := Decision{Object: "Node " + n.Name, Nodes: []string{n.Name}}
 	if r.exemption != "" {
 		d.Allowed, d.Exemption = true, r.exemption
 		return d
 	}
-	var bs blockers
+	var f findings
 	if len(r.modeDiff) > 0 {
-		r.modeRules(&bs, holders, holdersErr)
+		r.modeRules(&f, holders, holdersErr)
 	}
-	if old.Spec.Unschedulable && !n.Spec.Unschedulable && n.Labels[LabelWorkloadMode] != n.Labels[LabelExpectedWorkloadMode] {
-		bs.forbid(CodeUncordonDuringTransition, n.Name, field.NewPath("spec", "unschedulable"), "node %s is mid-transition (workload-mode %q, expected %q); keep it cordoned until both labels agree", n.Name, n.Labels[LabelWorkloadMode], n.Labels[LabelExpectedWorkloadMode])
-	}
+	r.uncordonRule(&f)
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {
 			b.Plan = pr.req.Plan.Namespace + "/" + pr.req.Plan.Name
 			b.Err = field.Forbidden(field.NewPath("metadata", "labels"), b.Err.Detail)
-			bs = append(bs, b)
+			f.add(b)
 		}
 	}
-	return r.cfg.finish(d, bs, r.req.User, n.Annotations)
-}
-
-func (r *NodeReview) modeRules(bs *blockers, holders map[string][]Holder, holdersErr error) {
-	n, old := r.req.Node, r.req.OldNode
-	for _, k := range r.modeDiff {
-		path := field.NewPath("metadata", "labels").Key(k)
-		v, set := n.Labels[k]
-		if !old.Spec.Unschedulable || !n.Spec.Unschedulable {
-			bs.invalid(CodeModeChangeNotCordoned, n.Name, path, v, "label %s changes from %q to %q on node %s, which is not cordoned; cordon it first (kubectl cordon %s), check it has no GPU holders, then change the mode", k, old.Labels[k], v, n.Name, n.Name)
-		}
-		if !set {
-			continue
-		}
-		if k == LabelWorkloadConfig {
-			if !slices.Contains(supportedWorkloadConfigs, v) {
-				bs.invalid(CodeModeUnsupported, n.Name, path, v, "label %s=%q on node %s is not supported; use one of %s", k, v, n.Name, strings.Join(supportedWorkloadConfigs, ", "))
-			}
-		} else if _, ok := supportedModes[v]; !ok {
-			bs.invalid(CodeModeUnsupported, n.Name, path, v, "label %s=%q on node %s is not supported (vm-vgpu is deferred); use one of %s", k, v, n.Name, strings.Join(sortedKeys(supportedModes), ", "))
-		}
-	}
-	if holdersErr != nil {
-		bs.forbid(CodeFactsMissing, n.Name, field.NewPath("metadata", "labels"), "the GPU holders on node %s could not be listed (%v); retry when the API server answers", n.Name, holdersErr)
-	} else if hs := holders[n.Name]; len(hs) > 0 {
-		bs.forbid(CodeGPUHolders, n.Name, field.NewPath("metadata", "labels"), "node %s runs %d GPU holder(s): %s; stop or migrate them before changing its GPU mode", n.Name, len(hs), holderList(hs))
-	}
-	mode := n.Labels[LabelWorkloadMode]
-	want, known := supportedModes[mode]
-	if got := n.Labels[LabelWorkloadConfig]; known && want != "" && got != want && !(got == "" && want == "container") {
-		bs.forbid(CodeModeLabelsInconsistent, n.Name, field.NewPath("metadata", "labels").Key(LabelWorkloadConfig), "workload-mode %s needs %s=%s but the node would have %q; change both labels together", mode, LabelWorkloadConfig, want, got)
-	}
+	return r.cfg.finish(d, f, r.req.User, n.Annotations)
 }

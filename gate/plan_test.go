@@ -112,9 +112,29 @@ func TestPlanRules(t *testing.T) {
 		}, want: []Code{CodeComponentDowngrade, CodeCanaryIncomplete}},
 		{name: "proven rollback is allowed", mutate: rollbackScenario},
 		{name: "MultipleCanaries: two V100 nodes", mutate: func(s *scenario) { s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02") }, want: []Code{CodeMultipleCanaries}},
-		{name: "a node already at target does not count", mutate: func(s *scenario) {
+		{name: "a node SUC has applied the Plan to does not count", mutate: func(s *scenario) {
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+			setTuple(s.node("gpu-v100-02"), tupleTarget)
+			labelApplied(s, "gpu-v100-02")
+		}},
+		// Issue 11: SUC's selection, not the tuple, says which nodes a Plan
+		// touches; an at-target node without the hash label is cordoned,
+		// drained and upgraded again.
+		{name: "MultipleCanaries: a node at target but not labelled still counts", mutate: func(s *scenario) {
 			setTuple(s.node("gpu-v100-02"), tupleTarget)
 			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+		}, want: []Code{CodeMultipleCanaries}},
+		{name: "GPUHolders: a node at target but not labelled is checked for holders", mutate: func(s *scenario) {
+			setTuple(s.node("gpu-v100-01"), tupleTarget)
+			s.holders["gpu-v100-01"] = []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+		}, want: []Code{CodeGPUHolders}},
+		{name: "a label with another hash does not make a node done", mutate: func(s *scenario) {
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+			s.node("gpu-v100-02").Labels["plan.upgrade.cattle.io/gpu-v100-canary"] = "0123abcd"
+		}, want: []Code{CodeMultipleCanaries}},
+		{name: "a node opted out with disabled does not count", mutate: func(s *scenario) {
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+			s.node("gpu-v100-02").Labels["plan.upgrade.cattle.io/gpu-v100-canary"] = "disabled"
 		}},
 		{name: "CanaryNotProven: wave before any canary", mutate: func(s *scenario) {
 			s.cfg.WaveSize = 3
@@ -143,7 +163,9 @@ func TestPlanRules(t *testing.T) {
 			s.req.Operation, s.req.OldPlan = "UPDATE", old
 		}},
 		{name: "VersionInvalid: unparsable version", mutate: func(s *scenario) { s.req.Plan.Spec.Version = "v1.36" }, want: []Code{CodeVersionInvalid, CodeTargetNotQualified}},
-		{name: "VersionInvalid: record target driver", mutate: useRecord(func(r *qualification.Record) { r.Target.Driver = "580-beta" }), want: []Code{CodeVersionInvalid}},
+		// An unparsable record version is the record's problem, as the
+		// ConfigMap webhook and validate-record say (issue 9).
+		{name: "RecordInvalid: record target driver does not parse", mutate: useRecord(func(r *qualification.Record) { r.Target.Driver = "580-beta" }), want: []Code{CodeRecordInvalid}},
 		{name: "non-RKE2 Plan takes RKE2 from the record", mutate: nonRKE2},
 		{name: "non-RKE2 Plan with an RKE2 downgrade in the record", mutate: func(s *scenario) {
 			nonRKE2(s)
@@ -232,8 +254,17 @@ func TestPlanWarnings(t *testing.T) {
 		setTuple(s.node("gpu-v100-01"), tupleTarget)
 		d := s.decide()
 		assert.True(t, d.Allowed)
+		assert.Equal(t, []string{"gpu-v100-01"}, d.Nodes, "SUC still selects it")
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "already runs the record's target tuple; SUC still cordons and upgrades each of them")
+	})
+	t.Run("every node applied", func(t *testing.T) {
+		s := safeScenario(t)
+		setTuple(s.node("gpu-v100-01"), tupleTarget)
+		labelApplied(s, "gpu-v100-01")
+		d := s.decide()
+		assert.True(t, d.Allowed)
 		assert.Empty(t, d.Nodes)
-		assert.Contains(t, strings.Join(d.Warnings, "\n"), "already runs the record's target tuple")
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "SUC has already applied this Plan to every GPU node it selects")
 	})
 }
 
@@ -286,5 +317,16 @@ func TestPlanSelector(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, sel.Matches(n))
 		})
+	}
+}
+
+// labelApplied labels the nodes as SUC does once the Plan's Job succeeded:
+// plan.upgrade.cattle.io/<plan>=<latestHash>.
+func labelApplied(s *scenario, nodes ...string) {
+	hash, ok := PredictHash(s.req.Plan)
+	require.True(s.t, ok)
+	s.req.Plan.Status.LatestHash = hash
+	for _, n := range nodes {
+		s.node(n).Labels["plan.upgrade.cattle.io/"+s.req.Plan.Name] = hash
 	}
 }

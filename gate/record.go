@@ -11,15 +11,6 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// problemCodes gives each kind of record problem its reason code.
-var problemCodes = map[qualification.ProblemKind]Code{
-	qualification.ProblemInvalid:          CodeRecordInvalid,
-	qualification.ProblemNotQualified:     CodeRecordNotQualified,
-	qualification.ProblemCanaryIncomplete: CodeCanaryIncomplete,
-	qualification.ProblemStale:            CodeEvidenceStale,
-	qualification.ProblemFuture:           CodeEvidenceFromFuture,
-}
-
 // RecordRequest is a write of a record ConfigMap in the gate's namespace.
 type RecordRequest struct {
 	ConfigMap *corev1.ConfigMap
@@ -34,52 +25,59 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 	cm := req.ConfigMap
 	d := Decision{Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}
 	path := field.NewPath("data").Key(qualification.ConfigMapKey)
-	var bs blockers
+	var f findings
 	rec, err := qualification.FromConfigMap(cm)
 	if err != nil {
-		bs.invalid(CodeRecordInvalid, "", path, cm.Name, "%v", err)
-		d.Blockers = bs
+		for _, b := range recordInvalid(badRecord{where: path, what: fmt.Sprintf("record ConfigMap %s/%s", cm.Namespace, cm.Name), err: err}) {
+			f.add(b)
+		}
+		f.settle(&d)
 		return d
 	}
-	d.Record = &RecordInfo{ConfigMap: cm.Name, ID: rec.ID, SourceRevision: strings.ToLower(rec.SourceRevision), ApprovedBy: rec.ApprovedBy, CompletedAt: rec.Canary.CompletedAt}
-	f := qualification.Freshness{Now: req.Now, MaxAge: cfg.MaxCanaryAge.Duration, ClockSkew: cfg.ClockSkew.Duration}
-	for _, p := range qualification.Check(rec, f) {
+	d.Record = recordInfo(rec, cm.Name, cfg.MaxCanaryAge.Duration)
+	d.Record.Expires = ""
+	for _, p := range recordProblems(rec, cfg.freshness(req.Now)) {
 		if p.Kind == qualification.ProblemStale {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("record %s is stale and cannot qualify a Plan: %s", rec.ID, p.Err.Detail))
+			f.warn("record %s is stale and cannot qualify a Plan: %s", rec.ID, p.Err.Detail)
 			continue
 		}
-		bs.invalid(problemCodes[p.Kind], "", path, cm.Name, "record %s: %s", rec.ID, p.Err.Error())
+		f.add(recordProblem(p, path, cm.Name, rec.ID))
 	}
-	for _, e := range recordVersionErrors(rec) {
-		bs.invalid(CodeRecordInvalid, "", path, e.value, "record %s %s: %v", rec.ID, e.field, e.err)
-	}
-	d.Blockers = bs
-	d.Allowed = len(bs) == 0
+	f.settle(&d)
 	return d
 }
 
-type versionProblem struct {
-	field, value string
-	err          error
+func recordInfo(rec *qualification.Record, configMap string, maxAge time.Duration) *RecordInfo {
+	info := &RecordInfo{ConfigMap: configMap, ID: rec.ID, SourceRevision: strings.ToLower(rec.SourceRevision), ApprovedBy: rec.ApprovedBy, CompletedAt: rec.Canary.CompletedAt}
+	if exp, err := rec.Expiry(maxAge); err == nil {
+		info.Expires = exp.UTC().Format(time.RFC3339)
+	}
+	return info
 }
 
-// recordVersionErrors lists the record's target and source values that do
-// not parse as versions of their component.
-func recordVersionErrors(rec *qualification.Record) []versionProblem {
-	var out []versionProblem
-	check := func(name string, t *qualification.Tuple) {
-		if t == nil {
-			return
+// ValidateRecord lints one record for a review pipeline: every load
+// problem, every record problem (freshness included, so a stale record fails
+// the lint, and every target or source value that does not parse as a
+// version of its component). Each blocker's field is the record path it is
+// about; load problems carry their line in the message instead.
+func ValidateRecord(entry RecordEntry, fr qualification.Freshness) Decision {
+	d := Decision{Object: "record"}
+	var f findings
+	freshnessLimits(&f, fr)
+	if entry.Err != nil || entry.Record == nil {
+		for _, b := range recordInvalid(badRecord{err: entry.Err}) {
+			f.add(b)
 		}
-		for _, c := range Components {
-			if v := TupleValue(*t, c); v != "" {
-				if err := ParseComponent(c, v); err != nil {
-					out = append(out, versionProblem{name + "." + string(c), v, err})
-				}
-			}
-		}
+		f.settle(&d)
+		d.Allowed = false
+		return d
 	}
-	check("target", &rec.Target)
-	check("source", rec.Source)
-	return out
+	rec := entry.Record
+	d.Object = "record " + rec.ID
+	d.Record = recordInfo(rec, "", fr.MaxAge)
+	for _, p := range recordProblems(rec, fr) {
+		f.add(recordProblem(p, nil, "", rec.ID))
+	}
+	f.settle(&d)
+	return d
 }

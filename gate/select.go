@@ -1,7 +1,10 @@
 package gate
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,19 +13,28 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
 
-// PlanSelector is the set of nodes SUC would consider for a Plan: its
-// nodeSelector (absent selects nothing, {} selects all), nodes that carry
-// kubernetes.io/hostname, and not opted out with plan.upgrade.cattle.io/<plan>=disabled.
+// PlanSelector is SUC's node selection for a Plan (v0.20.1,
+// pkg/upgrade/plan SelectConcurrentNodes before its concurrency cut): the
+// nodeSelector (absent selects nothing, {} selects all), and
+// kubernetes.io/hostname present, and the label plan.upgrade.cattle.io/<plan>
+// NotIn {disabled, status.latestHash} (NotIn also holds when the label is
+// absent). A node it matches is pending: SUC will cordon, drain and run its
+// upgrade Job there, whatever tuple the node runs now.
 type PlanSelector struct {
 	selector labels.Selector
-	optOut   string
+	label    string
+	hash     string
+	// unknownHash: the hash SUC will hold is not known, so every selected node
+	// that is not opted out counts as pending (fail closed).
+	unknownHash bool
 }
 
-// NewPlanSelector converts the Plan's selector; an error names the bad value.
-// Converting validates every key and value, which costs more than matching
-// all nodes: adapters keep the selectors of stored Plans (Cluster.PlanSelectors).
+// NewPlanSelector is SUC's selection for a stored Plan, with its
+// status.latestHash; an error names the bad selector. Converting validates
+// every key and value, which costs more than matching all nodes: adapters
+// keep the selectors of stored Plans (Cluster.PlanSelectors).
 func NewPlanSelector(p *upgradev1.Plan) (*PlanSelector, error) {
-	s := &PlanSelector{selector: labels.Nothing(), optOut: upgradev1.LabelPlanPrefix + p.Name}
+	s := &PlanSelector{selector: labels.Nothing(), label: upgradev1.LabelPlanName(p.Name), hash: p.Status.LatestHash}
 	if p.Spec.NodeSelector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
 		if err != nil {
@@ -33,15 +45,98 @@ func NewPlanSelector(p *upgradev1.Plan) (*PlanSelector, error) {
 	return s, nil
 }
 
-// Matches says whether SUC would run the Plan on the node.
-func (s *PlanSelector) Matches(n *corev1.Node) bool {
+// Matches says whether SUC would select the node for the Plan now.
+func (s *PlanSelector) Matches(n *corev1.Node) bool { return s.selects(n) && s.pending(n) }
+
+// selects: the nodeSelector and hostname match and the node is not opted out.
+func (s *PlanSelector) selects(n *corev1.Node) bool {
 	if !s.selector.Matches(labels.Set(n.Labels)) {
 		return false
 	}
 	if _, ok := n.Labels[upgradev1.LabelHostname]; !ok {
 		return false
 	}
-	return n.Labels[s.optOut] != "disabled"
+	return n.Labels[s.label] != "disabled"
+}
+
+// pending: SUC has not applied the Plan's current hash to the node.
+func (s *PlanSelector) pending(n *corev1.Node) bool {
+	v, ok := n.Labels[s.label]
+	return s.unknownHash || !ok || v != s.hash
+}
+
+// anyHash is the selection when the hash is unknown.
+func (s *PlanSelector) anyHash() *PlanSelector {
+	c := *s
+	c.unknownHash = true
+	return &c
+}
+
+// reviewSelector is the selection SUC will make once it has processed the
+// Plan as written: with the status.latestHash SUC will compute for it when
+// the gate can compute it (PredictHash), the stored one while nothing SUC
+// hashes changes, and otherwise any hash (every selected node is pending).
+// The stored hash alone would fail open: a new version gets a new hash,
+// and SUC then selects every node labelled with the old one.
+func reviewSelector(req PlanRequest) (*PlanSelector, error) {
+	s, err := NewPlanSelector(req.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := PredictHash(req.Plan); ok {
+		s.hash = h
+		return s, nil
+	}
+	if old := req.OldPlan; old != nil && old.Status.LatestHash != "" && sameHashInputs(old, req.Plan) {
+		s.hash = old.Status.LatestHash
+		return s, nil
+	}
+	return s.anyHash(), nil
+}
+
+// PredictHash is the status.latestHash SUC v0.20.1 computes for the Plan
+// (DigestStatus: hex SHA-224 over the resolved version, with + turned into
+// -, and spec.serviceAccountName), when it depends on nothing else: a
+// pinned spec.version, no upgrade.cattle.io/digest annotation and no Secret
+// whose updates are hashed. ok=false otherwise.
+func PredictHash(p *upgradev1.Plan) (hash string, ok bool) {
+	if p.Spec.Version == "" || p.Annotations[upgradev1.AnnotationDigest] != "" {
+		return "", false
+	}
+	if slices.ContainsFunc(p.Spec.Secrets, func(s upgradev1.SecretSpec) bool { return !s.IgnoreUpdates }) {
+		return "", false
+	}
+	h := sha256.New224()
+	h.Write([]byte(strings.ReplaceAll(p.Spec.Version, "+", "-")))
+	h.Write([]byte(p.Spec.ServiceAccountName))
+	return fmt.Sprintf("%x", h.Sum(nil)), true
+}
+
+// sameHashInputs: nothing SUC folds into the hash differs between the two.
+func sameHashInputs(a, b *upgradev1.Plan) bool {
+	return a.Spec.Version == b.Spec.Version && a.Spec.Channel == b.Spec.Channel &&
+		a.Spec.ServiceAccountName == b.Spec.ServiceAccountName &&
+		a.Annotations[upgradev1.AnnotationDigest] == "" && b.Annotations[upgradev1.AnnotationDigest] == "" &&
+		slices.EqualFunc(a.Spec.Secrets, b.Spec.Secrets, func(x, y upgradev1.SecretSpec) bool {
+			return x.Name == y.Name && x.IgnoreUpdates == y.IgnoreUpdates
+		})
+}
+
+// PendingNodes are the nodes SUC would select for a stored Plan, by name:
+// the set the real SUC is compared with.
+func PendingNodes(p *upgradev1.Plan, nodes []*corev1.Node) ([]string, error) {
+	s, err := NewPlanSelector(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes {
+		if s.Matches(n) {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // planSelector is the selector of the cluster's i-th stored Plan: the

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -53,6 +54,10 @@ func TestPlanSelectorMatchesApimachinery(t *testing.T) {
 			ls.MatchExpressions = append(ls.MatchExpressions, e)
 		}
 		p := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: upgradev1.PlanSpec{NodeSelector: ls}}
+		p.Status.LatestHash = pick(append(vals, "v3"), 1)[0]
+		// SUC's own requirement (pkg/upgrade/plan SelectConcurrentNodes).
+		notLatest, err := labels.NewRequirement("plan.upgrade.cattle.io/p", selection.NotIn, []string{"disabled", p.Status.LatestHash})
+		require.NoError(t, err)
 		if i%50 == 0 {
 			p.Spec.NodeSelector = nil
 		}
@@ -73,7 +78,7 @@ func TestPlanSelectorMatchesApimachinery(t *testing.T) {
 				n.Labels[k] = pick(append(vals, "v3"), 1)[0]
 			}
 			_, host := n.Labels[upgradev1.LabelHostname]
-			want := ref.Matches(labels.Set(n.Labels)) && host && n.Labels["plan.upgrade.cattle.io/p"] != "disabled"
+			want := ref.Matches(labels.Set(n.Labels)) && host && notLatest.Matches(labels.Set(n.Labels))
 			require.Equal(t, want, got.Matches(n), "selector %+v labels %v", ls, n.Labels)
 		}
 	}

@@ -207,7 +207,7 @@ func TestUpgradeCheckAnchorCases(t *testing.T) {
 		{name: "driver 999.99 to 580.130.00", req: func(r *UpgradeCheckRequest) { r.Current.Driver = "999.99" }, anchor: verdictPass, want: []Code{CodeComponentDowngrade}, diff: diffRollback},
 		{name: "GPU Operator v26.7.0 to v26.3.3", req: func(r *UpgradeCheckRequest) { r.Current.GPUOperator = "v26.7.0" }, anchor: verdictPass, want: []Code{CodeComponentDowngrade}, diff: diffRollback},
 		{name: "kernel flavour change cannot be ordered and passes", record: sub("kernel: 6.8.0-135-generic", "kernel: 6.8.0-135-lowlatency"), req: func(r *UpgradeCheckRequest) { r.Target.Kernel = "6.8.0-135-lowlatency" }, anchor: verdictPass},
-		{name: "DCGM exporter free text (no format check in the anchor)", record: sub("dcgmExporter: 4.5.3-4.8.2-distroless", "dcgmExporter: latest"), req: func(r *UpgradeCheckRequest) { r.Target.DCGMExporter = "latest" }, anchor: verdictPass, want: []Code{CodeVersionInvalid}, diff: diffVersionForm},
+		{name: "DCGM exporter free text (no format check in the anchor)", record: sub("dcgmExporter: 4.5.3-4.8.2-distroless", "dcgmExporter: latest"), req: func(r *UpgradeCheckRequest) { r.Target.DCGMExporter = "latest" }, anchor: verdictPass, want: []Code{CodeRecordInvalid, CodeVersionInvalid}, diff: diffVersionForm},
 		{name: "unparsable current driver (the anchor never reads it)", req: func(r *UpgradeCheckRequest) { r.Current.Driver = "580.126.20-beta" }, anchor: verdictPass, want: []Code{CodeVersionInvalid}, diff: diffVersionForm},
 		{name: "DCGM exporter pinned by digest", record: sub("dcgmExporter: 4.5.3-4.8.2-distroless", "dcgmExporter: sha256:"+strings.Repeat("0a", 32)), req: func(r *UpgradeCheckRequest) { r.Target.DCGMExporter = "sha256:" + strings.Repeat("0a", 32) }, anchor: verdictPass},
 		{name: "no change: current equals target", record: subs(sub("kernel: 6.8.0-135-generic", "kernel: 6.8.0-134-generic"), sub("rke2: v1.36.1+rke2r1", "rke2: v1.35.3+rke2r3"), sub("driver: 580.130.00", "driver: 580.126.20")),
@@ -217,13 +217,13 @@ func TestUpgradeCheckAnchorCases(t *testing.T) {
 
 		// ---- section 2: RKE2
 		{name: "current RKE2 without v", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "1.35.3+rke2r3" }, anchor: verdictPass},
-		{name: "RKE2 v2.0.0+rke2r1", record: sub("rke2: v1.36.1+rke2r1", "rke2: v2.0.0+rke2r1"), req: func(r *UpgradeCheckRequest) { r.Target.RKE2 = "v2.0.0+rke2r1" }, anchor: verdictBlock, want: []Code{CodeVersionInvalid}},
+		{name: "RKE2 v2.0.0+rke2r1", record: sub("rke2: v1.36.1+rke2r1", "rke2: v2.0.0+rke2r1"), req: func(r *UpgradeCheckRequest) { r.Target.RKE2 = "v2.0.0+rke2r1" }, anchor: verdictBlock, want: []Code{CodeRecordInvalid, CodeVersionInvalid}},
 		{name: "k3s version string", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.35.3+k3s1" }, anchor: verdictBlock, want: []Code{CodeVersionInvalid}},
 		{name: "SUC's -rke2rN spelling is not the anchor's form", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.35.3-rke2r3" }, anchor: verdictBlock, want: []Code{CodeVersionInvalid}},
 		{name: "release candidate is not the anchor's form", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.36.1-rc1+rke2r1" }, anchor: verdictBlock, want: []Code{CodeVersionInvalid}},
 		{name: "leading zeros (v1.035.3+rke2r3)", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.035.3+rke2r3" }, anchor: verdictPass},
 		{name: "minor that overflows fails closed", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.99999999999999999999.3+rke2r3" }, anchor: verdictBlock, want: []Code{CodeVersionInvalid}},
-		{name: "empty --current-rke2", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "" }, anchor: verdictBlock, want: []Code{CodeFactsMissing, CodeVersionInvalid}},
+		{name: "empty --current-rke2", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "" }, anchor: verdictBlock, want: []Code{CodeFactsMissing}},
 		{name: "revision-only drop r2 to r1", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.36.1+rke2r2" }, anchor: verdictBlock, want: []Code{CodeRKE2Downgrade}},
 		{name: "patch drop within a minor", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.36.2+rke2r1" }, anchor: verdictBlock, want: []Code{CodeRKE2Downgrade}},
 		{name: "equal RKE2 version is allowed", req: func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.36.1+rke2r1" }, anchor: verdictPass},
@@ -313,7 +313,7 @@ func TestUpgradeCheckMessages(t *testing.T) {
 		field string
 		text  string
 	}{
-		{"required names the blank flag", func(r *UpgradeCheckRequest) { r.Target.Driver = "" }, "--target-driver", "driver current and target values are required"},
+		{"required names the blank flag", func(r *UpgradeCheckRequest) { r.Target.Driver = "" }, "--target-driver", "no value for --target-driver; type every current and target version"},
 		{"duplicate says so", func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwV100, hwV100} }, "--pci-id[1]", `hardware "10de:1db6/10de:124a" is duplicated`},
 		{"mismatch lists both sets", func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwH200} }, "--pci-id", "hardware tuple mismatch: requested 10de:2335/10de:18be, qualified 10de:1db6/10de:124a"},
 		{"not qualified quotes both values", func(r *UpgradeCheckRequest) { r.Target.Kernel = "6.8.0-136-generic" }, "--target-kernel", `kernel target "6.8.0-136-generic" is not the qualified value "6.8.0-135-generic"`},
@@ -358,7 +358,7 @@ func TestValidateRecord(t *testing.T) {
 		{name: "every load problem is its own blocker", entry: load(strings.Replace(strings.Replace(ucRecord, "allocationPassed: true", "allocationPassed: yes", 1), "monitoringPassed: true", "monitoringPassed: on", 1)), f: fresh,
 			want: []Code{CodeRecordInvalid}, fields: []string{"", ""}},
 		{name: "missing target component and unparsable driver", entry: load(strings.Replace(strings.Replace(ucRecord, "  rke2: v1.36.1+rke2r1\n", "", 1), "driver: 580.130.00", "driver: 580-beta", 1)), f: fresh,
-			want: []Code{CodeRecordInvalid, CodeVersionInvalid}, fields: []string{"target.rke2", "target.driver"}},
+			want: []Code{CodeRecordInvalid}, fields: []string{"target.rke2", "target.driver"}},
 		{name: "bad limit", entry: load(ucRecord), f: qualification.Freshness{Now: ucNow, MaxAge: 3000 * time.Hour, ClockSkew: 2 * time.Hour},
 			want: []Code{CodeEvidenceStale, CodeEvidenceFromFuture}, fields: []string{"--max-canary-age", "--clock-skew"}},
 	} {

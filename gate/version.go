@@ -26,10 +26,6 @@ const (
 // messages; it is not a member of the tuple.
 const componentKube Component = "kubernetes"
 
-// Components lists the tuple members in the record's order, so reports that
-// walk the tuple are stable.
-var Components = []Component{ComponentKernel, ComponentRKE2, ComponentDriver, ComponentGPUOperator, ComponentDCGMExporter}
-
 // maxVersionLen bounds every version value: real values are far shorter, and a
 // bound keeps parsing cheap on hostile input.
 const maxVersionLen = 128
@@ -571,122 +567,75 @@ func (v DCGMExporterVersion) Compare(o DCGMExporterVersion) (int, error) {
 	return cmpParts(v.Exporter, o.Exporter), nil
 }
 
-// ---------------------------------------------------------------- dispatch
+// Typed comparisons for the component table (tuple.go).
 
-// ParseComponent validates a value of component c, so a record or request can
-// be checked without knowing each component's type (nil error = parses).
-func ParseComponent(c Component, s string) error {
-	var err error
-	switch c {
-	case ComponentKernel:
-		_, err = ParseKernel(s)
-	case ComponentRKE2:
-		_, err = ParseRKE2(s)
-	case ComponentDriver:
-		_, err = ParseDriver(s)
-	case ComponentGPUOperator:
-		_, err = ParseGPUOperator(s)
-	case ComponentDCGMExporter:
-		_, err = ParseDCGMExporter(s)
-	default:
-		err = fmt.Errorf("%w %q", errUnknownComponent, string(c))
+func compareKernel(a, b string) (int, error) {
+	x, err := ParseKernel(a)
+	if err != nil {
+		return 0, err
 	}
-	return err
+	y, err := ParseKernel(b)
+	if err != nil {
+		return 0, err
+	}
+	return x.Compare(y)
 }
 
-// CompareComponent orders a against b for component c (-1, 0, +1) so that
-// downgrade rules can be written once for the whole tuple. An unparsable value
-// gives a *VersionError naming it (a is checked before b); a valid pair with
-// no order gives an IncomparableError.
-func CompareComponent(c Component, a, b string) (int, error) {
-	switch c {
-	case ComponentKernel:
-		x, err := ParseKernel(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := ParseKernel(b)
-		if err != nil {
-			return 0, err
-		}
-		return x.Compare(y)
-	case ComponentRKE2:
-		x, err := ParseRKE2(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := ParseRKE2(b)
-		if err != nil {
-			return 0, err
-		}
-		return x.Compare(y), nil
-	case ComponentDriver:
-		x, err := ParseDriver(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := ParseDriver(b)
-		if err != nil {
-			return 0, err
-		}
-		return x.Compare(y), nil
-	case ComponentGPUOperator:
-		x, err := ParseGPUOperator(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := ParseGPUOperator(b)
-		if err != nil {
-			return 0, err
-		}
-		return x.Compare(y), nil
-	case ComponentDCGMExporter:
-		x, err := ParseDCGMExporter(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := ParseDCGMExporter(b)
-		if err != nil {
-			return 0, err
-		}
-		return x.Compare(y)
+func compareRKE2(a, b string) (int, error) {
+	x, err := ParseRKE2(a)
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("%w %q", errUnknownComponent, string(c))
+	y, err := ParseRKE2(b)
+	if err != nil {
+		return 0, err
+	}
+	return x.Compare(y), nil
 }
 
-// SameComponent says whether two values name the same version, for exact-match
-// rules such as "target must be the qualified value". RKE2 compares
-// NormalizeRKE2 forms (only the +/- before rke2rN is normalised, so a missing
-// v still differs). Two DCGM values that both carry a valid digest compare by
-// digest alone. Everything else compares the trimmed strings exactly.
-func SameComponent(c Component, a, b string) bool {
-	switch c {
-	case ComponentRKE2:
-		return NormalizeRKE2(a) == NormalizeRKE2(b)
-	case ComponentDCGMExporter:
-		x, errX := ParseDCGMExporter(strings.TrimSpace(a))
-		y, errY := ParseDCGMExporter(strings.TrimSpace(b))
-		if errX == nil && errY == nil && x.Digest != "" && y.Digest != "" {
-			return x.Digest == y.Digest
-		}
+func compareDriver(a, b string) (int, error) {
+	x, err := ParseDriver(a)
+	if err != nil {
+		return 0, err
 	}
-	return strings.TrimSpace(a) == strings.TrimSpace(b)
+	y, err := ParseDriver(b)
+	if err != nil {
+		return 0, err
+	}
+	return x.Compare(y), nil
 }
 
-// ExpectedForm returns the accepted form of c in words, for messages that must
-// tell the operator what to write; "" for an unknown component.
-func ExpectedForm(c Component) string {
-	switch c {
-	case ComponentKernel:
-		return expectedKernel
-	case ComponentRKE2:
-		return expectedRKE2
-	case ComponentDriver:
-		return expectedDriver
-	case ComponentGPUOperator:
-		return expectedGPUOperator
-	case ComponentDCGMExporter:
-		return expectedDCGMExporter
+func compareGPUOperator(a, b string) (int, error) {
+	x, err := ParseGPUOperator(a)
+	if err != nil {
+		return 0, err
 	}
-	return ""
+	y, err := ParseGPUOperator(b)
+	if err != nil {
+		return 0, err
+	}
+	return x.Compare(y), nil
+}
+
+func compareDCGMExporter(a, b string) (int, error) {
+	x, err := ParseDCGMExporter(a)
+	if err != nil {
+		return 0, err
+	}
+	y, err := ParseDCGMExporter(b)
+	if err != nil {
+		return 0, err
+	}
+	return x.Compare(y)
+}
+
+// sameDCGMExporter: two values that both carry a valid digest compare by
+// digest alone.
+func sameDCGMExporter(a, b string) bool {
+	x, errX := ParseDCGMExporter(strings.TrimSpace(a))
+	y, errY := ParseDCGMExporter(strings.TrimSpace(b))
+	if errX == nil && errY == nil && x.Digest != "" && y.Digest != "" {
+		return x.Digest == y.Digest
+	}
+	return sameTrimmed(a, b)
 }

@@ -745,7 +745,7 @@ func TestImageVersion(t *testing.T) {
 		{"ubuntu:22.04", "22.04", true},
 		{"name:", "", false},
 		{"name@", "", false},
-		{"name:tag@", "tag", true},
+		{"name:tag@", "", false}, // malformed: no version is read from it
 		{"", "", false},
 	}
 	for _, tc := range cases {
@@ -757,22 +757,62 @@ func TestImageVersion(t *testing.T) {
 	}
 }
 
-func TestImageRepository(t *testing.T) {
-	cases := []struct{ image, want string }{
-		{"rancher/rke2-upgrade:v1.36.1-rke2r1", "rancher/rke2-upgrade"},
-		{"docker.io/rancher/rke2-upgrade:v1.36.1-rke2r1", "rancher/rke2-upgrade"},
-		{"docker.io/library/ubuntu:22.04", "ubuntu"},
-		{"ubuntu", "ubuntu"},
-		{"nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless@" + digestA, "nvcr.io/nvidia/k8s/dcgm-exporter"},
-		{"nvcr.io/nvidia/k8s/dcgm-exporter@" + digestA, "nvcr.io/nvidia/k8s/dcgm-exporter"},
-		{"registry:5000/ns/name:tag", "registry:5000/ns/name"},
-		{"registry:5000/ns/name", "registry:5000/ns/name"},
-		{"registry.example.com/docker.io/rancher/x:1", "registry.example.com/docker.io/rancher/x"},
-		{"index.docker.io/rancher/x:1", "index.docker.io/rancher/x"},
+func TestParseImage(t *testing.T) {
+	cases := []struct {
+		image string
+		want  Image
+		err   string
+	}{
+		{"rancher/rke2-upgrade:v1.36.1-rke2r1", Image{Domain: "docker.io", Path: "rancher/rke2-upgrade", Tag: "v1.36.1-rke2r1"}, ""},
+		{"docker.io/rancher/rke2-upgrade", Image{Domain: "docker.io", Path: "rancher/rke2-upgrade"}, ""},
+		{"index.docker.io/rancher/rke2-upgrade", Image{Domain: "docker.io", Path: "rancher/rke2-upgrade"}, ""},
+		{"registry-1.docker.io/rancher/rke2-upgrade", Image{Domain: "registry-1.docker.io", Path: "rancher/rke2-upgrade"}, ""},
+		{"ubuntu", Image{Domain: "docker.io", Path: "library/ubuntu"}, ""},
+		{"registry:5000/ns/name:tag@" + digestA, Image{Domain: "registry:5000", Path: "ns/name", Tag: "tag", Digest: digestA}, ""},
+		{"rancher/RKE2-upgrade", Image{}, "must be lowercase"},
+		{"name:", Image{}, "invalid reference format"},
+		{"name@sha256:abc", Image{}, "invalid"},
+		{"", Image{}, "invalid reference format"},
+		{strings.Repeat("a", 600), Image{}, "more than 512"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.image, func(t *testing.T) {
-			assert.Equal(t, tc.want, ImageRepository(tc.image))
+			got, err := ParseImage(tc.image)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				assert.Contains(t, err.Error(), "expected [registry[:port]/]repository")
+				assert.Less(t, len(err.Error()), 400, "the value is clipped")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestMatchesRepository(t *testing.T) {
+	cases := []struct {
+		image, entry string
+		want         bool
+	}{
+		{"rancher/rke2-upgrade", "rancher/rke2-upgrade", true},
+		{"index.docker.io/rancher/rke2-upgrade:v1.36.1-rke2r1", "rancher/rke2-upgrade", true},
+		{"registry-1.docker.io/rancher/rke2-upgrade", "rancher/rke2-upgrade", true},
+		{"mirror.corp.example:5000/rancher/rke2-upgrade", "rancher/rke2-upgrade", true},
+		{"harbor.corp.example/dockerhub/rancher/rke2-upgrade", "rancher/rke2-upgrade", true},
+		{"harbor.corp.example/rancher/rke2-upgrade-tools", "rancher/rke2-upgrade", false},
+		{"registry.example.com/platform/gpu-node-upgrade", "rancher/rke2-upgrade", false},
+		// An entry that names a registry pins it.
+		{"mirror.corp.example/rancher/rke2-upgrade", "registry.corp.example/rancher/rke2-upgrade", false},
+		{"registry.corp.example/rancher/rke2-upgrade", "registry.corp.example/rancher/rke2-upgrade", true},
+		{"index.docker.io/rancher/rke2-upgrade", "docker.io/rancher/rke2-upgrade", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.image+" vs "+tc.entry, func(t *testing.T) {
+			img, err := ParseImage(tc.image)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, matchesRepository(img, tc.entry))
 		})
 	}
 }

@@ -56,7 +56,8 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		// The operator applies the ClusterPolicy's upgrade policy to
 		// NVIDIADriver rollouts too.
 		if ch.OldDriver != ch.NewDriver {
-			ch.Policy, ch.PolicyPath = s.clusterPolicy(ctx), field.NewPath("ClusterPolicy", "spec", "driver", "upgradePolicy")
+			ch.PolicyPath = field.NewPath("ClusterPolicy", "spec", "driver", "upgradePolicy")
+			ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
 		}
 	default:
 		return gate.Decision{}, fmt.Errorf("kind %s is not a GPU Operator driver resource", obj.GroupVersionKind())
@@ -72,14 +73,18 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 
 // clusterPolicy reads the upgrade policy live: driver changes are rare, and
 // a cache of the operator's CRDs would make the gate depend on them being
-// installed. A read failure leaves the policy absent, which denies.
-func (s *Server) clusterPolicy(ctx context.Context) gate.DriverUpgradePolicy {
+// installed. A read failure is FactsMissing (naming the read); no
+// ClusterPolicy at all leaves the policy absent, which denies.
+func (s *Server) clusterPolicy(ctx context.Context) (gate.DriverUpgradePolicy, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ClusterPolicyGVK.GroupVersion().WithKind("ClusterPolicyList"))
-	if err := s.Facts.Live.List(ctx, list); err != nil || len(list.Items) == 0 {
-		return gate.DriverUpgradePolicy{}
+	if err := s.Facts.Live.List(ctx, list); err != nil {
+		return gate.DriverUpgradePolicy{}, fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 	}
-	return upgradePolicy(&list.Items[0])
+	if len(list.Items) == 0 {
+		return gate.DriverUpgradePolicy{}, nil
+	}
+	return upgradePolicy(&list.Items[0]), nil
 }
 
 func upgradePolicy(cp *unstructured.Unstructured) gate.DriverUpgradePolicy {
@@ -101,6 +106,7 @@ func str(u *unstructured.Unstructured, path ...string) string {
 // DriverHandler serves ClusterPolicy and NVIDIADriver updates on one path.
 func (s *Server) DriverHandler() *handler {
 	return &handler{resource: "driver", decide: s.decideDriver, log: s.Log.WithName("driver"),
+		contract: "driver.md", reviews: []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
 		kinds: []schema.GroupVersionKind{ClusterPolicyGVK, NVIDIADriverGVK},
 		gvrs:  []schema.GroupVersionResource{ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers")},
 		ops:   []admissionv1.Operation{admissionv1.Update}}

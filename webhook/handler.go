@@ -34,6 +34,10 @@ type decideFunc func(ctx context.Context, req admission.Request) (gate.Decision,
 // handler is the shared plumbing: kind check, timing, metrics, one log line.
 type handler struct {
 	resource string
+	// contract is the webhook's contract file (webhook/*.md); reviews are
+	// the engine reviews it runs, whose codes the contract lists.
+	contract string
+	reviews  []gate.Review
 	// gvrs[i] is reviewed only with kind kinds[i].
 	gvrs   []schema.GroupVersionResource
 	kinds  []schema.GroupVersionKind
@@ -54,7 +58,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		d, err = h.decide(ctx, req)
 	}
 	if err != nil {
-		d = gate.Decision{Object: req.Kind.Kind + " " + objectName(req), Blockers: []gate.Blocker{invalidReview(err)}}
+		d = gate.InvalidReview(req.Kind.Kind+" "+objectName(req), err)
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
@@ -93,12 +97,6 @@ func (h *handler) check(req admission.Request) error {
 		}
 	}
 	return fmt.Errorf("operation %q is not reviewed here (only %v)", req.Operation, h.ops)
-}
-
-func invalidReview(err error) gate.Blocker {
-	b := gate.Blocker{Code: gate.CodeReviewInvalid}
-	b.Err = fieldError(err)
-	return b
 }
 
 // respond renders a decision: allowed or denied, always with the audit

@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -34,28 +32,42 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
-// Register serves the three handlers on the webhook server.
+// Register serves every handler on the webhook server.
 func (s *Server) Register(srv webhook.Server) {
-	srv.Register(PathPlans, &webhook.Admission{Handler: s.PlanHandler()})
-	srv.Register(PathNodes, &webhook.Admission{Handler: s.NodeHandler()})
-	srv.Register(PathRecords, &webhook.Admission{Handler: s.RecordHandler()})
-	srv.Register(PathDriver, &webhook.Admission{Handler: s.DriverHandler()})
+	for path, h := range s.handlers() {
+		srv.Register(path, &webhook.Admission{Handler: h})
+	}
+}
+
+// handlers are the webhooks by path. Each names its contract (a file next
+// to this one) and the engine reviews it runs, whose codes the contract
+// must list (TestDocumentedCodes).
+func (s *Server) handlers() map[string]*handler {
+	return map[string]*handler{
+		PathPlans:   s.PlanHandler(),
+		PathNodes:   s.NodeHandler(),
+		PathRecords: s.RecordHandler(),
+		PathDriver:  s.DriverHandler(),
+	}
 }
 
 func (s *Server) PlanHandler() *handler {
 	return &handler{resource: "plans", decide: s.decidePlan, log: s.Log.WithName("plans"),
+		contract: "plans.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{upgradev1.SchemeGroupVersion.WithResource("plans")}, kinds: []schema.GroupVersionKind{upgradev1.SchemeGroupVersion.WithKind("Plan")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }
 
 func (s *Server) NodeHandler() *handler {
 	return &handler{resource: "nodes", decide: s.decideNode, log: s.Log.WithName("nodes"),
+		contract: "nodes.md", reviews: []gate.Review{gate.ReviewNode, gate.ReviewPlan, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
 		ops: []admissionv1.Operation{admissionv1.Update}}
 }
 
 func (s *Server) RecordHandler() *handler {
 	return &handler{resource: "configmaps", decide: s.decideRecord, log: s.Log.WithName("records"),
+		contract: "records.md", reviews: []gate.Review{gate.ReviewRecord, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("configmaps")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }
@@ -74,14 +86,5 @@ func decodeObject(raw []byte, obj interface{ GetObjectKind() schema.ObjectKind }
 
 // factsUnavailable fails closed when the caches cannot answer.
 func factsUnavailable(object string, err error) gate.Decision {
-	return gate.Decision{Object: object, Blockers: []gate.Blocker{{Code: gate.CodeFactsMissing,
-		Err: field.InternalError(field.NewPath("metadata"), fmt.Errorf("cluster facts cannot be read (%v); the gate never allows what it cannot check: retry shortly", err))}}}
-}
-
-func fieldError(err error) *field.Error {
-	var fe *field.Error
-	if errors.As(err, &fe) {
-		return fe
-	}
-	return field.Invalid(field.NewPath("request"), nil, err.Error())
+	return gate.FactsUnavailable(object, err)
 }

@@ -1,0 +1,34 @@
+// Package gate is the decision engine: typed objects and facts in, a
+// Decision out. It reads no cluster, clock, network or log; adapters
+// (webhook, cmd) fill the inputs and render the answer.
+//
+// Contents:
+//
+//   - code.go: the reason codes, a stable interface.
+//   - rules.go: the rule table. Each row names its codes, the reviews that
+//     apply it and, for a rule over one transition, the function that
+//     judges it; CodesOf says which codes a review can emit. The README's
+//     code table and each webhook's contract are tested against it.
+//   - rule_<name>.go: one rule (or a small family): where it applies and
+//     the one function that builds each code's blocker, with the message
+//     contract "[Code] what is wrong, with the values seen; what to do" and
+//     the field path to blame.
+//   - transition.go: Transition, node N moving from tuple A to tuple B under
+//     record R: what every per-node rule judges.
+//   - tuple.go: the tuple's component table (name, parser, comparison,
+//     where the fact comes from, upgrade-check's flag), version.go the
+//     parsers, image.go image references.
+//   - The reviews, which build transitions and add their own rules:
+//     plan.go (PreparePlan; PrepareNodeStep for one node's step of a Plan),
+//     select.go (SUC's node selection: PlanSelector, PendingNodes,
+//     PredictHash), node.go (Node updates), driver.go (the GPU Operator's
+//     driver path), record.go (record ConfigMaps, validate-record),
+//     upgradecheck.go (typed values).
+//   - facts.go (what a node's labels and status say), holders.go (GPU
+//     holders), config.go (configuration, exemptions, break glass),
+//     decision.go (Decision, Blocker, audit annotations), inventory.go.
+//
+// Every review is two steps so the engine stays pure: Prepare works out the
+// nodes; the adapter lists the GPU holders of just those (HolderNodes);
+// Decide answers with every violated rule at once.
+package gate

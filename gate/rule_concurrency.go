@@ -1,0 +1,40 @@
+package gate
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+type concurrencyProblem int
+
+const (
+	concurrencyPlan        concurrencyProblem = iota // a Plan's spec.concurrency
+	concurrencyNoPolicy                              // a ClusterPolicy without driver upgradePolicy
+	concurrencyNoAuto                                // upgradePolicy.autoUpgrade off
+	concurrencyMaxParallel                           // upgradePolicy.maxParallelUpgrades not 1
+)
+
+// policyRules (review-level, driver path): the operator must upgrade one
+// node at a time.
+func policyRules(f *findings, p DriverUpgradePolicy, path *field.Path) {
+	switch {
+	case !p.Present:
+		f.add(concurrencyNotSerial(path, nil, concurrencyNoPolicy))
+	case !p.AutoUpgrade:
+		f.add(concurrencyNotSerial(path.Child("autoUpgrade"), false, concurrencyNoAuto))
+	case p.MaxParallelUpgrades != 1:
+		f.add(concurrencyNotSerial(path.Child("maxParallelUpgrades"), p.MaxParallelUpgrades, concurrencyMaxParallel))
+	}
+}
+
+// concurrencyNotSerial builds every ConcurrencyNotSerial blocker.
+func concurrencyNotSerial(path *field.Path, value any, p concurrencyProblem) Blocker {
+	switch p {
+	case concurrencyNoPolicy:
+		return required(CodeConcurrencyNotSerial, "", path, "the ClusterPolicy has no driver upgradePolicy, so the operator would reload the driver on every node at once; set upgradePolicy.autoUpgrade: true and maxParallelUpgrades: 1")
+	case concurrencyNoAuto:
+		return invalid(CodeConcurrencyNotSerial, "", path, value, "without autoUpgrade the operator does not serialize the driver rollout; set upgradePolicy.autoUpgrade: true and maxParallelUpgrades: 1")
+	case concurrencyMaxParallel:
+		return invalid(CodeConcurrencyNotSerial, "", path, value, "maxParallelUpgrades is %d (0 means all at once); GPU nodes take a new driver one at a time: set it to 1", value)
+	}
+	return invalid(CodeConcurrencyNotSerial, "", path, value, "concurrency is %d; GPU Plans must upgrade one node at a time: set spec.concurrency: 1", value)
+}

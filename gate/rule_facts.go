@@ -1,0 +1,80 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// factsRule: every component of the node's current tuple (and of a typed
+// destination) must be known; the tuple rules after it skip a transition
+// that lacks one rather than guess.
+func factsRule(t *Transition, f *findings) {
+	if t.unjudgeable() {
+		return
+	}
+	var missing []string
+	var first *field.Path
+	for i := range componentTable {
+		s := &componentTable[i]
+		if strings.TrimSpace(s.get(t.Current)) == "" {
+			if t.Typed {
+				missing = append(missing, t.CurrentPath[s.Name].String())
+				first = firstPath(first, t.CurrentPath[s.Name])
+			} else {
+				missing = append(missing, fmt.Sprintf("%s (%s)", s.Label, s.fact(t.cfg)))
+			}
+		}
+		if t.Typed && t.After != nil && strings.TrimSpace(s.get(*t.After)) == "" {
+			missing = append(missing, t.AfterPath[s.Name].String())
+			first = firstPath(first, t.AfterPath[s.Name])
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		t.factsOK = true
+	case t.Typed:
+		f.add(factsMissing(t.Node.Name, first, strings.Join(missing, ", "), fromFlags, nil))
+	default:
+		f.add(factsMissing(t.Node.Name, t.Path, strings.Join(missing, ", "), fromNode, nil))
+	}
+}
+
+func firstPath(have, p *field.Path) *field.Path {
+	if have != nil {
+		return have
+	}
+	return p
+}
+
+// factSource says where a fact the gate could not read comes from, which
+// decides what the message tells a person to do.
+type factSource int
+
+const (
+	fromNode  factSource = iota // labels and status the node and its operators publish
+	fromFlags                   // values typed on the command line
+	fromAPI                     // a live read of the API server, or the informer caches
+)
+
+// factsMissing builds every FactsMissing blocker.
+func factsMissing(node string, path *field.Path, what string, src factSource, cause error) Blocker {
+	switch src {
+	case fromFlags:
+		return required(CodeFactsMissing, node, path, "no value for %s; type every current and target version", what)
+	case fromAPI:
+		return forbidden(CodeFactsMissing, node, path, "%s cannot be read (%v); the gate never allows what it cannot check: retry when the API server answers", what, cause)
+	}
+	return forbidden(CodeFactsMissing, node, path, "node %s: cannot read %s; the gate decides only on facts it can read: make sure those sources publish them", node, what)
+}
+
+// FactsUnavailable is the decision when the cluster facts cannot be read at
+// all (caches not synced, a watch broken): denied, never allowed.
+func FactsUnavailable(object string, err error) Decision {
+	d := Decision{Object: object}
+	b := factsMissing("", field.NewPath("metadata"), "the cluster facts (Nodes, Plans, records, workloads)", fromAPI, err)
+	b.Err.Type = field.ErrorTypeInternal
+	d.Blockers = []Blocker{b}
+	return d
+}

@@ -1,0 +1,46 @@
+package gate
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// holdersRule: a node whose upgrade step would take its GPUs away must hold
+// none, unless the request's own policy drains them first.
+func holdersRule(t *Transition, f *findings) {
+	if !t.CheckHolders || t.unjudgeable() {
+		return
+	}
+	path := t.Path
+	if t.HoldersPath != nil {
+		path = t.HoldersPath
+	}
+	switch {
+	case t.HoldersErr != nil:
+		f.add(factsMissing(t.Node.Name, path, "the GPU holders on node "+t.Node.Name, fromAPI, t.HoldersErr))
+	case len(t.Holders) > 0 && t.Drains:
+		f.warn("node %s runs %d GPU holder(s); the upgrade policy drains them before the reload", t.Node.Name, len(t.Holders))
+	case len(t.Holders) > 0 && t.After != nil:
+		f.add(gpuHolders(t.Node.Name, path.Child("drain", "enable"), t.Holders, holdersReload))
+	case len(t.Holders) > 0:
+		f.add(gpuHolders(t.Node.Name, path, t.Holders, holdersUpgrade))
+	}
+}
+
+type holdersStep int
+
+const (
+	holdersUpgrade holdersStep = iota // a SUC upgrade of the node
+	holdersReload                     // the GPU Operator's driver reload
+	holdersMode                       // a GPU mode change
+)
+
+// gpuHolders builds every GPUHolders blocker.
+func gpuHolders(node string, path *field.Path, hs []Holder, step holdersStep) Blocker {
+	switch step {
+	case holdersReload:
+		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s, and the upgrade policy does not drain; they would lose their GPUs during the module reload: enable upgradePolicy.drain or stop them first", node, len(hs), holderList(hs))
+	case holdersMode:
+		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s; stop or migrate them before changing its GPU mode", node, len(hs), holderList(hs))
+	}
+	return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s; stop or migrate them (or drain the node) before upgrading it", node, len(hs), holderList(hs))
+}

@@ -1,0 +1,28 @@
+package gate
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// skewRule (review-level, Plans): no kubelet newer than the API server.
+func skewRule(f *findings, serverVersion, version string, path *field.Path) {
+	target, err := ParseRKE2(version)
+	if err != nil {
+		return // the version rule or the record rules report it
+	}
+	server, err := ParseKube(serverVersion)
+	if err != nil {
+		f.add(factsMissing("", path, fmt.Sprintf("the API server version %q, which the version skew check needs,", serverVersion), fromAPI, err))
+		return
+	}
+	if target.Major > server.Major || (target.Major == server.Major && target.Minor > server.Minor) {
+		f.add(versionSkew(path, target, server))
+	}
+}
+
+// versionSkew builds every VersionSkew blocker.
+func versionSkew(path *field.Path, target RKE2Version, server KubeVersion) Blocker {
+	return invalid(CodeVersionSkew, "", path, target.String(), "RKE2 %s is newer than the API server v%d.%d; a kubelet may never be newer than the control plane: upgrade the servers first", target, server.Major, server.Minor)
+}

@@ -1,0 +1,51 @@
+package gate
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// targetRule: what the request says the node will run must be what the
+// record qualifies (typed values byte for byte, as the anchor compares).
+func targetRule(t *Transition, f *findings) {
+	if !t.factsOK || t.After == nil || t.Dest == nil {
+		return
+	}
+	if !t.Typed {
+		if !SameTuple(*t.After, *t.Dest) {
+			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(tupleDiff(*t.After, *t.Dest, false), ", ")))
+		}
+		return
+	}
+	for i := range componentTable {
+		s := &componentTable[i]
+		if got, want := s.get(*t.After), s.get(*t.Dest); got != want {
+			f.add(targetNotQualified("", t.AfterPath[s.Name], got, targetTyped, t.Record.ID, string(s.Name), got, want))
+		}
+	}
+}
+
+type targetProblem int
+
+const (
+	targetTuple    targetProblem = iota // the node's tuple after the change (driver path)
+	targetTyped                         // one typed target value (upgrade-check)
+	targetPlanRKE2                      // a Plan's spec.version
+	targetImageTag                      // a tag on a Plan's upgrade image
+)
+
+// targetNotQualified builds every TargetNotQualified blocker; args are the
+// values the kind's sentence names, in order.
+func targetNotQualified(node string, path *field.Path, value any, p targetProblem, args ...any) Blocker {
+	switch p {
+	case targetTyped:
+		return invalid(CodeTargetNotQualified, node, path, value, "record %s: %s target %q is not the qualified value %q; type the record's target value", args...)
+	case targetPlanRKE2:
+		return invalid(CodeTargetNotQualified, node, path, value, "the Plan installs RKE2 %s but record %s qualifies %s; set spec.version to the qualified version or qualify this one on a canary", args...)
+	case targetImageTag:
+		return invalid(CodeTargetNotQualified, node, path, value, "the upgrade image is pinned to %s, which SUC runs instead of spec.version %s; drop the tag so SUC uses spec.version", args...)
+	}
+	// args: record id, the tuple after, the differences.
+	return forbidden(CodeTargetNotQualified, node, path, "node %[4]s would run %[2]s, which record %[1]s does not qualify: %[3]s; set the versions to a record's target, or name a record that qualifies this tuple", append(args, node)...)
+}

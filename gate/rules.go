@@ -1,0 +1,120 @@
+package gate
+
+import "slices"
+
+// Review names one review path of the engine. A webhook or command runs one
+// or more of them; its contract documents the codes they can emit
+// (CodesOf), and TestDocumentedCodes holds the docs to this table.
+type Review string
+
+const (
+	// ReviewPlan: a Plan write (plans webhook, check), and one node's step
+	// of a Plan (PrepareNodeStep).
+	ReviewPlan Review = "plan"
+	// ReviewNode: a Node update; it also runs ReviewPlan for every Plan the
+	// change pulls the node into.
+	ReviewNode Review = "node"
+	// ReviewDriver: a ClusterPolicy or NVIDIADriver version change.
+	ReviewDriver Review = "driver"
+	// ReviewRecord: a record ConfigMap write.
+	ReviewRecord Review = "record"
+	// ReviewUpgradeCheck: the CLI's upgrade-check, every value typed.
+	ReviewUpgradeCheck Review = "upgrade-check"
+	// ReviewValidateRecord: the CLI's validate-record lint.
+	ReviewValidateRecord Review = "validate-record"
+	// ReviewAdmission: what any webhook answers before the engine runs
+	// (a malformed review, facts the caches cannot give).
+	ReviewAdmission Review = "admission"
+)
+
+// Rule is one row of the rule table: the codes it emits and the reviews
+// that apply it. A transition rule judges one Transition (node N moving
+// from tuple A to tuple B under record R) and is applied by every review in
+// the table's order; a review-level rule (Judge nil) reads the review's own
+// object and is applied by that review at the step its comment names.
+type Rule struct {
+	// Name is the rule file's name without rule_ and .go.
+	Name    string
+	Codes   []Code
+	Reviews []Review
+	Judge   func(t *Transition, f *findings)
+}
+
+var (
+	planPaths   = []Review{ReviewPlan, ReviewNode}
+	changePaths = []Review{ReviewPlan, ReviewNode, ReviewDriver}
+	movePaths   = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck}
+	recordUsers = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck, ReviewRecord, ReviewValidateRecord}
+)
+
+// ruleTable is the engine's rule table, in the order blockers are reported.
+// To add a code: add its constant (code.go), a rule_<name>.go file with the
+// one function that builds its blocker, a row here (with Judge for a
+// transition rule), and a line in the README's code table and in the
+// contract of every webhook that runs a review the row names;
+// TestDocumentedCodes and TestEveryCodeIsInTheTable fail until they agree.
+var ruleTable = []Rule{
+	// The object itself (review-level).
+	{Name: "shape", Codes: []Code{CodeSelectorInvalid, CodeMixedPlan, CodeUnpinnedVersion}, Reviews: planPaths},
+	{Name: "concurrency", Codes: []Code{CodeConcurrencyNotSerial}, Reviews: changePaths},
+	{Name: "shape", Codes: []Code{CodeCordonRequired}, Reviews: planPaths},
+	{Name: "image", Codes: []Code{CodeImageInvalid}, Reviews: planPaths},
+	// The record (review-level: once per named record).
+	{Name: "record", Codes: []Code{CodeRecordMissing}, Reviews: changePaths},
+	{Name: "record", Codes: []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete}, Reviews: recordUsers},
+	// A stale record ConfigMap is history: its webhook only warns.
+	{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck, ReviewValidateRecord}},
+	{Name: "evidence", Codes: []Code{CodeEvidenceFromFuture}, Reviews: recordUsers},
+	{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths},
+	// One transition per node the review moves.
+	{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule},
+	{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: movePaths, Judge: factsRule},
+	{Name: "version", Codes: []Code{CodeVersionInvalid}, Reviews: movePaths, Judge: versionRule},
+	{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: movePaths, Judge: targetRule},
+	{Name: "source", Codes: []Code{CodeSourceMismatch}, Reviews: movePaths, Judge: sourceRule},
+	{Name: "rke2", Codes: []Code{CodeRKE2Downgrade, CodeMinorSkip}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewUpgradeCheck}, Judge: rke2Rule},
+	{Name: "downgrade", Codes: []Code{CodeComponentDowngrade}, Reviews: movePaths, Judge: downgradeRule},
+	{Name: "nochange", Codes: []Code{CodeNoChange}, Reviews: []Review{ReviewUpgradeCheck}, Judge: noChangeRule},
+	{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: changePaths, Judge: holdersRule},
+	// Across the review's transitions and the cluster (review-level).
+	{Name: "skew", Codes: []Code{CodeVersionSkew}, Reviews: planPaths},
+	{Name: "wave", Codes: []Code{CodeMultipleCanaries, CodeCanaryNotProven, CodeCrossFailureDomain}, Reviews: planPaths},
+	{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths},
+	// GPU mode of a Node (review-level).
+	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
+	// The adapter's answer to a review it cannot read.
+	{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}},
+}
+
+// Rules returns the rule table (a copy), in order.
+func Rules() []Rule { return append([]Rule(nil), ruleTable...) }
+
+// CodesOf lists, in table order and once each, the codes the given reviews
+// can emit.
+func CodesOf(reviews ...Review) []Code {
+	var out []Code
+	for _, r := range ruleTable {
+		if !slices.ContainsFunc(r.Reviews, func(v Review) bool { return slices.Contains(reviews, v) }) {
+			continue
+		}
+		for _, c := range r.Codes {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// judge applies every transition rule of the table, in order, to each
+// transition of a review.
+func judge(review Review, ts []*Transition, f *findings) {
+	for _, r := range ruleTable {
+		if r.Judge == nil || !slices.Contains(r.Reviews, review) {
+			continue
+		}
+		for _, t := range ts {
+			r.Judge(t, f)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package gate
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// Transition is one node moving from its current tuple to a destination
+// tuple under a record: what every per-node rule judges. Plans build one per
+// pending node, the driver path one per reached node that would change,
+// upgrade-check one from its flags, and a per-node step (PrepareNodeStep)
+// one for exactly the node it reviews.
+type Transition struct {
+	Node    NodeFacts
+	Current qualification.Tuple
+	// After is the tuple the request itself says the node will run (the
+	// driver path: current with the new versions; upgrade-check: the typed
+	// target). Nil when the request leaves it to the record: a Plan's
+	// upgrade image does not say which tuple it installs.
+	After *qualification.Tuple
+	// Record is the usable record that governs the move; nil when none is
+	// (the record rules have already denied).
+	Record   *qualification.Record
+	Rollback bool
+	// Dest is the tuple the record qualifies the node to run (its target,
+	// or its source for a rollback); From is the tuple the node must run
+	// now, when the record says (its source, or its target for a rollback).
+	Dest, From *qualification.Tuple
+
+	// RKE2 is the RKE2 version the node will run and RKE2Path where the
+	// request (or the record) writes it; "" when it does not parse.
+	RKE2     string
+	RKE2Path *field.Path
+	// Path is the field node-level blockers point at; RecordPath the field
+	// that names the record; AfterPath, when set, where the request writes
+	// each destination component, and CurrentPath where it writes each
+	// current one (typed values).
+	Path, RecordPath *field.Path
+	AfterPath        map[Component]*field.Path
+	CurrentPath      map[Component]*field.Path
+	// Typed marks values a person typed (upgrade-check): compared byte for
+	// byte and held to the anchor's forms, and a rollback is never proven.
+	Typed bool
+
+	// Holders are the node's GPU holders, HoldersErr the failure to list
+	// them; CheckHolders false when the review has no cluster (upgrade-check).
+	// Drains: the request's own policy drains holders first (driver path).
+	Holders      []Holder
+	HoldersErr   error
+	HoldersPath  *field.Path
+	CheckHolders bool
+	Drains       bool
+	// ByHardware: the review picks the record by the node's hardware among
+	// several (driver path); Record nil then means none covers the node.
+	ByHardware bool
+
+	cfg *Config
+	// factsOK is set by the facts rule: the tuple rules need every fact.
+	factsOK bool
+}
+
+// newTransition fills Dest and From from the record and the rollback flag.
+func newTransition(cfg *Config, f NodeFacts, cur qualification.Tuple, rec *qualification.Record, rollback bool) *Transition {
+	t := &Transition{cfg: cfg, Node: f, Current: cur, Record: rec, Rollback: rollback}
+	if rec != nil {
+		t.Dest, t.From = &rec.Target, rec.Source
+		if rollback && rec.Source != nil {
+			t.Dest, t.From = rec.Source, &rec.Target
+		}
+	}
+	return t
+}
+
+// destination is what the node will run: the request's tuple when it says,
+// else the record's.
+func (t *Transition) destination() *qualification.Tuple {
+	if t.After != nil {
+		return t.After
+	}
+	return t.Dest
+}
+
+// atDestination: the node already runs the tuple it would move to, so only
+// the rules about the upgrade step itself (holders, wave) still matter.
+func (t *Transition) atDestination() bool {
+	d := t.destination()
+	return d != nil && !t.Typed && SameTuple(t.Current, *d)
+}
+
+// unjudgeable: no record covers the node's hardware, so nothing but the
+// hardware can be judged.
+func (t *Transition) unjudgeable() bool { return t.ByHardware && t.Record == nil }
+
+// proven says whether a move backwards is a proven rollback.
+func (t *Transition) proven() bool {
+	return !t.Typed && t.Rollback && t.Record != nil && t.Record.Source != nil && t.Record.Canary.RollbackPassed
+}
+
+func (t *Transition) pathOf(paths map[Component]*field.Path, c Component, def *field.Path) *field.Path {
+	if p := paths[c]; p != nil {
+		return p
+	}
+	return def
+}

@@ -1,0 +1,80 @@
+package webhook
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+var backticked = regexp.MustCompile("`([A-Za-z0-9]+)`")
+
+// readmeCodes are the codes in the first column of the README's code table.
+func readmeCodes(t *testing.T) []gate.Code {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	var out []gate.Code
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| code |"):
+			in = true
+		case in && !strings.HasPrefix(line, "|"):
+			return out
+		case in:
+			first := strings.SplitN(strings.TrimPrefix(line, "|"), "|", 2)[0]
+			for _, m := range backticked.FindAllStringSubmatch(first, -1) {
+				out = append(out, gate.Code(m[1]))
+			}
+		}
+	}
+	require.True(t, in, "README.md has no \"| code |\" table")
+	return out
+}
+
+// contractCodes are the codes of a contract's **Codes** paragraph.
+func contractCodes(t *testing.T, file string) []gate.Code {
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), "\n**Codes**")
+	require.True(t, found, "%s has no **Codes** paragraph", file)
+	para, _, _ := strings.Cut(rest, "\n\n")
+	var out []gate.Code
+	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
+		out = append(out, gate.Code(m[1]))
+	}
+	return out
+}
+
+// TestDocumentedCodes holds the docs to the rule table: the README's code
+// table lists exactly the codes the table can emit, and each webhook's
+// contract lists exactly the codes of the reviews that webhook runs. It
+// fails when a code is added without docs, and when a documented code can
+// no longer be emitted.
+func TestDocumentedCodes(t *testing.T) {
+	all := gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewRecord, gate.ReviewUpgradeCheck, gate.ReviewValidateRecord, gate.ReviewAdmission)
+	readme := readmeCodes(t)
+	assert.ElementsMatch(t, all, readme, "README.md code table vs the rule table")
+	for _, c := range readme {
+		assert.Equal(t, 1, countOf(readme, c), "README lists %s more than once", c)
+	}
+	s := &Server{Log: logr.Discard()}
+	for path, h := range s.handlers() {
+		t.Run(path, func(t *testing.T) {
+			require.NotEmpty(t, h.contract, "handler at %s names no contract", path)
+			require.NotEmpty(t, h.reviews, "handler at %s names no reviews", path)
+			assert.ElementsMatch(t, gate.CodesOf(h.reviews...), contractCodes(t, h.contract), "%s vs the codes its reviews can emit", h.contract)
+		})
+	}
+}
+
+func countOf(cs []gate.Code, c gate.Code) int {
+	return len(slices.DeleteFunc(slices.Clone(cs), func(x gate.Code) bool { return x != c }))
+}
