@@ -75,7 +75,9 @@ type Config struct {
 	ExpiryWarning metav1.Duration `json:"expiryWarning"`
 	// GPUVendors are the PCI vendor IDs whose devices make a GPU node.
 	GPUVendors []string `json:"gpuVendors"`
-	// RKE2Images are upgrade image repositories that make a Plan an RKE2 Plan.
+	// RKE2Images are upgrade image repositories that make a Plan an RKE2
+	// Plan, on any registry (mirrors count); an entry that names a registry
+	// matches that registry only.
 	RKE2Images   []string    `json:"rke2Images"`
 	GPUOperator  WorkloadRef `json:"gpuOperator"`
 	DCGMExporter WorkloadRef `json:"dcgmExporter"`
@@ -190,6 +192,11 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	if len(c.RKE2Images) == 0 {
 		errs = append(errs, field.Required(field.NewPath("rke2Images"), "at least one upgrade image repository, e.g. rancher/rke2-upgrade"))
+	}
+	for i, e := range c.RKE2Images {
+		if img, err := ParseImage(e); err != nil || img.Tag != "" || img.Digest != "" {
+			errs = append(errs, field.Invalid(field.NewPath("rke2Images").Index(i), e, "expected an image repository without tag or digest, e.g. rancher/rke2-upgrade (any registry) or registry.example.com/rancher/rke2-upgrade (that registry only)"))
+		}
 	}
 	errs = append(errs, c.GPUOperator.validate(field.NewPath("gpuOperator"))...)
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)

@@ -38,6 +38,8 @@ func TestLoadConfig(t *testing.T) {
 		{"exemption matching everyone", "exemptions: [{name: all, resources: [plans]}]\n", "exemptions[0]: Required value"},
 		{"exemption for an unknown resource", "exemptions: [{name: x, resources: [pods], users: [u]}]\n", "exemptions[0].resources[0]: Unsupported value: \"pods\""},
 		{"wrong type", "waveSize: two\n", "waveSize"},
+		{"RKE2 image with a tag", "rke2Images: [rancher/rke2-upgrade:v1.36.1-rke2r1]\n", "rke2Images[0]: Invalid value: \"rancher/rke2-upgrade:v1.36.1-rke2r1\": expected an image repository without tag"},
+		{"RKE2 image that does not parse", "rke2Images: [Rancher/RKE2]\n", "rke2Images[0]"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {

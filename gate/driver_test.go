@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -127,4 +128,38 @@ func TestDriverPathAudit(t *testing.T) {
 	assert.Equal(t, "allow", a[AuditDecision])
 	assert.Equal(t, "v100-driver-580-130@0123456789abcdef0123456789abcdef01234567,h200-driver-580-130@0123456789abcdef0123456789abcdef01234567", a[AuditRecord])
 	assert.Equal(t, "gpu-h200-01,gpu-v100-01,gpu-v100-02", a[AuditNodes])
+}
+
+// TestDriverPathMessages: every driver-path denial says what to do, and a
+// failed read of the ClusterPolicy is reported as that failure, not as a
+// ClusterPolicy without upgradePolicy (issue 9).
+func TestDriverPathMessages(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*driverScenario)
+		code   Code
+		want   []string
+	}{
+		{"SourceMismatch says what to do", func(s *driverScenario) {
+			s.cluster.Records["v100-driver"] = driverRecord("v100-driver-580-130", hwV100, func(r *qualification.Record) { r.Source.Kernel = "6.8.0-133-generic" })
+		}, CodeSourceMismatch, []string{"does not run record v100-driver-580-130's source tuple: kernel 6.8.0-134-generic (want 6.8.0-133-generic)", "; upgrade it to the source tuple first, or use a record whose source it runs"}},
+		{"TargetNotQualified says what to do", func(s *driverScenario) { s.change.NewDriver = "580.140.02" },
+			CodeTargetNotQualified, []string{"driver 580.140.02 (want 580.130.00)", "; set the versions to a record's target, or name a record that qualifies this tuple"}},
+		{"a failed ClusterPolicy read is FactsMissing naming the read", func(s *driverScenario) {
+			s.change.Policy, s.change.PolicyErr = DriverUpgradePolicy{}, errors.New("clusterpolicies.nvidia.com is forbidden")
+		}, CodeFactsMissing, []string{"the ClusterPolicy's driver upgradePolicy cannot be read (clusterpolicies.nvidia.com is forbidden)", "retry when the API server answers"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDriverScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.False(t, d.Allowed)
+			assert.Equal(t, []Code{tc.code}, d.Codes(), d.Message())
+			for _, w := range tc.want {
+				assert.Contains(t, d.Message(), w)
+			}
+			assert.NotContains(t, d.Message(), "has no driver upgradePolicy")
+		})
+	}
 }

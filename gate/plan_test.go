@@ -330,3 +330,149 @@ func labelApplied(s *scenario, nodes ...string) {
 		s.node(n).Labels["plan.upgrade.cattle.io/"+s.req.Plan.Name] = hash
 	}
 }
+
+// TestRKE2PlanRecognition: a Plan is held to the RKE2 rules on every
+// spelling and mirror of the RKE2 upgrade image, and whenever its version
+// parses as an RKE2 version whatever the image (issue 9: these were
+// admitted as "not RKE2").
+func TestRKE2PlanRecognition(t *testing.T) {
+	rke2Codes := []Code{CodeTargetNotQualified, CodeMinorSkip, CodeVersionSkew}
+	for _, image := range []string{
+		"rancher/rke2-upgrade",
+		"docker.io/rancher/rke2-upgrade",
+		"index.docker.io/rancher/rke2-upgrade",
+		"registry-1.docker.io/rancher/rke2-upgrade",
+		"mirror.corp.example:5000/rancher/rke2-upgrade",
+		"harbor.corp.example/dockerhub/rancher/rke2-upgrade",
+		"registry.example.com/platform/gpu-node-upgrade", // not an RKE2 image, but an RKE2 version
+	} {
+		t.Run(image, func(t *testing.T) {
+			s := safeScenario(t)
+			s.req.Plan.Spec.Upgrade.Image = image
+			s.req.Plan.Spec.Version = "v1.38.0+rke2r1"
+			d := s.decide()
+			assert.False(t, d.Allowed)
+			assert.ElementsMatch(t, rke2Codes, d.Codes(), d.Message())
+		})
+	}
+	t.Run("a pinned registry entry matches only that registry", func(t *testing.T) {
+		s := safeScenario(t)
+		s.cfg.RKE2Images = []string{"registry.corp.example/rancher/rke2-upgrade"}
+		s.req.Plan.Spec.Upgrade.Image = "registry.corp.example/rancher/rke2-upgrade:v1.36.1-rke2r1"
+		assert.True(t, s.decide().Allowed)
+		s.req.Plan.Spec.Upgrade.Image = "registry.corp.example/rancher/rke2-upgrade:v1.36.2-rke2r1"
+		d := s.decide()
+		assert.Equal(t, []Code{CodeTargetNotQualified}, d.Codes(), "the tag SUC runs is checked")
+	})
+	t.Run("a custom image with its own version is not an RKE2 Plan", func(t *testing.T) {
+		s := safeScenario(t)
+		nonRKE2(s)
+		assert.True(t, s.decide().Allowed)
+	})
+}
+
+func TestImageInvalid(t *testing.T) {
+	for _, image := range []string{"rancher/RKE2-upgrade", "rancher/rke2-upgrade:", "rancher/rke2-upgrade@sha256:abc", ""} {
+		t.Run(image, func(t *testing.T) {
+			s := safeScenario(t)
+			s.req.Plan.Spec.Upgrade.Image = image
+			d := s.decide()
+			assert.Equal(t, []Code{CodeImageInvalid}, d.Codes(), d.Message())
+			assert.Contains(t, d.Message(), "expected [registry[:port]/]repository[:tag][@sha256:<64 hex>]")
+			assert.Equal(t, "spec.upgrade.image", d.Blockers[0].Err.Field)
+		})
+	}
+	t.Run("a valid reference with a digest is allowed", func(t *testing.T) {
+		s := safeScenario(t)
+		nonRKE2(s)
+		s.req.Plan.Spec.Upgrade.Image += "@sha256:" + strings.Repeat("0a", 32)
+		assert.True(t, s.decide().Allowed)
+	})
+}
+
+// TestPlanPendingHash: the pending set uses the hash SUC will compute for
+// the Plan as written, so a version change re-selects the nodes labelled
+// with the old hash.
+func TestPlanPendingHash(t *testing.T) {
+	applied := func(t *testing.T) *scenario {
+		s := safeScenario(t)
+		s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+		labelApplied(s, "gpu-v100-01", "gpu-v100-02")
+		return s
+	}
+	t.Run("nodes at the Plan's hash are done", func(t *testing.T) {
+		s := applied(t)
+		assert.Empty(t, PreparePlan(s.cfg, s.cluster, s.req).HolderNodes())
+	})
+	t.Run("a new version is a new hash: every node is pending again", func(t *testing.T) {
+		s := applied(t)
+		old := s.req.Plan.DeepCopy()
+		s.req.Operation, s.req.OldPlan = "UPDATE", old
+		s.req.Plan.Spec.Version = "v1.36.2+rke2r1"
+		assert.Equal(t, []string{"gpu-v100-01", "gpu-v100-02"}, PreparePlan(s.cfg, s.cluster, s.req).HolderNodes())
+	})
+	t.Run("a hashed Secret: the stored hash holds while nothing hashed changes", func(t *testing.T) {
+		s := applied(t)
+		s.req.Plan.Spec.Secrets = []upgradev1.SecretSpec{{Name: "creds", Path: "/c"}}
+		_, ok := PredictHash(s.req.Plan)
+		require.False(t, ok)
+		old := s.req.Plan.DeepCopy()
+		s.req.Operation, s.req.OldPlan = "UPDATE", old
+		s.req.Plan.Spec.Concurrency = 1
+		assert.Empty(t, PreparePlan(s.cfg, s.cluster, s.req).HolderNodes())
+		s.req.OldPlan = nil // a CREATE cannot know the hash: every selected node is pending
+		assert.Equal(t, []string{"gpu-v100-01", "gpu-v100-02"}, PreparePlan(s.cfg, s.cluster, s.req).HolderNodes())
+	})
+}
+
+func TestPredictHash(t *testing.T) {
+	p := canaryPlan("gpu-v100-01")
+	h, ok := PredictHash(p)
+	require.True(t, ok)
+	// sha224("v1.36.1-rke2r1" + "system-upgrade"), as SUC's DigestStatus writes it.
+	assert.Len(t, h, 56)
+	p.Spec.Version = "v1.36.1-rke2r1" // the + and - spellings resolve to one latestVersion
+	h2, _ := PredictHash(p)
+	assert.Equal(t, h, h2)
+	p.Annotations[upgradev1.AnnotationDigest] = "spec.upgrade.envs"
+	_, ok = PredictHash(p)
+	assert.False(t, ok, "a digest annotation folds spec paths the gate does not hash")
+}
+
+// TestPrepareNodeStep: one node's step of a Plan is judged by the same
+// rules, for exactly that node.
+func TestPrepareNodeStep(t *testing.T) {
+	t.Run("the node's own transition", func(t *testing.T) {
+		s := safeScenario(t)
+		s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+		s.holders["gpu-v100-02"] = []Holder{{Namespace: "ml", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+		r := PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-01")
+		assert.Equal(t, []string{"gpu-v100-01"}, r.HolderNodes())
+		d := r.Decide(s.holders, nil)
+		assert.True(t, d.Allowed, "the wave counts this one node; gpu-v100-02's holders are its own step's: %s", d.Message())
+		r = PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-02")
+		d = r.Decide(s.holders, nil)
+		assert.Equal(t, []Code{CodeGPUHolders}, d.Codes())
+	})
+	t.Run("labelled with the hash, the step is still judged", func(t *testing.T) {
+		s := safeScenario(t)
+		labelApplied(s, "gpu-v100-01")
+		setTuple(s.node("gpu-v100-01"), tupleSource)
+		s.req.Plan.Spec.Concurrency = 2
+		r := PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-01")
+		assert.Equal(t, []string{"gpu-v100-01"}, r.HolderNodes())
+		d := r.Decide(s.holders, nil)
+		assert.Equal(t, []Code{CodeConcurrencyNotSerial}, d.Codes())
+	})
+	t.Run("the wrong hardware", func(t *testing.T) {
+		s := safeScenario(t)
+		s.req.Plan = canaryPlan("gpu-v100-01", "gpu-h200-01")
+		d := PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-h200-01").Decide(s.holders, nil)
+		assert.Equal(t, []Code{CodeHardwareNotQualified}, d.Codes())
+	})
+	t.Run("a node the Plan does not select has no transition", func(t *testing.T) {
+		s := safeScenario(t)
+		r := PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-02")
+		assert.Empty(t, r.HolderNodes())
+	})
+}

@@ -109,6 +109,7 @@ func TestGolden(t *testing.T) {
 		{"check-wave-size-2", flagValue(checkArgs(ex+"plans/gpu-v100-wave.yaml"), "--config", "testdata/config-wave2.yaml"), 1},
 		{"check-rke2", checkArgs(ex + "plans/rke2-upgrade.yaml"), 0},
 		{"check-rke2-json", checkArgs(ex+"plans/rke2-upgrade.yaml", "-o", "json"), 0},
+		{"check-rke2-spellings", checkArgs("testdata/plans/rke2-spellings.yaml"), 1},
 		{"check-unsafe-channel", checkArgs(ex + "plans/unsafe-channel.yaml"), 1},
 		{"check-unsafe-concurrency", checkArgs(ex + "plans/unsafe-concurrency.yaml"), 1},
 		{"check-unsafe-mixed", checkArgs(ex + "plans/unsafe-mixed.yaml"), 1},
@@ -296,4 +297,28 @@ func TestHelpAndVersion(t *testing.T) {
 	r = runCLI("version")
 	assert.Equal(t, 0, r.code)
 	assert.Equal(t, "gpu-upgrade-gate dev\ncommit: dev\ngo: "+runtime.Version()+"\n", r.stdout)
+}
+
+// TestCheckRKE2Spellings: check holds a Plan to the RKE2 rules whatever the
+// spelling or mirror of the RKE2 upgrade image (issue 9).
+func TestCheckRKE2Spellings(t *testing.T) {
+	r := runCLI(append(checkArgs("testdata/plans/rke2-spellings.yaml"), "-o", "json")...)
+	require.Equal(t, exitDenied, r.code, r.stderr)
+	var out []struct {
+		Object   string `json:"object"`
+		Allowed  bool   `json:"allowed"`
+		Blockers []struct {
+			Code string `json:"code"`
+		} `json:"blockers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out, 3)
+	for _, d := range out {
+		var codes []string
+		for _, b := range d.Blockers {
+			codes = append(codes, b.Code)
+		}
+		assert.False(t, d.Allowed, d.Object)
+		assert.ElementsMatch(t, []string{"TargetNotQualified", "MinorSkip", "VersionSkew"}, codes, d.Object)
+	}
 }

@@ -54,12 +54,19 @@ func TestPlanReasonCodes(t *testing.T) {
 	driverPlan := func(p *upgradev1.Plan) {
 		p.Spec.Upgrade.Image, p.Spec.Version = "registry.example.com/platform/gpu-node-upgrade", "r580-130"
 	}
+	rke2Image := func(image string) func(*upgradev1.Plan) {
+		return func(p *upgradev1.Plan) { p.Spec.Upgrade.Image, p.Spec.Version = image, "v1.38.0+rke2r1" }
+	}
+	rke2Codes := []gate.Code{gate.CodeTargetNotQualified, gate.CodeMinorSkip, gate.CodeVersionSkew}
 	cases := []struct {
 		name string
 		p    *upgradev1.Plan
 		mod  func(*upgradev1.Plan)
 		user string
-		want []gate.Code // nil: admitted
+		// applied are labelled plan.upgrade.cattle.io/<plan>=<hash> first,
+		// as SUC labels a node once its Job succeeded.
+		applied []string
+		want    []gate.Code // nil: admitted
 	}{
 		{name: "safe canary", p: plan("canary-ok", "v100-r580", "gpu-v100-01")},
 		{name: "MixedPlan", p: plan("mixed", "v100-r580", "gpu-v100-01", "cpu-01"), want: []gate.Code{gate.CodeMixedPlan}},
@@ -91,7 +98,16 @@ func TestPlanReasonCodes(t *testing.T) {
 		{name: "VersionSkew", p: plan("skew", "v100-skew", "gpu-v100-137"), mod: func(p *upgradev1.Plan) { p.Spec.Version = "v1.38.1+rke2r1" }, want: []gate.Code{gate.CodeVersionSkew}},
 		{name: "ComponentDowngrade", p: plan("driver-back", "v100-kubedc", "gpu-v100-newdriver"), want: []gate.Code{gate.CodeComponentDowngrade}},
 		{name: "MultipleCanaries", p: plan("three", "v100-r580", "gpu-v100-01", "gpu-v100-02", "gpu-v100-04"), want: []gate.Code{gate.CodeMultipleCanaries, gate.CodeCrossFailureDomain}},
-		{name: "wave of two after a proven canary", p: plan("wave-ok", "v100-r580", "gpu-v100-01", "gpu-v100-02", "gpu-v100-03")},
+		{name: "wave of two after a proven canary", p: plan("wave-ok", "v100-r580", "gpu-v100-01", "gpu-v100-02", "gpu-v100-03"), applied: []string{"gpu-v100-03"}},
+		// Issue 11: the canary at target but not labelled is selected by SUC.
+		{name: "MultipleCanaries: the at-target canary without the hash label counts", p: plan("wave-unlabelled", "v100-r580", "gpu-v100-01", "gpu-v100-02", "gpu-v100-03"), want: []gate.Code{gate.CodeMultipleCanaries}},
+		// Issue 9: RKE2 Plans are recognised on every spelling and mirror.
+		{name: "RKE2 rules: index.docker.io image", p: plan("rke2-index", "v100-r580", "gpu-v100-01"), mod: rke2Image("index.docker.io/rancher/rke2-upgrade"), want: rke2Codes},
+		{name: "RKE2 rules: registry-1.docker.io image", p: plan("rke2-registry1", "v100-r580", "gpu-v100-01"), mod: rke2Image("registry-1.docker.io/rancher/rke2-upgrade"), want: rke2Codes},
+		{name: "RKE2 rules: mirror image", p: plan("rke2-mirror", "v100-r580", "gpu-v100-01"), mod: rke2Image("mirror.corp.example:5000/rancher/rke2-upgrade"), want: rke2Codes},
+		{name: "RKE2 rules: an RKE2 version whatever the image", p: plan("rke2-custom", "v100-r580", "gpu-v100-01"), mod: rke2Image("registry.example.com/platform/gpu-node-upgrade"), want: rke2Codes},
+		{name: "ImageInvalid", p: plan("bad-image", "v100-r580", "gpu-v100-01"), mod: func(p *upgradev1.Plan) { p.Spec.Upgrade.Image = "rancher/RKE2-upgrade" }, want: []gate.Code{gate.CodeImageInvalid}},
+		{name: "a mirrored RKE2 image at the qualified version", p: plan("rke2-mirror-ok", "v100-r580", "gpu-v100-01"), mod: func(p *upgradev1.Plan) { p.Spec.Upgrade.Image = "mirror.corp.example:5000/rancher/rke2-upgrade" }},
 		{name: "CanaryNotProven", p: plan("h200-wave", "h200-r580", "gpu-h200-01", "gpu-h200-02"), want: []gate.Code{gate.CodeCanaryNotProven}},
 		{name: "CrossFailureDomain", p: plan("two-zones", "v100-r580", "gpu-v100-01", "gpu-v100-04"), want: []gate.Code{gate.CodeCrossFailureDomain}},
 		{name: "GPUHolders", p: plan("holder", "v100-r580", "gpu-v100-holder"), want: []gate.Code{gate.CodeGPUHolders}},
@@ -108,6 +124,11 @@ func TestPlanReasonCodes(t *testing.T) {
 			c, _ := as(t, user)
 			if tc.mod != nil {
 				tc.mod(tc.p)
+			}
+			for _, n := range tc.applied {
+				hash, ok := gate.PredictHash(tc.p)
+				require.True(t, ok)
+				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+upgradev1.LabelPlanName(tc.p.Name)+`":"`+hash+`"}}}`))
 			}
 			err := c.Create(ctx, tc.p)
 			if len(tc.want) == 0 {
@@ -142,7 +163,7 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeSelfApproved, gate.CodeHardwareUnknown, gate.CodeHardwareNotQualified, gate.CodeFactsMissing, gate.CodeTargetNotQualified, gate.CodeSourceMismatch,
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
-	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeReviewInvalid}
+	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeReviewInvalid, gate.CodeImageInvalid}
 
 func TestVersionEditInFlight(t *testing.T) {
 	ctx := context.Background()
