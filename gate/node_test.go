@@ -111,7 +111,7 @@ func TestNodeRules(t *testing.T) {
 }
 
 func TestNodePlanBlockersNameThePlan(t *testing.T) {
-	s, old, _ := nodeScenario(t)
+	s, _, _ := nodeScenario(t)
 	h := s.node("gpu-h200-01")
 	old, n := h, h.DeepCopy()
 	n.Labels["gpu-wave"] = "next"

@@ -13,7 +13,7 @@ import (
 )
 
 // ucRecord is a valid anchor-format record for the V100 source -> target
-// move of fixture_test.go, completed at ucCompleted.
+// move of fixture_test.go, completed 2026-11-20T12:00:00Z.
 const ucRecord = `apiVersion: kube-dc.io/v1alpha1
 kind: GPUUpgradeQualification
 id: v100-kernel-rke2-1
@@ -45,8 +45,7 @@ const ucRecordJSON = `{"apiVersion":"kube-dc.io/v1alpha1","kind":"GPUUpgradeQual
 `
 
 var (
-	ucCompleted = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	ucNow       = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ucNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 )
 
 // Why our verdict differs from the anchor's. Every case whose verdict

@@ -21,9 +21,8 @@ func readTestdata(t *testing.T, name string) string {
 	return string(b)
 }
 
-// kubeDC is the anchor-format valid record; gate the gpu-upgrade-gate.io one.
+// kubeDC is the anchor-format valid record.
 func kubeDC(t *testing.T) string { return readTestdata(t, "valid-kubedc.yaml") }
-func gate(t *testing.T) string   { return readTestdata(t, "valid-gate.yaml") }
 
 // replace edits exactly one occurrence of old, so a test cannot silently test
 // the unedited record.

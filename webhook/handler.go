@@ -44,7 +44,6 @@ type handler struct {
 	ops    []admissionv1.Operation
 	decide decideFunc
 	log    logr.Logger
-	now    func() time.Time
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {

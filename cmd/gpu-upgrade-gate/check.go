@@ -17,6 +17,7 @@ import (
 type checkFlags struct {
 	common
 	plan, cluster, records, user, config, serverVersion, namespace string
+	groups                                                         []string
 }
 
 // planResult is one Plan's answer; Ignored is set for a Plan the webhook
@@ -34,6 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.cluster, "cluster", "", "v1 List from kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml (required)")
 	fs.StringVar(&f.records, "records", "", "record file, or directory of them; file NAME.yaml stands for ConfigMap NAME and replaces one of that name in --cluster")
 	fs.StringVar(&f.user, "user", "", "the user applying the Plans (two-person rule: must differ from the record's approvedBy)")
+	fs.StringArrayVar(&f.groups, "group", nil, "a group of that user, as the API server authenticates it (repeat the flag): decides break glass and group exemptions as the webhook does")
 	fs.StringVar(&f.config, "config", "", "the webhook's config file (default: the built-in defaults)")
 	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: the lowest kubelet version of the snapshot's control-plane nodes)")
 	fs.StringVar(&f.namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read (must equal the config's)")
@@ -141,7 +143,7 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			})
 			continue
 		}
-		review := gate.PreparePlan(cfg, cl, gate.PlanRequest{Operation: "CREATE", Plan: p, User: gate.UserInfo{Name: f.user}, Now: now})
+		review := gate.PreparePlan(cfg, cl, gate.PlanRequest{Operation: "CREATE", Plan: p, User: gate.UserInfo{Name: f.user, Groups: f.groups}, Now: now})
 		results = append(results, planResult{decision: review.Decide(snap.Holders(review.HolderNodes()), nil)})
 	}
 	return results, nil

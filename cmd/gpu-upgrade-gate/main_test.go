@@ -322,3 +322,47 @@ func TestCheckRKE2Spellings(t *testing.T) {
 		assert.ElementsMatch(t, []string{"TargetNotQualified", "MinorSkip", "VersionSkew"}, codes, d.Object)
 	}
 }
+
+// TestServeFlags: serve parses its flags like every other command (issue 9:
+// a bad flag printed nothing, -h was an error).
+func TestServeFlags(t *testing.T) {
+	r := runCLI("serve", "--bogus")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "gpu-upgrade-gate serve: unknown flag: --bogus")
+	assert.Contains(t, r.stderr, "Run 'gpu-upgrade-gate serve -h' for usage.")
+	assert.Empty(t, r.stdout)
+
+	r = runCLI("serve", "-h")
+	assert.Equal(t, exitAllowed, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Usage of gpu-upgrade-gate serve:")
+	assert.Contains(t, r.stdout, "--cert-dir")
+	assert.Empty(t, r.stderr)
+
+	r = runCLI("serve", "extra")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, `unexpected argument "extra"`)
+
+	r = runCLI("serve", "--config", "testdata/no-such-config.yaml")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--config testdata/no-such-config.yaml: cannot read it")
+}
+
+// TestCheckGroups: check decides break glass and group exemptions offline
+// as the webhook does (issue 9: break glass was denied by check).
+func TestCheckGroups(t *testing.T) {
+	bg := checkArgs("testdata/plans/break-glass.yaml")
+	r := runCLI(bg...)
+	assert.Equal(t, exitDenied, r.code, "without the group the blockers stand: %s", r.stdout)
+	assert.Contains(t, r.stdout, "[ConcurrencyNotSerial]")
+
+	r = runCLI(append(bg, "--group", "platform-admins", "--group", "gpu-upgrade-gate:break-glass")...)
+	assert.Equal(t, exitAllowed, r.code, r.stdout)
+	assert.Contains(t, r.stdout, `break-glass by j.smith ("INC-4711: firmware CVE, vendor hotfix") overrode`)
+
+	exempt := flagValue(checkArgs(ex+"plans/unsafe-concurrency.yaml"), "--config", "testdata/config-group-exemption.yaml")
+	r = runCLI(exempt...)
+	assert.Equal(t, exitDenied, r.code, r.stdout)
+	r = runCLI(append(exempt, "--group", "rancher:fleet")...)
+	assert.Equal(t, exitAllowed, r.code, r.stdout)
+	assert.Contains(t, r.stdout, `exempt by "rancher-managed"`)
+}

@@ -3,10 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -18,8 +16,7 @@ import (
 // runServe starts the admission webhook: TLS from --cert-dir (reloaded when
 // the files change), one JSON log line per decision on stderr.
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flagSet("serve")
 	configPath := fs.String("config", "", "engine configuration file (YAML); empty: the defaults")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty: in-cluster or $KUBECONFIG")
 	opts := webhook.Options{}
@@ -29,22 +26,20 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics address ("0" disables)`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
+		if err != nil {
+			return fail(stderr, "serve", err)
+		}
+		return exitAllowed
 	}
 	cfg := gate.DefaultConfig()
 	if *configPath != "" {
-		data, err := os.ReadFile(*configPath)
-		if err == nil {
-			cfg, err = gate.LoadConfig(data)
-		}
+		data, err := readInput("--config", *configPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "serve: --config %s: %v\n", *configPath, err)
-			return 2
+			return fail(stderr, "serve", err)
+		}
+		if cfg, err = gate.LoadConfig(data); err != nil {
+			return fail(stderr, "serve", inputf("--config %s: %v", *configPath, err))
 		}
 	}
 	ctrl.SetLogger(ctrlzap.New(ctrlzap.WriteTo(stderr)))

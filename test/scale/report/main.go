@@ -43,10 +43,10 @@ func main() {
 
 // bench is one benchmark's median over its runs.
 type bench struct {
-	name                 string
-	ns, bytes, allocs    float64
-	runs                 int
-	nsMin, nsMax, bsLoad float64
+	name              string
+	ns, bytes, allocs float64
+	runs              int
+	nsMin, nsMax      float64
 }
 
 type benchFile struct {
