@@ -14,3 +14,24 @@ STATICCHECK := $(shell $(TOOLS_BUILD) $(STATICCHECK_ARGS) --print-path)
 
 staticcheck: ## Build staticcheck from its Go module (first time only: ~2 min)
 	@$(TOOLS_BUILD) $(STATICCHECK_ARGS) >/dev/null
+
+CONTROLLER_GEN_ARGS := controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen
+CONTROLLER_GEN := $(shell $(TOOLS_BUILD) $(CONTROLLER_GEN_ARGS) --print-path)
+DEEPCOPY := api/upgrade/v1/zz_generated.deepcopy.go
+
+.PHONY: controller-gen generate verify-generate
+
+controller-gen: ## Build controller-gen from its Go module (first time only: ~1-2 min)
+	@$(TOOLS_BUILD) $(CONTROLLER_GEN_ARGS) >/dev/null
+
+generate: controller-gen ## Regenerate the deepcopy code of api/ (controller-gen object)
+	$(CONTROLLER_GEN) object paths=./api/...
+
+# Regenerates in place and fails when that changed the file: commit it then.
+verify-generate: controller-gen ## Fail when api/'s deepcopy code is not what make generate writes
+	@tmp=$$(mktemp); cp $(DEEPCOPY) $$tmp; \
+	$(CONTROLLER_GEN) object paths=./api/...; \
+	if ! diff -u $$tmp $(DEEPCOPY); then rm -f $$tmp; \
+	  echo "$(DEEPCOPY) was stale: make generate rewrote it; commit it" >&2; exit 1; fi; rm -f $$tmp
+
+TEST_EXTRA += verify-generate
