@@ -82,6 +82,9 @@ func specOf(c Component) *ComponentSpec {
 // Value is the tuple's member for this component.
 func (s *ComponentSpec) Value(t qualification.Tuple) string { return s.get(t) }
 
+// Set sets the tuple's member for this component.
+func (s *ComponentSpec) Set(t *qualification.Tuple, v string) { s.set(t, v) }
+
 // fact names where the gate reads the component, with the configured
 // workload for cluster-wide components.
 func (s *ComponentSpec) fact(cfg *Config) string {

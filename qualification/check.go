@@ -254,15 +254,9 @@ func Check(r *Record, f Freshness) Problems {
 // checkTuple reports blank components and tells whether all five are set.
 func checkTuple(path *field.Path, t Tuple, what string, invalid func(*field.Error)) bool {
 	ok := true
-	for _, c := range []struct{ name, value string }{
-		{"kernel", t.Kernel},
-		{"rke2", t.RKE2},
-		{"driver", t.Driver},
-		{"gpuOperator", t.GPUOperator},
-		{"dcgmExporter", t.DCGMExporter},
-	} {
-		if strings.TrimSpace(c.value) == "" {
-			invalid(field.Required(path.Child(c.name), "every component of "+what+" is required"))
+	for _, m := range t.Members() {
+		if strings.TrimSpace(*m.Value) == "" {
+			invalid(field.Required(path.Child(m.Key), "every component of "+what+" is required"))
 			ok = false
 		}
 	}
@@ -270,11 +264,8 @@ func checkTuple(path *field.Path, t Tuple, what string, invalid func(*field.Erro
 }
 
 func trimmed(t Tuple) Tuple {
-	return Tuple{
-		Kernel:       strings.TrimSpace(t.Kernel),
-		RKE2:         strings.TrimSpace(t.RKE2),
-		Driver:       strings.TrimSpace(t.Driver),
-		GPUOperator:  strings.TrimSpace(t.GPUOperator),
-		DCGMExporter: strings.TrimSpace(t.DCGMExporter),
+	for _, m := range t.Members() {
+		*m.Value = strings.TrimSpace(*m.Value)
 	}
+	return t
 }

@@ -189,7 +189,7 @@ type fieldSpec struct {
 	load func(path *field.Path, v *yaml.Node)
 }
 
-var tupleFields = []string{"kernel", "rke2", "driver", "gpuOperator", "dcgmExporter"}
+var tupleFields = TupleKeys()
 var canaryFields = []string{"completedAt", "allocationPassed", "monitoringPassed", "rollbackPassed", "evidence"}
 
 // topLevelFields lists the record's keys for apiVersion; source is listed
@@ -294,12 +294,9 @@ func pathOrRecord(path *field.Path) string {
 }
 
 func (d *decoder) tuple(t *Tuple) func(*field.Path, *yaml.Node) {
-	specs := []fieldSpec{
-		{"kernel", d.str(&t.Kernel)},
-		{"rke2", d.str(&t.RKE2)},
-		{"driver", d.str(&t.Driver)},
-		{"gpuOperator", d.str(&t.GPUOperator)},
-		{"dcgmExporter", d.str(&t.DCGMExporter)},
+	var specs []fieldSpec
+	for _, m := range t.Members() {
+		specs = append(specs, fieldSpec{m.Key, d.str(m.Value)})
 	}
 	return func(path *field.Path, v *yaml.Node) {
 		if isNull(v) {

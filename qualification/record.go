@@ -62,8 +62,14 @@ type Tuple struct {
 
 // String renders the tuple on one line for messages.
 func (t Tuple) String() string {
-	return fmt.Sprintf("kernel=%s rke2=%s driver=%s gpuOperator=%s dcgmExporter=%s",
-		t.Kernel, t.RKE2, t.Driver, t.GPUOperator, t.DCGMExporter)
+	var sb strings.Builder
+	for i, m := range t.Members() {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(m.Key + "=" + *m.Value)
+	}
+	return sb.String()
 }
 
 // Canary is the evidence of the canary run: when it ended and which of the

@@ -142,7 +142,14 @@ func liveSnapshot(path string, cfg *gate.Config) (*snapshot.Snapshot, error) {
 	return snap, nil
 }
 
-var inventoryColumns = []string{"NODE", "HARDWARE", "KERNEL", "RKE2", "DRIVER", "GPU-OPERATOR", "DCGM-EXPORTER", "RECORD", "AGE", "EXPIRES", "TARGET", "STATUS", "ROLLBACK", "HOLDERS", "CORDONED"}
+// inventoryColumns: one column per tuple component, from the component table.
+var inventoryColumns = func() []string {
+	cols := []string{"NODE", "HARDWARE"}
+	for _, c := range gate.ComponentTable() {
+		cols = append(cols, strings.ToUpper(c.Flag))
+	}
+	return append(cols, "RECORD", "AGE", "EXPIRES", "TARGET", "STATUS", "ROLLBACK", "HOLDERS", "CORDONED")
+}()
 
 func inventoryRow(n gate.NodeInventory) []string {
 	record, age, expires, target := "-", "-", "-", "-"
@@ -169,8 +176,11 @@ func inventoryRow(n gate.NodeInventory) []string {
 	if hw == "" {
 		hw = "<no identity label>"
 	}
-	return []string{n.Node, hw, n.Current.Kernel, n.Current.RKE2, n.Current.Driver, n.Current.GPUOperator, n.Current.DCGMExporter,
-		record, age, expires, target, string(n.Status), n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned)}
+	row := []string{n.Node, hw}
+	for _, c := range gate.ComponentTable() {
+		row = append(row, c.Value(n.Current))
+	}
+	return append(row, record, age, expires, target, string(n.Status), n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
 }
 
 func orDash(s string) string {

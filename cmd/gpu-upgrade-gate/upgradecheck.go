@@ -26,19 +26,9 @@ func runUpgradeCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("upgrade-check")
 	fs.StringVar(&file, "qualification", "", "the GPUUpgradeQualification record file")
 	fs.StringSliceVar(&pciIDs, "pci-id", nil, "GPU identity vendor:device/subvendor:subdevice; repeat the flag or separate with commas")
-	for _, v := range []struct {
-		name string
-		cur  *string
-		tgt  *string
-	}{
-		{"kernel", &cur.Kernel, &tgt.Kernel},
-		{"rke2", &cur.RKE2, &tgt.RKE2},
-		{"driver", &cur.Driver, &tgt.Driver},
-		{"gpu-operator", &cur.GPUOperator, &tgt.GPUOperator},
-		{"dcgm-exporter", &cur.DCGMExporter, &tgt.DCGMExporter},
-	} {
-		fs.StringVar(v.cur, "current-"+v.name, "", "the node's current "+v.name+" version")
-		fs.StringVar(v.tgt, "target-"+v.name, "", "the "+v.name+" version after the upgrade; must equal the record's target byte for byte")
+	for _, c := range gate.ComponentTable() {
+		fs.Var(&tupleFlag{&cur, c}, "current-"+c.Flag, "the node's current "+c.Flag+" version")
+		fs.Var(&tupleFlag{&tgt, c}, "target-"+c.Flag, "the "+c.Flag+" version after the upgrade; must equal the record's target byte for byte")
 	}
 	fs.DurationVar(&maxCanaryAge, "max-canary-age", qualification.DefaultMaxAge, fmt.Sprintf("how old the canary evidence may be: above 0 and at most %s", qualification.MaxAgeCeiling))
 	c.register(fs)
@@ -87,3 +77,19 @@ func runUpgradeCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitAllowed
 }
+
+// tupleFlag is one --current-* or --target-* flag: one component of a
+// tuple, from the component table.
+type tupleFlag struct {
+	t *qualification.Tuple
+	c gate.ComponentSpec
+}
+
+func (f *tupleFlag) String() string {
+	if f.t == nil {
+		return ""
+	}
+	return f.c.Value(*f.t)
+}
+func (f *tupleFlag) Set(v string) error { f.c.Set(f.t, v); return nil }
+func (f *tupleFlag) Type() string       { return "string" }

@@ -1,0 +1,18 @@
+package qualification
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestTupleMembers(t *testing.T) {
+	assert.Equal(t, []string{"kernel", "rke2", "driver", "gpuOperator", "dcgmExporter"}, TupleKeys())
+	var tu Tuple
+	for i, m := range tu.Members() {
+		*m.Value = string(rune('a' + i))
+	}
+	assert.Equal(t, Tuple{Kernel: "a", RKE2: "b", Driver: "c", GPUOperator: "d", DCGMExporter: "e"}, tu)
+	assert.Equal(t, "kernel=a rke2=b driver=c gpuOperator=d dcgmExporter=e", tu.String())
+	assert.Equal(t, Tuple{Kernel: "a"}, trimmed(Tuple{Kernel: " a "}))
+}
