@@ -64,7 +64,7 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
-		return factsUnavailable(ch.Object, err), nil
+		return gate.FactsUnavailable(ch.Object, err), nil
 	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())

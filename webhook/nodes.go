@@ -31,7 +31,7 @@ func (s *Server) decideNode(ctx context.Context, req admission.Request) (gate.De
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
-		return factsUnavailable("Node "+n.Name, err), nil
+		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
 	r := gate.PrepareNode(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())

@@ -32,7 +32,7 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
-		return factsUnavailable("Plan "+plan.Namespace+"/"+plan.Name, err), nil
+		return gate.FactsUnavailable("Plan "+plan.Namespace+"/"+plan.Name, err), nil
 	}
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())

@@ -83,8 +83,3 @@ func decodeObject(raw []byte, obj interface{ GetObjectKind() schema.ObjectKind }
 	}
 	return nil
 }
-
-// factsUnavailable fails closed when the caches cannot answer.
-func factsUnavailable(object string, err error) gate.Decision {
-	return gate.FactsUnavailable(object, err)
-}
