@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
+
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -41,20 +43,20 @@ type ComponentSpec struct {
 var componentTable = []ComponentSpec{
 	{Name: ComponentKernel, Label: "kernel", Flag: "kernel", Fact: "status.nodeInfo.kernelVersion", Ordered: true, Expected: expectedKernel,
 		get: func(t qualification.Tuple) string { return t.Kernel }, set: func(t *qualification.Tuple, v string) { t.Kernel = v },
-		parse: func(s string) error { _, err := ParseKernel(s); return err }, compare: compareKernel, same: sameTrimmed},
+		parse: validates(ParseKernel), compare: ordered(ParseKernel, KernelVersion.Compare), same: sameTrimmed},
 	{Name: ComponentRKE2, Label: "RKE2", Flag: "rke2", Fact: "status.nodeInfo.kubeletVersion", Expected: expectedRKE2,
 		get: func(t qualification.Tuple) string { return t.RKE2 }, set: func(t *qualification.Tuple, v string) { t.RKE2 = v },
-		parse: func(s string) error { _, err := ParseRKE2(s); return err }, compare: compareRKE2,
+		parse: validates(ParseRKE2), compare: ordered(ParseRKE2, total(RKE2Version.Compare)),
 		same: func(a, b string) bool { return NormalizeRKE2(a) == NormalizeRKE2(b) }},
 	{Name: ComponentDriver, Label: "driver", Flag: "driver", Fact: "label nvidia.com/cuda.driver-version.full from GPU Feature Discovery", Ordered: true, Expected: expectedDriver,
 		get: func(t qualification.Tuple) string { return t.Driver }, set: func(t *qualification.Tuple, v string) { t.Driver = v },
-		parse: func(s string) error { _, err := ParseDriver(s); return err }, compare: compareDriver, same: sameTrimmed},
+		parse: validates(ParseDriver), compare: ordered(ParseDriver, total(DriverVersion.Compare)), same: sameTrimmed},
 	{Name: ComponentGPUOperator, Label: "GPU Operator version", Flag: "gpu-operator", Fact: "image tag of", Workload: "Deployment", Ordered: true, Expected: expectedGPUOperator,
 		get: func(t qualification.Tuple) string { return t.GPUOperator }, set: func(t *qualification.Tuple, v string) { t.GPUOperator = v },
-		parse: func(s string) error { _, err := ParseGPUOperator(s); return err }, compare: compareGPUOperator, same: sameTrimmed},
+		parse: validates(ParseGPUOperator), compare: ordered(ParseGPUOperator, total((*semver.Version).Compare)), same: sameTrimmed},
 	{Name: ComponentDCGMExporter, Label: "DCGM exporter version", Flag: "dcgm-exporter", Fact: "image of", Workload: "DaemonSet", Ordered: true, Expected: expectedDCGMExporter,
 		get: func(t qualification.Tuple) string { return t.DCGMExporter }, set: func(t *qualification.Tuple, v string) { t.DCGMExporter = v },
-		parse: func(s string) error { _, err := ParseDCGMExporter(s); return err }, compare: compareDCGMExporter, same: sameDCGMExporter},
+		parse: validates(ParseDCGMExporter), compare: ordered(ParseDCGMExporter, DCGMExporterVersion.Compare), same: sameDCGMExporter},
 }
 
 // ComponentTable returns the component table (a copy), in record order.

@@ -567,66 +567,32 @@ func (v DCGMExporterVersion) Compare(o DCGMExporterVersion) (int, error) {
 	return cmpParts(v.Exporter, o.Exporter), nil
 }
 
-// Typed comparisons for the component table (tuple.go).
+// Typed parsers and comparisons for the component table (tuple.go).
 
-func compareKernel(a, b string) (int, error) {
-	x, err := ParseKernel(a)
-	if err != nil {
-		return 0, err
-	}
-	y, err := ParseKernel(b)
-	if err != nil {
-		return 0, err
-	}
-	return x.Compare(y)
+// validates turns a typed parser into a check that the value parses.
+func validates[V any](parse func(string) (V, error)) func(string) error {
+	return func(s string) error { _, err := parse(s); return err }
 }
 
-func compareRKE2(a, b string) (int, error) {
-	x, err := ParseRKE2(a)
-	if err != nil {
-		return 0, err
+// ordered turns a typed parser and comparison into a comparison of two
+// strings; the first value that does not parse is the error.
+func ordered[V any](parse func(string) (V, error), cmp func(x, y V) (int, error)) func(a, b string) (int, error) {
+	return func(a, b string) (int, error) {
+		x, err := parse(a)
+		if err != nil {
+			return 0, err
+		}
+		y, err := parse(b)
+		if err != nil {
+			return 0, err
+		}
+		return cmp(x, y)
 	}
-	y, err := ParseRKE2(b)
-	if err != nil {
-		return 0, err
-	}
-	return x.Compare(y), nil
 }
 
-func compareDriver(a, b string) (int, error) {
-	x, err := ParseDriver(a)
-	if err != nil {
-		return 0, err
-	}
-	y, err := ParseDriver(b)
-	if err != nil {
-		return 0, err
-	}
-	return x.Compare(y), nil
-}
-
-func compareGPUOperator(a, b string) (int, error) {
-	x, err := ParseGPUOperator(a)
-	if err != nil {
-		return 0, err
-	}
-	y, err := ParseGPUOperator(b)
-	if err != nil {
-		return 0, err
-	}
-	return x.Compare(y), nil
-}
-
-func compareDCGMExporter(a, b string) (int, error) {
-	x, err := ParseDCGMExporter(a)
-	if err != nil {
-		return 0, err
-	}
-	y, err := ParseDCGMExporter(b)
-	if err != nil {
-		return 0, err
-	}
-	return x.Compare(y)
+// total adapts a comparison that cannot fail.
+func total[V any](cmp func(x, y V) int) func(x, y V) (int, error) {
+	return func(x, y V) (int, error) { return cmp(x, y), nil }
 }
 
 // sameDCGMExporter: two values that both carry a valid digest compare by
