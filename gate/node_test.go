@@ -1,9 +1,11 @@
 package gate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -150,4 +152,27 @@ func TestNodeExemptAndNonGPU(t *testing.T) {
 		assert.True(t, d.Allowed)
 		assert.Equal(t, "INC-9", d.BreakGlass)
 	})
+}
+
+// TestNodeRemovingTheHashLabel: removing plan.upgrade.cattle.io/<plan>=<hash>
+// makes SUC select the node again, so it pulls the node into that Plan.
+func TestNodeRemovingTheHashLabel(t *testing.T) {
+	s, _, _ := nodeScenario(t)
+	wave := s.cluster.Plans[0]
+	hash, ok := PredictHash(wave)
+	require.True(t, ok)
+	wave.Status.LatestHash = hash
+	h := s.node("gpu-h200-01")
+	h.Labels["gpu-wave"] = "next"
+	h.Labels[upgradev1.LabelPlanName(wave.Name)] = hash
+	old, n := h, h.DeepCopy()
+	n.Labels["team"] = "ml"
+	d := decideNode(s, old, n)
+	assert.True(t, d.Allowed, "the node stays done for the Plan: %s", d.Message())
+
+	n = h.DeepCopy()
+	delete(n.Labels, upgradev1.LabelPlanName(wave.Name))
+	d = decideNode(s, old, n)
+	assert.Equal(t, []Code{CodeHardwareNotQualified}, d.Codes(), d.Message())
+	assert.Equal(t, "gpu-v100-wave", strings.TrimPrefix(d.Blockers[0].Plan, "system-upgrade/"))
 }

@@ -188,3 +188,30 @@ func TestCanaryProvenMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingNodes: SUC's selection for a stored Plan, node by node,
+// whatever tuple a node runs (issue 11).
+func TestPendingNodes(t *testing.T) {
+	s := safeScenario(t)
+	p := canaryPlan("gpu-v100-01", "gpu-v100-02", "gpu-h200-01", "cpu-01")
+	p.Status.LatestHash = "abc123"
+	label := upgradev1.LabelPlanName(p.Name)
+	setTuple(s.node("gpu-v100-01"), tupleTarget) // at target, not labelled: still pending
+	s.node("gpu-v100-02").Labels[label] = "abc123"
+	s.node("gpu-h200-01").Labels[label] = "disabled"
+	delete(s.node("cpu-01").Labels, upgradev1.LabelHostname)
+	got, err := PendingNodes(p, s.cluster.Nodes)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpu-v100-01"}, got)
+
+	s.node("gpu-v100-02").Labels[label] = "older-hash"
+	got, _ = PendingNodes(p, s.cluster.Nodes)
+	assert.Equal(t, []string{"gpu-v100-01", "gpu-v100-02"}, got)
+
+	p.Spec.NodeSelector = nil
+	got, _ = PendingNodes(p, s.cluster.Nodes)
+	assert.Empty(t, got, "an absent nodeSelector selects nothing")
+	p.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Near"}}}
+	_, err = PendingNodes(p, s.cluster.Nodes)
+	assert.ErrorContains(t, err, "spec.nodeSelector is not a valid label selector")
+}
