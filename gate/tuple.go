@@ -90,7 +90,7 @@ func (s *ComponentSpec) Set(t *qualification.Tuple, v string) { s.set(t, v) }
 // fact names where the gate reads the component, with the configured
 // workload for cluster-wide components.
 func (s *ComponentSpec) fact(cfg *Config) string {
-	if s.Workload == "" {
+	if s.Workload == "" || cfg == nil {
 		return s.Fact
 	}
 	ref := cfg.GPUOperator
