@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
@@ -23,7 +24,9 @@ func FuzzAdmissionReview(f *testing.F) {
 	plan := `{"apiVersion":"upgrade.cattle.io/v1","kind":"Plan","metadata":{"name":"p","namespace":"system-upgrade"},"spec":{"concurrency":1,"version":"v1.36.1+rke2r1","upgrade":{"image":"rancher/rke2-upgrade"}}}`
 	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"nvidia.com/gpu.present":"true"}}}`
 	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"r","namespace":"gpu-upgrade-gate","labels":{"gpu-upgrade-gate.io/qualification":"true"}},"data":{"qualification.yaml":"apiVersion: kube-dc.io/v1alpha1\nkind: GPUUpgradeQualification\nid: x\n"}}`
+	job := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"system-upgrade","labels":{"upgrade.cattle.io/plan":"p","upgrade.cattle.io/node":"n"}},"spec":{"parallelism":1}}`
 	for _, s := range []struct{ group, kind, resource, op, obj string }{
+		{"batch", "Job", "jobs", "CREATE", job},
 		{"upgrade.cattle.io", "Plan", "plans", "CREATE", plan},
 		{"", "Node", "nodes", "UPDATE", node},
 		{"", "ConfigMap", "configmaps", "CREATE", cm},
@@ -35,12 +38,14 @@ func FuzzAdmissionReview(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"request":null}`))
 
-	s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig()}, Log: logr.Discard(),
+	// Live reads find nothing: a Job start can then only be denied.
+	s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig(), Live: liveObjects{}}, Log: logr.Discard(),
 		Now: func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) }}
 	paths := map[string]http.Handler{
 		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
 		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
 		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
+		PathJobs:    &webhook.Admission{Handler: s.JobHandler()},
 	}
 	serve := func(path string, body []byte) (int, []byte) {
 		rec := httptest.NewRecorder()
@@ -66,22 +71,36 @@ func FuzzAdmissionReview(f *testing.F) {
 			}
 			if json.Unmarshal(out, &ar) == nil && ar.Response != nil && ar.Response.Allowed && path != PathRecords {
 				// Only a review that the engine never needs facts for may be
-				// allowed without them: a Node that is not a GPU node, or a
-				// Plan outside the SUC namespaces.
+				// allowed without them: a Node that is not a GPU node, a
+				// Plan outside the SUC namespaces, a Job write that starts
+				// no Job.
 				var in struct {
 					Request struct {
-						Namespace string `json:"namespace"`
-						Object    struct {
-							Metadata struct {
-								Namespace string            `json:"namespace"`
-								Labels    map[string]string `json:"labels"`
-							} `json:"metadata"`
-						} `json:"object"`
+						Namespace string          `json:"namespace"`
+						Operation string          `json:"operation"`
+						Object    json.RawMessage `json:"object"`
+						OldObject json.RawMessage `json:"oldObject"`
 					} `json:"request"`
 				}
 				_ = json.Unmarshal(body, &in)
-				if path == PathPlans && in.Request.Object.Metadata.Namespace == "system-upgrade" {
+				var obj struct {
+					Metadata struct {
+						Namespace string `json:"namespace"`
+					} `json:"metadata"`
+				}
+				_ = json.Unmarshal(in.Request.Object, &obj)
+				if path == PathPlans && obj.Metadata.Namespace == "system-upgrade" {
 					t.Fatalf("a Plan in a SUC namespace was allowed without facts: %s", out)
+				}
+				if path == PathJobs {
+					var old *batchv1.Job
+					job, err := decodeJob(in.Request.Object)
+					if in.Request.Operation == "UPDATE" {
+						old, _ = decodeJob(in.Request.OldObject)
+					}
+					if err == nil && (in.Request.Operation == "CREATE" || old != nil) && gate.JobStarts(old, job) {
+						t.Fatalf("a Job start was allowed without facts: %s", out)
+					}
 				}
 			}
 		}

@@ -25,6 +25,7 @@ const (
 	PathNodes   = "/validate/nodes"
 	PathRecords = "/validate/records"
 	PathDriver  = "/validate/driver"
+	PathJobs    = "/validate/jobs"
 )
 
 // decideFunc turns one request into a decision. An error means the request

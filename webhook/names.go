@@ -12,4 +12,5 @@ const (
 	WebhookNodes   = "nodes.gpu-upgrade-gate.io"
 	WebhookRecords = "records.gpu-upgrade-gate.io"
 	WebhookDriver  = "driver.gpu-upgrade-gate.io"
+	WebhookJobs    = "jobs.gpu-upgrade-gate.io"
 )

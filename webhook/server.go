@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -48,7 +49,16 @@ func (s *Server) handlers() map[string]*handler {
 		PathNodes:   s.NodeHandler(),
 		PathRecords: s.RecordHandler(),
 		PathDriver:  s.DriverHandler(),
+		PathJobs:    s.JobHandler(),
 	}
+}
+
+// JobHandler guards the write that starts SUC's upgrade Job on a node.
+func (s *Server) JobHandler() *handler {
+	return &handler{resource: "jobs", decide: s.decideJob, log: s.Log.WithName("jobs"),
+		contract: "jobs.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
+		gvrs: []schema.GroupVersionResource{batchv1.SchemeGroupVersion.WithResource("jobs")}, kinds: []schema.GroupVersionKind{batchv1.SchemeGroupVersion.WithKind("Job")},
+		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }
 
 func (s *Server) PlanHandler() *handler {

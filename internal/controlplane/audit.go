@@ -25,6 +25,8 @@ rules:
     resources: [plans, plans/status]
   - group: ""
     resources: [nodes, nodes/status, configmaps]
+  - group: batch
+    resources: [jobs, jobs/status]
 - level: None
 `
 

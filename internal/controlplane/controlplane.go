@@ -152,6 +152,8 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		// As in RKE2: kubelets (impersonated system:node:<name>) may only
 		// touch their own Node.
 		{"authorization-mode", "Node,RBAC"},
+		// As RKE2 runs it: SUC's upgrade Jobs are privileged.
+		{"allow-privileged", "true"},
 		{"enable-admission-plugins", "NodeRestriction"},
 		// Nothing here creates service account tokens for pods.
 		{"disable-admission-plugins", "ServiceAccount"},

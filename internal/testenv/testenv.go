@@ -305,11 +305,17 @@ func (e *Env) checkChartConfig(cm *corev1.ConfigMap) error {
 // serviceAccountConfig returns a config that authenticates as the chart's
 // ServiceAccount with a token from the TokenRequest API.
 func (e *Env) serviceAccountConfig(ctx context.Context) (*rest.Config, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ServiceAccount.Namespace, Name: e.ServiceAccount.Name}}
+	return e.TokenConfig(ctx, e.ServiceAccount)
+}
+
+// TokenConfig returns a config that authenticates as a ServiceAccount with a
+// token from the TokenRequest API, as a pod running as it would.
+func (e *Env) TokenConfig(ctx context.Context, account types.NamespacedName) (*rest.Config, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: account.Namespace, Name: account.Name}}
 	// Long enough for a demo left running; the control plane sets no maximum.
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(7 * 24 * 3600))}}
 	if err := e.Admin.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return nil, fmt.Errorf("token for ServiceAccount %s: %w", e.ServiceAccount, err)
+		return nil, fmt.Errorf("token for ServiceAccount %s: %w", account, err)
 	}
 	cfg := e.CP.RESTConfig()
 	cfg.BearerToken, cfg.BearerTokenFile = tr.Status.Token, ""

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -579,8 +580,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != 4 {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records and driver", len(v.Webhooks)))
+	if len(v.Webhooks) != 5 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver and jobs", len(v.Webhooks)))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -645,6 +646,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
 		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, u}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, u}},
 			admissionregistrationv1.Fail, nil},
+		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 	} {
 		w := hook(v, wt.name)
 		if w == nil {
@@ -684,13 +686,21 @@ func (r *rendered) checkWebhooks() []string {
 				len(w.ObjectSelector.MatchLabels) != 1 || len(w.ObjectSelector.MatchExpressions) > 0 {
 				bad("objectSelector must be exactly gpu-upgrade-gate.io/qualification=true, got %v", w.ObjectSelector)
 			}
+		case "jobs":
+			// SUC's Jobs by their plan label only: requiring the node label
+			// too would let a Job without it run unjudged.
+			want := []metav1.LabelSelectorRequirement{{Key: "upgrade.cattle.io/plan", Operator: metav1.LabelSelectorOpExists}}
+			if w.ObjectSelector == nil || len(w.ObjectSelector.MatchLabels) > 0 || !reflect.DeepEqual(w.ObjectSelector.MatchExpressions, want) {
+				bad("objectSelector must be exactly upgrade.cattle.io/plan Exists, got %v", w.ObjectSelector)
+			}
 		default:
 			if w.ObjectSelector != nil && (len(w.ObjectSelector.MatchLabels) > 0 || len(w.ObjectSelector.MatchExpressions) > 0) {
 				bad("unexpected objectSelector %v", w.ObjectSelector)
 			}
 		}
 		switch wt.rules[0].resource {
-		case "nodes":
+		case "nodes", "jobs":
+			// Both are compared with the configuration in TestCoherence.
 		case "clusterpolicies":
 			// Only version changes may reach the gate (the operator's own
 			// writes must never depend on it).
@@ -713,6 +723,21 @@ func celList(xs []string) string {
 		q[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(x) + "'"
 	}
 	return strings.Join(q, ", ")
+}
+
+// expectedJobMatchConditions are the Job webhook's match conditions: writes
+// by a ServiceAccount of a SUC namespace that start a Job (created running,
+// or from paused or suspended to running) and nothing else.
+func expectedJobMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
+	groups := make([]string, len(sucNamespaces))
+	for i, ns := range sucNamespaces {
+		groups[i] = "system:serviceaccounts:" + ns
+	}
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "written-by-suc", Expression: "request.userInfo.groups.exists(g, g in [" + celList(groups) + "])"},
+		{Name: "starts-the-job", Expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
+			"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+	}
 }
 
 // ExpectedNodeMatchConditions are the Node webhook's match conditions for a

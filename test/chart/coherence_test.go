@@ -68,6 +68,7 @@ func TestCoherence(t *testing.T) {
 		webhook.WebhookNodes:   webhook.PathNodes,
 		webhook.WebhookRecords: webhook.PathRecords,
 		webhook.WebhookDriver:  webhook.PathDriver,
+		webhook.WebhookJobs:    webhook.PathJobs,
 	}
 	var servedPaths []string
 	for _, p := range served {
@@ -94,6 +95,10 @@ func TestCoherence(t *testing.T) {
 
 			plans, _ := namespacesSelected(hook(v, webhook.WebhookPlans).NamespaceSelector)
 			assert.Equal(t, cfg.SUCNamespaces, plans, "Plan webhook namespaces vs config sucNamespaces")
+			jobs, _ := namespacesSelected(hook(v, webhook.WebhookJobs).NamespaceSelector)
+			assert.Equal(t, cfg.SUCNamespaces, jobs, "Job webhook namespaces vs config sucNamespaces")
+			assert.Equal(t, expectedJobMatchConditions(cfg.SUCNamespaces), hook(v, webhook.WebhookJobs).MatchConditions,
+				"Job match conditions vs config sucNamespaces")
 			records, _ := namespacesSelected(hook(v, webhook.WebhookRecords).NamespaceSelector)
 			assert.Equal(t, []string{cfg.Namespace}, records, "record webhook namespace vs config namespace")
 

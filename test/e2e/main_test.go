@@ -45,6 +45,7 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer env.Stop()
+	defer stopSUC()
 	if err := setup(ctx); err != nil {
 		return 1, err
 	}

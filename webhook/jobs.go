@@ -1,0 +1,79 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+var (
+	pathJobNode = field.NewPath("metadata", "labels").Key(upgradev1.LabelNode)
+	pathJobPlan = field.NewPath("metadata", "labels").Key(upgradev1.LabelPlan)
+)
+
+// decideJob reviews the write that starts SUC's upgrade Job for one node
+// (contract: jobs.md): the Plan's rules applied to that node, on the Plan
+// and the Node read live.
+func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Decision, error) {
+	job, err := decodeJob(req.Object.Raw)
+	if err != nil {
+		return gate.Decision{}, fmt.Errorf("object: %w", err)
+	}
+	var old *batchv1.Job
+	if req.Operation == admissionv1.Update {
+		if old, err = decodeJob(req.OldObject.Raw); err != nil {
+			return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		}
+	}
+	object := "Job " + job.Namespace + "/" + job.Name
+	if !gate.JobStarts(old, job) {
+		// The match conditions send only starts; anything else never waits.
+		return gate.Decision{Allowed: true, Object: object}, nil
+	}
+	nodeName, planName := job.Labels[upgradev1.LabelNode], job.Labels[upgradev1.LabelPlan]
+	if nodeName == "" {
+		return gate.StepFactsMissing(object, "", "the Job's node (label "+upgradev1.LabelNode+")", pathJobNode, errors.New("the label is absent or empty")), nil
+	}
+	node, err := s.liveNode(ctx, nodeName)
+	if err != nil {
+		return gate.StepFactsMissing(object, nodeName, "the Job's node "+nodeName, pathJobNode, err), nil
+	}
+	plan := &upgradev1.Plan{}
+	if planName == "" {
+		err = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
+	} else {
+		err = s.Facts.Live.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan)
+	}
+	if err != nil {
+		return gate.StepFactsMissing(object, nodeName, fmt.Sprintf("the Job's Plan %s/%s (for node %s)", job.Namespace, planName, nodeName), pathJobPlan, err), nil
+	}
+	cl, err := s.Facts.Cluster(ctx)
+	if err != nil {
+		return gate.FactsUnavailable(object, err), nil
+	}
+	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
+	holders, herr := s.Facts.Holders(ctx, step.HolderNodes())
+	return step.Decide(holders, herr), nil
+}
+
+// decodeJob decodes a review's Job and refuses a body of another kind.
+func decodeJob(raw []byte) (*batchv1.Job, error) {
+	job := &batchv1.Job{}
+	if err := json.Unmarshal(raw, job); err != nil {
+		return nil, err
+	}
+	if job.APIVersion != batchv1.SchemeGroupVersion.String() || job.Kind != "Job" {
+		return nil, fmt.Errorf("body is apiVersion %q kind %q, expected batch/v1 Job", job.APIVersion, job.Kind)
+	}
+	return job, nil
+}
