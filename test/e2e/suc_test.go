@@ -264,7 +264,7 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 		}
 		counts[what]++
 	}
-	t.Logf("writes since the start of the e2e run (%s ago): %v", time.Since(start).Round(time.Second), counts)
+	t.Logf("SUC's and kubelets' writes in the audit log so far (this test began %s ago): %v", time.Since(start).Round(time.Second), counts)
 	for _, w := range []string{"suc update nodes", "suc update plans/status", "suc create jobs", "kubelet patch nodes"} {
 		assert.Positive(t, counts[w], "SUC/kubelet wrote %q unreviewed", w)
 	}
