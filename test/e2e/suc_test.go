@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -417,3 +418,71 @@ func TestSUCSelectionEqualsGatePending(t *testing.T) {
 	assert.Contains(t, selected, "suc-pend-at-target", "SUC upgrades a node at the target tuple that lacks the Plan's hash label")
 	assert.Equal(t, selected, pending, "node by node: the nodes SUC upgraded vs the nodes the gate judged as pending")
 }
+
+// TestJobMatchConditions: the chart's Job webhook, evaluated by the real API
+// server, sees only SUC's writes that start a Job in a SUC namespace. The Job
+// names a Plan that does not exist, so any review would refuse it
+// (FactsMissing): an allowed write was never sent. Server-side dry runs:
+// nothing is stored.
+func TestJobMatchConditions(t *testing.T) {
+	ctx := context.Background()
+	// Rights to write Jobs, for SUC's ServiceAccount and alice (no
+	// controller-manager aggregates the bootstrap edit role here).
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-jobs"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "update", "patch", "get"}}}})))
+	for _, ns := range []string{testenv.SUCNamespace, "ml"} {
+		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-jobs"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-jobs"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})))
+	}
+	sucClient, err := client.New(env.CP.ConfigFor(testenv.SUCUser), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	alice, _ := as(t, "alice")
+	job := func(ns string, parallelism int32, labels map[string]string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "apply-mc-", Labels: labels},
+			Spec: batchv1.JobSpec{Parallelism: &parallelism, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade:v1.36.1-rke2r1"}}}}}}
+	}
+	sucLabels := map[string]string{upgradev1.LabelPlan: "mc-no-such-plan", upgradev1.LabelNode: "gpu-v100-holder"}
+	cases := []struct {
+		name     string
+		c        client.Client
+		job      *batchv1.Job
+		reviewed bool
+	}{
+		{"SUC creates a running Job", sucClient, job(testenv.SUCNamespace, 1, sucLabels), true},
+		{"SUC creates its Job paused", sucClient, job(testenv.SUCNamespace, 0, sucLabels), false},
+		{"a person's running Job with SUC's labels", alice, job(testenv.SUCNamespace, 1, sucLabels), false},
+		{"SUC's running Job without the plan label", sucClient, job(testenv.SUCNamespace, 1, map[string]string{upgradev1.LabelNode: "gpu-v100-holder"}), false},
+		{"SUC's running Job outside the SUC namespaces", sucClient, job("ml", 1, sucLabels), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Create(ctx, tc.job, client.DryRunAll)
+			if !tc.reviewed {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `admission webhook "jobs.gpu-upgrade-gate.io" denied the request`)
+			assert.Contains(t, err.Error(), "[FactsMissing] the Job's Plan system-upgrade/mc-no-such-plan (for node gpu-v100-holder) cannot be read")
+		})
+	}
+
+	// Updates of a stored Job (no controller label, so a running SUC leaves
+	// it alone): only paused -> running is a start.
+	paused := job(testenv.SUCNamespace, 0, sucLabels)
+	require.NoError(t, env.Admin.Create(ctx, paused))
+	defer env.Admin.Delete(ctx, paused)
+	relabel := paused.DeepCopy()
+	relabel.Labels["note"] = "relabel"
+	require.NoError(t, sucClient.Update(ctx, relabel, client.DryRunAll), "a relabel of a paused Job starts nothing")
+	start := paused.DeepCopy()
+	start.Spec.Parallelism = ptrTo(int32(1))
+	err = sucClient.Update(ctx, start, client.DryRunAll)
+	require.Error(t, err, "raising parallelism 0 -> 1 is the start")
+	assert.Contains(t, err.Error(), `admission webhook "jobs.gpu-upgrade-gate.io" denied the request`)
+	require.NoError(t, alice.Update(ctx, start, client.DryRunAll), "a person's raise is not SUC's step")
+}
+
+func ptrTo[T any](v T) *T { return &v }
