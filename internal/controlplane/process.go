@@ -19,13 +19,37 @@ type process struct {
 	done chan struct{} // closed once it has exited
 }
 
-func startProcess(name, bin string, args []string, logPath string) (*process, error) {
+// Process is a child the tests run next to the control plane (the real
+// system-upgrade-controller): the same lifecycle as etcd's and the
+// apiserver's.
+type Process struct{ p *process }
+
+// StartProcess starts bin with args and extra environment (added to this
+// process's), output appended to logPath; it dies with the test binary.
+func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
+	p, err := startProcess(name, bin, args, logPath, env...)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
+// Stop sends SIGTERM to its process group and waits, killing it after 15s.
+func (p *Process) Stop() { p.p.stop() }
+
+func startProcess(name, bin string, args []string, logPath string, env ...string) (*process, error) {
 	// Appending: a restarted apiserver keeps the earlier run's log.
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own group, so stop reaches anything it forks; Pdeathsig so that the
 	// kernel kills it when the test binary dies without calling Stop (a panic,

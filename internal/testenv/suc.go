@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
 )
 
 // The system-upgrade-controller as its upstream manifest deploys it: in
@@ -111,9 +112,7 @@ func archiveFile(archive, name string) ([]byte, error) {
 // SUC is a running system-upgrade-controller process.
 type SUC struct {
 	LogPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
+	proc    *controlplane.Process
 }
 
 // StartSUC runs SUC out of cluster against the control plane, as its
@@ -143,33 +142,20 @@ func (e *Env) StartSUC(ctx context.Context, bin, archive, dir string) (_ *SUC, e
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		return nil, err
 	}
-	s := &SUC{LogPath: filepath.Join(dir, "suc.log"), done: make(chan struct{})}
-	log, err := os.Create(s.LogPath)
+	s := &SUC{LogPath: filepath.Join(dir, "suc.log")}
+	s.proc, err = controlplane.StartProcess("system-upgrade-controller", bin, nil, []string{
+		"SYSTEM_UPGRADE_CONTROLLER_KUBE_CONFIG=" + kubeconfig,
+		"SYSTEM_UPGRADE_CONTROLLER_NAMESPACE=" + SUCNamespace,
+		"SYSTEM_UPGRADE_CONTROLLER_NAME=" + SUCName,
+		"SYSTEM_UPGRADE_CONTROLLER_NODE_NAME=testenv",
+		"SYSTEM_UPGRADE_CONTROLLER_LEADER_ELECT=false",
+	}, s.LogPath)
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(bin)
-	s.cmd.Env = append(os.Environ(),
-		"SYSTEM_UPGRADE_CONTROLLER_KUBE_CONFIG="+kubeconfig,
-		"SYSTEM_UPGRADE_CONTROLLER_NAMESPACE="+SUCNamespace,
-		"SYSTEM_UPGRADE_CONTROLLER_NAME="+SUCName,
-		"SYSTEM_UPGRADE_CONTROLLER_NODE_NAME=testenv",
-		"SYSTEM_UPGRADE_CONTROLLER_LEADER_ELECT=false",
-	)
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		log.Close()
-		return nil, err
-	}
-	go func() {
-		s.waitErr = s.cmd.Wait()
-		log.Close()
-		close(s.done)
-	}()
 	defer func() {
 		if err != nil {
-			_ = s.Stop()
+			s.Stop()
 		}
 	}()
 	// Ready once its Job controller runs: it logs the start of each of its
@@ -177,8 +163,8 @@ func (e *Env) StartSUC(ctx context.Context, bin, archive, dir string) (_ *SUC, e
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
-			return nil, fmt.Errorf("SUC exited while starting (%v); see %s", s.waitErr, s.LogPath)
+		case <-s.proc.Done():
+			return nil, fmt.Errorf("SUC exited while starting; see %s", s.LogPath)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
@@ -249,22 +235,8 @@ func (s *SUC) Log() string {
 	return string(data)
 }
 
-// Stop sends SIGTERM and waits, killing it after 20s.
-func (s *SUC) Stop() error {
-	select {
-	case <-s.done:
-		return nil
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(20 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	return nil
-}
+// Stop terminates SUC and waits.
+func (s *SUC) Stop() { s.proc.Stop() }
 
 // FinishJob writes what the Job controller would once the Job's pod ended
 // (no kube-controller-manager or kubelet runs here): through the status

@@ -82,7 +82,7 @@ func needSUC(t *testing.T) *testenv.SUC {
 
 func stopSUC() {
 	if suc.proc != nil {
-		_ = suc.proc.Stop()
+		suc.proc.Stop()
 	}
 }
 
