@@ -162,8 +162,8 @@ func (c *Config) IsGPUNode(n *corev1.Node) bool {
 // were stripped still counts as a GPU node where the whole Node is at hand
 // (the per-node step reads it live; the caches keep no capacity).
 func hasGPUCapacity(n *corev1.Node) bool {
-	for name, q := range n.Status.Capacity {
-		if q.Sign() > 0 && isGPUResource(string(name)) {
+	for name := range n.Status.Capacity {
+		if isGPUResource(string(name)) {
 			return true
 		}
 	}

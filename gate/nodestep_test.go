@@ -127,12 +127,14 @@ func TestNodeStepRules(t *testing.T) {
 	}
 }
 
-func TestNodeStepReadsCapacityOnlyWhereGiven(t *testing.T) {
+// A device plugin's resource in capacity makes a GPU node, whatever labels
+// are left (the kubelet reports it; the caches strip capacity, the per-node
+// step reads the Node live).
+func TestGPUCapacityMakesAGPUNode(t *testing.T) {
 	cfg := DefaultConfig()
 	n := cpuNode("cpu-01")
+	n.Status.Capacity = corev1.ResourceList{"cpu": resource.MustParse("80")}
 	assert.False(t, cfg.IsGPUNode(n))
-	n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}
-	assert.False(t, cfg.IsGPUNode(n), "a zero GPU capacity is no GPU")
 	n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("8")
 	assert.True(t, cfg.IsGPUNode(n))
 	assert.True(t, cfg.FactsOf(n).GPU)
