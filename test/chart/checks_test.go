@@ -572,7 +572,7 @@ func namespacesSelected(s *metav1.LabelSelector) ([]string, bool) {
 	return e.Values, true
 }
 
-// checkWebhooks: the three webhooks, their rules, selectors and policies.
+// checkWebhooks: the webhooks, their rules, selectors and policies.
 func (r *rendered) checkWebhooks() []string {
 	var problems []string
 	v := r.vwc(&problems)
