@@ -84,6 +84,11 @@ type Config struct {
 	Exemptions   []Exemption `json:"exemptions,omitempty"`
 	// BreakGlassGroup may use the break-glass annotation; empty disables it.
 	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+
+	// GPUOperatorCSV is the name of the GPU Operator's OLM
+	// ClusterServiceVersions before ".v<version>": approving an InstallPlan
+	// that installs one upgrades the operator.
+	GPUOperatorCSV string `json:"gpuOperatorCSV"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -110,6 +115,8 @@ func DefaultConfig() *Config {
 			},
 		}},
 		BreakGlassGroup: "gpu-upgrade-gate:break-glass",
+
+		GPUOperatorCSV: "gpu-operator-certified",
 	}
 }
 
@@ -199,6 +206,9 @@ func (c *Config) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, c.GPUOperator.validate(field.NewPath("gpuOperator"))...)
+	if msgs := validation.IsDNS1123Subdomain(c.GPUOperatorCSV); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("gpuOperatorCSV"), c.GPUOperatorCSV, msgs[0]+" (the CSV name before .v<version>, e.g. gpu-operator-certified)"))
+	}
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
 	for i, e := range c.Exemptions {
 		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,9 +12,10 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// The GPU Operator's own path to a GPU node's tuple: changing the driver (or
-// DCGM exporter) version in the ClusterPolicy or an NVIDIADriver makes the
-// driver manager reload kernel modules on every selected node.
+// The GPU Operator's own path to a GPU node's tuple: a ClusterPolicy or
+// NVIDIADriver write that changes the driver (or the DCGM exporter) makes the
+// driver manager reload kernel modules on every node it reaches; a new GPU
+// Operator version changes every GPU node's tuple at once.
 
 // DriverUpgradePolicy is ClusterPolicy spec.driver.upgradePolicy, which the
 // operator's upgrade controller applies to ClusterPolicy and NVIDIADriver
@@ -27,28 +29,54 @@ type DriverUpgradePolicy struct {
 	DrainEnabled        bool
 }
 
-// DriverChange is an UPDATE of a ClusterPolicy (nvidia.com/v1) or an
-// NVIDIADriver (nvidia.com/v1alpha1), reduced to what the rules read.
+// Operations of a driver-path request.
+const (
+	OpCreate = "CREATE"
+	OpUpdate = "UPDATE"
+	OpDelete = "DELETE"
+)
+
+// DriverChange is a write on the GPU Operator's path to a node's tuple: a
+// ClusterPolicy (nvidia.com/v1) or NVIDIADriver (nvidia.com/v1alpha1)
+// CREATE, UPDATE or DELETE, or an upgrade of the operator itself (its
+// Deployment's image, an OLM InstallPlan's approval), reduced to what the
+// rules read.
 type DriverChange struct {
-	// Object is "ClusterPolicy <name>" or "NVIDIADriver <name>".
+	// Object is "ClusterPolicy <name>", "NVIDIADriver <name>", "Deployment
+	// <ns>/<name>" or "InstallPlan <ns>/<name>".
 	Object      string
 	Annotations map[string]string
+	// Operation is OpCreate, OpUpdate ("" counts as update) or OpDelete.
+	Operation string
 	// Driver and DCGMExporter versions before and after; DCGM only exists on
 	// a ClusterPolicy. Empty means "not set".
 	OldDriver, NewDriver string
 	OldDCGM, NewDCGM     string
 	DriverPath, DCGMPath *field.Path
+	// OldOperator and NewOperator are the GPU Operator versions before and
+	// after an upgrade of the operator itself; equal for every other change.
+	OldOperator, NewOperator string
+	OperatorPath             *field.Path
+	// Reload says a field other than the versions changed that restarts the
+	// driver on every reached node: repository, image, kernelModuleType,
+	// usePrecompiled, env and anything else under the driver spec.
+	Reload bool
+	// PolicyChanged: the upgrade policy itself changed, so it is judged even
+	// when nothing reloads now (maxParallelUpgrades: 0 releases every node
+	// that waits for a pending rollout at once).
+	PolicyChanged bool
 	// NodeSelector selects the nodes an NVIDIADriver covers; nil means every
-	// GPU node (ClusterPolicy).
-	NodeSelector map[string]string
-	Policy       DriverUpgradePolicy
-	PolicyPath   *field.Path
+	// GPU node (ClusterPolicy). OldNodeSelector is the selector before an
+	// UPDATE (nil: unchanged); nodes it did not select reload.
+	NodeSelector, OldNodeSelector map[string]string
+	Policy                        DriverUpgradePolicy
+	PolicyPath                    *field.Path
 	// PolicyErr is the adapter's failure to read the policy (a live read of
 	// the ClusterPolicy for an NVIDIADriver): FactsMissing, not "no policy".
 	PolicyErr error
 }
 
-// DriverRequest is one driver-path UPDATE.
+// DriverRequest is one driver-path request.
 type DriverRequest struct {
 	Change DriverChange
 	User   UserInfo
@@ -67,27 +95,32 @@ type DriverReview struct {
 	pending  []NodeFacts
 	records  map[string]RecordEntry // named by the annotation, in order
 	names    []string
+	// fresh are the nodes that take every version the object sets: it
+	// reloads them, or reaches them only now.
+	fresh map[string]bool
+	// step is set for the per-node driver step (driverstep.go): one node,
+	// judged when its reload starts, with the budget instead of the policy.
+	step *DriverStep
 }
 
-var pathDriverRecords = field.NewPath("metadata", "annotations").Key(AnnotationQualification)
+var (
+	pathDriverRecords = field.NewPath("metadata", "annotations").Key(AnnotationQualification)
+	pathDeletion      = field.NewPath("metadata", "name")
+)
 
 // PrepareDriver finds the GPU nodes the change reaches and which of them
-// would change.
+// it would reload or move.
 func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	ch := req.Change
-	r := &DriverReview{cfg: cfg, cl: cl, req: req, current: map[string]qualification.Tuple{}, records: map[string]RecordEntry{}}
-	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM
+	r := &DriverReview{cfg: cfg, cl: cl, req: req, current: map[string]qualification.Tuple{}, records: map[string]RecordEntry{}, fresh: map[string]bool{}}
+	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
+	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator ||
+		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete
 	if !r.changed {
 		return r
 	}
-	r.rollback = ch.Annotations[AnnotationRollback] == "true"
-	for _, name := range strings.Split(ch.Annotations[AnnotationQualification], ",") {
-		if name = strings.TrimSpace(name); name != "" && !slices.Contains(r.names, name) {
-			r.names = append(r.names, name)
-			r.records[name] = cl.Records[name]
-		}
-	}
-	sel := labels.SelectorFromSet(ch.NodeSelector)
+	r.nameRecords()
+	sel, oldSel := labels.SelectorFromSet(ch.NodeSelector), labels.SelectorFromSet(ch.OldNodeSelector)
 	for _, n := range cl.Nodes {
 		if !cfg.IsGPUNode(n) || (ch.NodeSelector != nil && !sel.Matches(labels.Set(n.Labels))) {
 			continue
@@ -95,62 +128,122 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		f := cfg.FactsOf(n)
 		r.nodes = append(r.nodes, f)
 		r.current[f.Name] = f.Current(cl)
+		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	for _, f := range r.nodes {
-		if !SameTuple(r.current[f.Name], r.after(r.current[f.Name])) {
+		// A node reloads when its tuple changes, when a driver field other
+		// than the version changes, and when the object reaches it only now.
+		if r.fresh[f.Name] || ch.Operation == OpDelete || !SameTuple(r.current[f.Name], r.after(f.Name, r.current[f.Name])) {
 			r.pending = append(r.pending, f)
 		}
 	}
 	return r
 }
 
-// after is a node's tuple once the change has rolled out to it.
-func (r *DriverReview) after(cur qualification.Tuple) qualification.Tuple {
-	ch := r.req.Change
-	if ch.NewDriver != ch.OldDriver {
+// nameRecords reads the records the object names in its annotation.
+func (r *DriverReview) nameRecords() {
+	r.rollback = r.req.Change.Annotations[AnnotationRollback] == "true"
+	for _, name := range strings.Split(r.req.Change.Annotations[AnnotationQualification], ",") {
+		if name = strings.TrimSpace(name); name != "" && !slices.Contains(r.names, name) {
+			r.names = append(r.names, name)
+			r.records[name] = r.cl.Records[name]
+		}
+	}
+}
+
+// after is a node's tuple once the change has rolled out to it: the
+// versions the change moves, and on a fresh node (reloaded, or reached only
+// now) every version the object sets, whatever the node ran before.
+func (r *DriverReview) after(node string, cur qualification.Tuple) qualification.Tuple {
+	ch, fresh := r.req.Change, r.fresh[node]
+	if ch.NewDriver != "" && (fresh || ch.NewDriver != ch.OldDriver) {
 		cur.Driver = ch.NewDriver
 	}
-	if ch.NewDCGM != ch.OldDCGM {
+	if ch.NewDCGM != "" && (fresh || ch.NewDCGM != ch.OldDCGM) {
 		cur.DCGMExporter = ch.NewDCGM
+	}
+	if ch.NewOperator != ch.OldOperator {
+		cur.GPUOperator = ch.NewOperator
 	}
 	return cur
 }
 
-// HolderNodes are the nodes whose GPU holders Decide needs.
-func (r *DriverReview) HolderNodes() []string { return names(r.pending) }
+// HolderNodes are the nodes whose GPU holders Decide needs: none for an
+// upgrade of the operator itself, which reloads no driver.
+func (r *DriverReview) HolderNodes() []string {
+	if r.operatorUpgrade() {
+		return nil
+	}
+	return names(r.pending)
+}
 
-// Decide builds one Transition per reached node that would change, under
+func (r *DriverReview) operatorUpgrade() bool {
+	return r.req.Change.OldOperator != r.req.Change.NewOperator
+}
+
+// review is the engine review this one runs as.
+func (r *DriverReview) review() Review {
+	switch {
+	case r.step != nil:
+		return ReviewDriverStep
+	case r.operatorUpgrade():
+		return ReviewOperator
+	}
+	return ReviewDriver
+}
+
+// Decide builds one Transition per reached node it reloads or moves, under
 // the named record that covers its hardware, and applies the rule table
-// and the upgrade policy rule.
+// and the upgrade policy rule (the budget, at the per-node step). A policy
+// edit alone is judged by the policy rule; a deletion, which removes the
+// driver, by the holders of the nodes it reached.
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
-	d := Decision{Object: ch.Object, Nodes: r.HolderNodes()}
-	if !r.changed || len(r.pending) == 0 {
+	d := Decision{Object: ch.Object, Nodes: names(r.pending)}
+	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged) {
 		// Nothing reloads: no reached node would change.
 		d.Allowed = true
 		return d
 	}
 	var f findings
-	if ch.PolicyErr != nil {
+	switch {
+	case r.step != nil:
+		if r.budgetRule(&f); r.step.Rollout.Missing != "" {
+			return r.cfg.finish(d, f, r.req.User, nil)
+		}
+	case ch.Operation == OpDelete:
+	case ch.PolicyErr != nil:
 		f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
-	} else {
+	default:
 		policyRules(&f, ch.Policy, ch.PolicyPath)
+	}
+	if len(r.pending) == 0 || ch.Operation == OpDelete {
+		for _, nf := range r.pending {
+			t := newTransition(r.cfg, nf, r.current[nf.Name], nil, false)
+			t.Path, t.HoldersPath, t.Unload = pathDriverRecords, pathDeletion, true
+			t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
+			holdersRule(t, &f)
+		}
+		return r.cfg.finish(d, f, r.req.User, ch.Annotations)
 	}
 	usable := r.recordRules(&f, &d)
 	if len(r.names) > 0 { // else RecordMissing says it all
 		var ts []*Transition
 		for _, nf := range r.pending {
 			cur := r.current[nf.Name]
-			after := r.after(cur)
+			after := r.after(nf.Name, cur)
 			t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)
 			t.After, t.ByHardware = &after, true
 			t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
-			t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath}
-			t.CheckHolders, t.Holders, t.HoldersErr, t.Drains = true, holders[nf.Name], holdersErr, ch.Policy.DrainEnabled
+			t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath}
+			t.CheckHolders, t.Holders, t.HoldersErr, t.Drains = !r.operatorUpgrade(), holders[nf.Name], holdersErr, ch.Policy.DrainEnabled
+			if r.step != nil {
+				t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
+			}
 			ts = append(ts, t)
 		}
-		judge(ReviewDriver, ts, &f)
+		judge(r.review(), ts, &f)
 	}
 	return r.cfg.finish(d, f, r.req.User, ch.Annotations)
 }

@@ -121,6 +121,8 @@ type scenario struct {
 	cluster *Cluster
 	req     PlanRequest
 	holders map[string][]Holder
+	// holdersErr is what listing the holders failed with (nil: it worked).
+	holdersErr error
 }
 
 func safeScenario(t testing.TB) *scenario {

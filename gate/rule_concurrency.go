@@ -11,6 +11,7 @@ const (
 	concurrencyNoPolicy                              // a ClusterPolicy without driver upgradePolicy
 	concurrencyNoAuto                                // upgradePolicy.autoUpgrade off
 	concurrencyMaxParallel                           // upgradePolicy.maxParallelUpgrades not 1
+	concurrencyReloading                             // another GPU node mid driver reload (per-node step)
 )
 
 // policyRules (review-level, driver path): the operator must upgrade one
@@ -18,17 +19,20 @@ const (
 func policyRules(f *findings, p DriverUpgradePolicy, path *field.Path) {
 	switch {
 	case !p.Present:
-		f.add(concurrencyNotSerial(path, nil, concurrencyNoPolicy))
+		f.add(concurrencyNotSerial("", path, nil, concurrencyNoPolicy))
 	case !p.AutoUpgrade:
-		f.add(concurrencyNotSerial(path.Child("autoUpgrade"), false, concurrencyNoAuto))
+		f.add(concurrencyNotSerial("", path.Child("autoUpgrade"), false, concurrencyNoAuto))
 	case p.MaxParallelUpgrades != 1:
-		f.add(concurrencyNotSerial(path.Child("maxParallelUpgrades"), p.MaxParallelUpgrades, concurrencyMaxParallel))
+		f.add(concurrencyNotSerial("", path.Child("maxParallelUpgrades"), p.MaxParallelUpgrades, concurrencyMaxParallel))
 	}
 }
 
 // concurrencyNotSerial builds every ConcurrencyNotSerial blocker.
-func concurrencyNotSerial(path *field.Path, value any, p concurrencyProblem) Blocker {
+func concurrencyNotSerial(node string, path *field.Path, value any, p concurrencyProblem) Blocker {
 	switch p {
+	case concurrencyReloading:
+		// value: the other nodes mid reload, "name (state)".
+		return forbidden(CodeConcurrencyNotSerial, node, path, "node %s would start a driver reload while other GPU node(s) are mid reload: %s; GPU nodes take a new driver one at a time, so it waits until they reach upgrade-done (the operator retries on its own)", node, value)
 	case concurrencyNoPolicy:
 		return required(CodeConcurrencyNotSerial, "", path, "the ClusterPolicy has no driver upgradePolicy, so the operator would reload the driver on every node at once; set upgradePolicy.autoUpgrade: true and maxParallelUpgrades: 1")
 	case concurrencyNoAuto:

@@ -17,6 +17,10 @@ func holdersRule(t *Transition, f *findings) {
 	switch {
 	case t.HoldersErr != nil:
 		f.add(factsMissing(t.Node.Name, path, "the GPU holders on node "+t.Node.Name, fromAPI, t.HoldersErr))
+	case len(t.Holders) > 0 && t.Unload:
+		f.add(gpuHolders(t.Node.Name, path, t.Holders, holdersUnload))
+	case len(t.Holders) > 0 && t.DrainOver:
+		f.add(gpuHolders(t.Node.Name, path, t.Holders, holdersStepReload))
 	case len(t.Holders) > 0 && t.Drains:
 		f.warn("node %s runs %d GPU holder(s); the upgrade policy drains them before the reload", t.Node.Name, len(t.Holders))
 	case len(t.Holders) > 0 && t.After != nil:
@@ -29,9 +33,11 @@ func holdersRule(t *Transition, f *findings) {
 type holdersStep int
 
 const (
-	holdersUpgrade holdersStep = iota // a SUC upgrade of the node
-	holdersReload                     // the GPU Operator's driver reload
-	holdersMode                       // a GPU mode change
+	holdersUpgrade    holdersStep = iota // a SUC upgrade of the node
+	holdersReload                        // the GPU Operator's driver reload
+	holdersMode                          // a GPU mode change
+	holdersUnload                        // a driver object deleted
+	holdersStepReload                    // the GPU Operator's per-node reload step
 )
 
 // gpuHolders builds every GPUHolders blocker.
@@ -39,6 +45,10 @@ func gpuHolders(node string, path *field.Path, hs []Holder, step holdersStep) Bl
 	switch step {
 	case holdersReload:
 		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s, and the upgrade policy does not drain; they would lose their GPUs during the module reload: enable upgradePolicy.drain or stop them first", node, len(hs), holderList(hs))
+	case holdersUnload:
+		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s; deleting this object removes the driver from the node and nothing drains them first: stop or move them before deleting it", node, len(hs), holderList(hs))
+	case holdersStepReload:
+		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s; its driver reloads now (the drain left them, or did not run) and they would lose their GPUs: stop or move them, and the operator's retry passes", node, len(hs), holderList(hs))
 	case holdersMode:
 		return forbidden(CodeGPUHolders, node, path, "node %s runs %d GPU holder(s): %s; stop or migrate them before changing its GPU mode", node, len(hs), holderList(hs))
 	}

@@ -20,7 +20,7 @@ func planShapeRules(f *findings, p *upgradev1.Plan, gpu, nonGPU []string) {
 		f.add(unpinnedVersion(p.Spec.Channel))
 	}
 	if p.Spec.Concurrency != 1 {
-		f.add(concurrencyNotSerial(pathConcurrency, p.Spec.Concurrency, concurrencyPlan))
+		f.add(concurrencyNotSerial("", pathConcurrency, p.Spec.Concurrency, concurrencyPlan))
 	}
 	if !p.Spec.Cordon && p.Spec.Drain == nil {
 		f.add(cordonRequired())

@@ -14,8 +14,14 @@ const (
 	// ReviewNode: a Node update; it also runs ReviewPlan for every Plan the
 	// change pulls the node into.
 	ReviewNode Review = "node"
-	// ReviewDriver: a ClusterPolicy or NVIDIADriver version change.
+	// ReviewDriver: a ClusterPolicy or NVIDIADriver write that changes what
+	// runs on GPU nodes.
 	ReviewDriver Review = "driver"
+	// ReviewDriverStep: the GPU Operator's per-node driver step, one node
+	// moving into pod-restart-required (PrepareDriverStep).
+	ReviewDriverStep Review = "driver-step"
+	// ReviewOperator: an upgrade of the GPU Operator itself.
+	ReviewOperator Review = "operator"
 	// ReviewRecord: a record ConfigMap write.
 	ReviewRecord Review = "record"
 	// ReviewUpgradeCheck: the CLI's upgrade-check, every value typed.
@@ -42,9 +48,11 @@ type Rule struct {
 
 var (
 	planPaths   = []Review{ReviewPlan, ReviewNode}
-	changePaths = []Review{ReviewPlan, ReviewNode, ReviewDriver}
-	movePaths   = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck}
-	recordUsers = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck, ReviewRecord, ReviewValidateRecord}
+	changePaths = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator}
+	movePaths   = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck}
+	recordUsers = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck, ReviewRecord, ReviewValidateRecord}
+	// reloadPaths take GPUs from their holders (an operator upgrade does not).
+	reloadPaths = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep}
 )
 
 // ruleTable is the engine's rule table, in the order blockers are reported.
@@ -63,7 +71,7 @@ var ruleTable = []Rule{
 	{Name: "record", Codes: []Code{CodeRecordMissing}, Reviews: changePaths},
 	{Name: "record", Codes: []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete}, Reviews: recordUsers},
 	// A stale record ConfigMap is history: its webhook only warns.
-	{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewUpgradeCheck, ReviewValidateRecord}},
+	{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck, ReviewValidateRecord}},
 	{Name: "evidence", Codes: []Code{CodeEvidenceFromFuture}, Reviews: recordUsers},
 	{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths},
 	// One transition per node the review moves.
@@ -75,7 +83,7 @@ var ruleTable = []Rule{
 	{Name: "rke2", Codes: []Code{CodeRKE2Downgrade, CodeMinorSkip}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewUpgradeCheck}, Judge: rke2Rule},
 	{Name: "downgrade", Codes: []Code{CodeComponentDowngrade}, Reviews: movePaths, Judge: downgradeRule},
 	{Name: "nochange", Codes: []Code{CodeNoChange}, Reviews: []Review{ReviewUpgradeCheck}, Judge: noChangeRule},
-	{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: changePaths, Judge: holdersRule},
+	{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: reloadPaths, Judge: holdersRule},
 	// Across the review's transitions and the cluster (review-level).
 	{Name: "skew", Codes: []Code{CodeVersionSkew}, Reviews: planPaths},
 	{Name: "wave", Codes: []Code{CodeMultipleCanaries, CodeCanaryNotProven, CodeCrossFailureDomain}, Reviews: planPaths},

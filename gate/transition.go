@@ -51,6 +51,10 @@ type Transition struct {
 	HoldersPath  *field.Path
 	CheckHolders bool
 	Drains       bool
+	// Unload: the driver is removed with its object (a DELETE), DrainOver:
+	// the reload starts now (the per-node step), so the drain is over or
+	// never ran; either way any holder left loses its GPUs.
+	Unload, DrainOver bool
 	// ByHardware: the review picks the record by the node's hardware among
 	// several (driver path); Record nil then means none covers the node.
 	ByHardware bool

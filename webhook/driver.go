@@ -3,8 +3,10 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,45 +22,43 @@ var (
 	NVIDIADriverGVK  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
 )
 
-var pathUpgradePolicy = field.NewPath("spec", "driver", "upgradePolicy")
+var (
+	pathUpgradePolicy   = field.NewPath("spec", "driver", "upgradePolicy")
+	pathCPUpgradePolicy = field.NewPath("ClusterPolicy", "spec", "driver", "upgradePolicy")
+)
 
-// decideDriver reviews an UPDATE of a ClusterPolicy or an NVIDIADriver
-// (contract: driver.md).
+// decideDriver reviews a CREATE, UPDATE or DELETE of a ClusterPolicy or an
+// NVIDIADriver (contract: driver.md).
 func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.Decision, error) {
-	obj, old := &unstructured.Unstructured{}, &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
-		return gate.Decision{}, fmt.Errorf("object: %w", err)
+	obj, old, err := decodePair(req)
+	if err != nil {
+		return gate.Decision{}, err
 	}
-	if err := old.UnmarshalJSON(req.OldObject.Raw); err != nil {
-		return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
-	}
-	if obj.GroupVersionKind().GroupKind() != old.GroupVersionKind().GroupKind() {
-		return gate.Decision{}, fmt.Errorf("object is %s but oldObject is %s", obj.GroupVersionKind(), old.GroupVersionKind())
-	}
-	ch := gate.DriverChange{Object: obj.GetKind() + " " + obj.GetName(), Annotations: obj.GetAnnotations(), PolicyPath: pathUpgradePolicy}
+	ch := gate.DriverChange{Object: obj.GetKind() + " " + obj.GetName(), Annotations: obj.GetAnnotations(), Operation: string(req.Operation), PolicyPath: pathUpgradePolicy}
 	switch obj.GroupVersionKind().GroupKind() {
 	case ClusterPolicyGVK.GroupKind():
-		ch.OldDriver, ch.NewDriver = str(old, "spec", "driver", "version"), str(obj, "spec", "driver", "version")
-		ch.OldDCGM, ch.NewDCGM = str(old, "spec", "dcgmExporter", "version"), str(obj, "spec", "dcgmExporter", "version")
-		ch.DriverPath, ch.DCGMPath = field.NewPath("spec", "driver", "version"), field.NewPath("spec", "dcgmExporter", "version")
+		ch.NewDriver, ch.DriverPath = driverVersion(obj, "spec", "driver")
+		ch.NewDCGM, ch.DCGMPath = imageVersion(obj, "spec", "dcgmExporter")
 		ch.Policy = upgradePolicy(obj)
+		if old != nil {
+			ch.OldDriver, _ = driverVersion(old, "spec", "driver")
+			ch.OldDCGM, _ = imageVersion(old, "spec", "dcgmExporter")
+			ch.Reload = !sameExcept(obj, old, []string{"spec", "driver"}, "version", "upgradePolicy") || !sameExcept(obj, old, []string{"spec", "dcgmExporter"}, "version")
+			ch.PolicyChanged = !sameExcept(obj, old, []string{"spec", "driver", "upgradePolicy"})
+		}
 	case NVIDIADriverGVK.GroupKind():
-		ch.OldDriver, ch.NewDriver = str(old, "spec", "version"), str(obj, "spec", "version")
-		ch.DriverPath = field.NewPath("spec", "version")
-		sel, _, err := unstructured.NestedStringMap(obj.Object, "spec", "nodeSelector")
-		if err != nil {
-			return gate.Decision{}, fmt.Errorf("object: spec.nodeSelector: %w", err)
+		ch.NewDriver, ch.DriverPath = driverVersion(obj, "spec")
+		if ch.NodeSelector, err = nodeSelector(obj); err != nil {
+			return gate.Decision{}, err
 		}
-		ch.NodeSelector = sel
-		if ch.NodeSelector == nil {
-			ch.NodeSelector = map[string]string{}
+		if old != nil && req.Operation == admissionv1.Update {
+			ch.OldDriver, _ = driverVersion(old, "spec")
+			if ch.OldNodeSelector, err = nodeSelector(old); err != nil {
+				return gate.Decision{}, err
+			}
+			ch.Reload = !sameExcept(obj, old, []string{"spec"}, "version", "nodeSelector")
 		}
-		// The operator applies the ClusterPolicy's upgrade policy to
-		// NVIDIADriver rollouts too.
-		if ch.OldDriver != ch.NewDriver {
-			ch.PolicyPath = field.NewPath("ClusterPolicy", "spec", "driver", "upgradePolicy")
-			ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
-		}
+		ch.PolicyPath = pathCPUpgradePolicy
 	default:
 		return gate.Decision{}, fmt.Errorf("kind %s is not a GPU Operator driver resource", obj.GroupVersionKind())
 	}
@@ -66,9 +66,114 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 	if err != nil {
 		return gate.FactsUnavailable(ch.Object, err), nil
 	}
+	if ch.PolicyPath == pathCPUpgradePolicy && req.Operation != admissionv1.Delete {
+		// The operator applies the ClusterPolicy's upgrade policy to
+		// NVIDIADriver rollouts too.
+		ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
+	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
 	return r.Decide(holders, herr), nil
+}
+
+// decodePair returns the object under review (the stored one for a DELETE)
+// and the object before (nil for a CREATE; for a DELETE, the same).
+func decodePair(req admission.Request) (obj, old *unstructured.Unstructured, err error) {
+	decode := func(raw []byte, what string) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return u, nil
+	}
+	switch req.Operation {
+	case admissionv1.Delete:
+		obj, err = decode(req.OldObject.Raw, "oldObject")
+		return obj, obj, err
+	case admissionv1.Create:
+		obj, err = decode(req.Object.Raw, "object")
+		return obj, nil, err
+	}
+	if obj, err = decode(req.Object.Raw, "object"); err != nil {
+		return nil, nil, err
+	}
+	if old, err = decode(req.OldObject.Raw, "oldObject"); err != nil {
+		return nil, nil, err
+	}
+	if obj.GroupVersionKind().GroupKind() != old.GroupVersionKind().GroupKind() {
+		return nil, nil, fmt.Errorf("object is %s but oldObject is %s", obj.GroupVersionKind(), old.GroupVersionKind())
+	}
+	return obj, old, nil
+}
+
+// sameExcept says whether the maps at path are equal once the named keys
+// are left out: any other field under a driver spec (repository, image,
+// kernelModuleType, usePrecompiled, env, a field a newer operator adds)
+// changes the driver DaemonSet and so reloads the driver.
+func sameExcept(a, b *unstructured.Unstructured, path []string, except ...string) bool {
+	ma, _, _ := unstructured.NestedFieldNoCopy(a.Object, path...)
+	mb, _, _ := unstructured.NestedFieldNoCopy(b.Object, path...)
+	strip := func(v any) any {
+		m, ok := v.(map[string]any)
+		if !ok || len(except) == 0 {
+			return v
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[k] = x
+		}
+		for _, k := range except {
+			delete(out, k)
+		}
+		return out
+	}
+	return equality.Semantic.DeepEqual(strip(ma), strip(mb))
+}
+
+// imageVersion is the version an operand section rolls out: its version
+// field, else the tag (or digest) of its image, which the operator then uses
+// as the whole reference. The path says which field it came from.
+func imageVersion(u *unstructured.Unstructured, section ...string) (string, *field.Path) {
+	v, _, p := operandVersion(u, section...)
+	return v, p
+}
+
+func operandVersion(u *unstructured.Unstructured, section ...string) (v string, fromImage bool, p *field.Path) {
+	p = field.NewPath(section[0], section[1:]...)
+	if v := str(u, append(section, "version")...); v != "" {
+		return v, false, p.Child("version")
+	}
+	image := str(u, append(section, "image")...)
+	if v, ok := gate.ImageVersion(image); ok {
+		return v, true, p.Child("image")
+	}
+	if strings.ContainsAny(image, ":@") {
+		// A reference the gate cannot read is its own (unparsable) version:
+		// VersionInvalid, never "unchanged".
+		return image, false, p.Child("image")
+	}
+	return "", false, p.Child("version")
+}
+
+// driverVersion is imageVersion for a driver, whose image tags carry the OS
+// ("580.130.00-ubuntu24.04"): only the version part counts.
+func driverVersion(u *unstructured.Unstructured, section ...string) (string, *field.Path) {
+	v, fromImage, p := operandVersion(u, section...)
+	if fromImage && !strings.HasPrefix(v, "sha256:") {
+		v, _, _ = strings.Cut(v, "-")
+	}
+	return v, p
+}
+
+func nodeSelector(u *unstructured.Unstructured) (map[string]string, error) {
+	sel, _, err := unstructured.NestedStringMap(u.Object, "spec", "nodeSelector")
+	if err != nil {
+		return nil, fmt.Errorf("spec.nodeSelector: %w", err)
+	}
+	if sel == nil {
+		sel = map[string]string{} // no selector: every GPU node
+	}
+	return sel, nil
 }
 
 // clusterPolicy reads the upgrade policy live: driver changes are rare, and
@@ -76,15 +181,25 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 // installed. A read failure is FactsMissing (naming the read); no
 // ClusterPolicy at all leaves the policy absent, which denies.
 func (s *Server) clusterPolicy(ctx context.Context) (gate.DriverUpgradePolicy, error) {
+	cp, err := s.liveClusterPolicy(ctx)
+	if err != nil || cp == nil {
+		return gate.DriverUpgradePolicy{}, err
+	}
+	return upgradePolicy(cp), nil
+}
+
+// liveClusterPolicy lists the ClusterPolicy (the operator uses the one
+// there is); nil when there is none.
+func (s *Server) liveClusterPolicy(ctx context.Context) (*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ClusterPolicyGVK.GroupVersion().WithKind("ClusterPolicyList"))
 	if err := s.Facts.Live.List(ctx, list); err != nil {
-		return gate.DriverUpgradePolicy{}, fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
+		return nil, fmt.Errorf("list clusterpolicies.nvidia.com: %w", err)
 	}
 	if len(list.Items) == 0 {
-		return gate.DriverUpgradePolicy{}, nil
+		return nil, nil
 	}
-	return upgradePolicy(&list.Items[0]), nil
+	return &list.Items[0], nil
 }
 
 func upgradePolicy(cp *unstructured.Unstructured) gate.DriverUpgradePolicy {
@@ -103,11 +218,11 @@ func str(u *unstructured.Unstructured, path ...string) string {
 	return v
 }
 
-// DriverHandler serves ClusterPolicy and NVIDIADriver updates on one path.
+// DriverHandler serves ClusterPolicy and NVIDIADriver writes on one path.
 func (s *Server) DriverHandler() *handler {
 	return &handler{resource: "driver", decide: s.decideDriver, log: s.Log.WithName("driver"),
 		contract: "driver.md", reviews: []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
 		kinds: []schema.GroupVersionKind{ClusterPolicyGVK, NVIDIADriverGVK},
 		gvrs:  []schema.GroupVersionResource{ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers")},
-		ops:   []admissionv1.Operation{admissionv1.Update}}
+		ops:   []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}}
 }

@@ -31,6 +31,9 @@ func FuzzAdmissionReview(f *testing.F) {
 		{"", "Node", "nodes", "UPDATE", node},
 		{"", "ConfigMap", "configmaps", "CREATE", cm},
 		{"", "Node", "plans", "CREATE", plan},
+		{"nvidia.com", "NVIDIADriver", "nvidiadrivers", "DELETE", `{"apiVersion":"nvidia.com/v1alpha1","kind":"NVIDIADriver","metadata":{"name":"d"},"spec":{"version":"580.130.00"}}`},
+		{"", "Node", "nodes", "UPDATE", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"nvidia.com/gpu.present":"true","nvidia.com/gpu-driver-upgrade-state":"pod-restart-required"}}}`},
+		{"apps", "Deployment", "deployments", "UPDATE", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"gpu-operator","namespace":"gpu-operator"},"spec":{"template":{"spec":{"containers":[{"name":"gpu-operator","image":"x:v1"}]}}}}`},
 	} {
 		f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"` + s.group + `","version":"v1","kind":"` + s.kind +
 			`"},"resource":{"group":"` + s.group + `","version":"v1","resource":"` + s.resource + `"},"operation":"` + s.op + `","object":` + s.obj + `,"oldObject":` + s.obj + `}}`))
@@ -46,6 +49,11 @@ func FuzzAdmissionReview(f *testing.F) {
 		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
 		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
 		PathJobs:    &webhook.Admission{Handler: s.JobHandler()},
+		PathDriver:  &webhook.Admission{Handler: s.DriverHandler()},
+		// Facts never sync here, so a reload step or an operator upgrade is
+		// refused; anything else is allowed without facts.
+		PathDriverStep: &webhook.Admission{Handler: s.DriverStepHandler()},
+		PathOperator:   &webhook.Admission{Handler: s.OperatorHandler()},
 	}
 	serve := func(path string, body []byte) (int, []byte) {
 		rec := httptest.NewRecorder()

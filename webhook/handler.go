@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +27,10 @@ const (
 	PathRecords = "/validate/records"
 	PathDriver  = "/validate/driver"
 	PathJobs    = "/validate/jobs"
+	// PathDriverStep is the GPU Operator's per-node driver step.
+	PathDriverStep = "/validate/driver-step"
+	// PathOperator is an upgrade of the GPU Operator itself.
+	PathOperator = "/validate/operator"
 )
 
 // decideFunc turns one request into a decision. An error means the request
@@ -40,11 +45,13 @@ type handler struct {
 	contract string
 	reviews  []gate.Review
 	// gvrs[i] is reviewed only with kind kinds[i].
-	gvrs   []schema.GroupVersionResource
-	kinds  []schema.GroupVersionKind
-	ops    []admissionv1.Operation
-	decide decideFunc
-	log    logr.Logger
+	gvrs  []schema.GroupVersionResource
+	kinds []schema.GroupVersionKind
+	ops   []admissionv1.Operation
+	// subresources served besides the resource itself (e.g. "status").
+	subresources []string
+	decide       decideFunc
+	log          logr.Logger
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -82,7 +89,7 @@ func (h *handler) check(req admission.Request) error {
 			i = j
 		}
 	}
-	if i < 0 || req.SubResource != "" {
+	if i < 0 || (req.SubResource != "" && !slices.Contains(h.subresources, req.SubResource)) {
 		return fmt.Errorf("this endpoint reviews %v, got resource %q subresource %q", h.gvrs, req.Resource.String(), req.SubResource)
 	}
 	if want := h.kinds[i]; req.Kind.Group != want.Group || req.Kind.Kind != want.Kind {
@@ -90,7 +97,7 @@ func (h *handler) check(req admission.Request) error {
 	}
 	for _, op := range h.ops {
 		if req.Operation == op {
-			if len(req.Object.Raw) == 0 || (op == admissionv1.Update && len(req.OldObject.Raw) == 0) {
+			if (op != admissionv1.Delete && len(req.Object.Raw) == 0) || (op != admissionv1.Create && len(req.OldObject.Raw) == 0) {
 				return fmt.Errorf("%s review carries no object", req.Operation)
 			}
 			return nil

@@ -13,4 +13,8 @@ const (
 	WebhookRecords = "records.gpu-upgrade-gate.io"
 	WebhookDriver  = "driver.gpu-upgrade-gate.io"
 	WebhookJobs    = "jobs.gpu-upgrade-gate.io"
+	// WebhookDriverStep reviews the GPU Operator's per-node driver step.
+	WebhookDriverStep = "driverstep.gpu-upgrade-gate.io"
+	// WebhookOperator reviews upgrades of the GPU Operator itself.
+	WebhookOperator = "operator.gpu-upgrade-gate.io"
 )

@@ -45,11 +45,13 @@ func (s *Server) Register(srv webhook.Server) {
 // must list (TestDocumentedCodes).
 func (s *Server) handlers() map[string]*handler {
 	return map[string]*handler{
-		PathPlans:   s.PlanHandler(),
-		PathNodes:   s.NodeHandler(),
-		PathRecords: s.RecordHandler(),
-		PathDriver:  s.DriverHandler(),
-		PathJobs:    s.JobHandler(),
+		PathPlans:      s.PlanHandler(),
+		PathNodes:      s.NodeHandler(),
+		PathRecords:    s.RecordHandler(),
+		PathDriver:     s.DriverHandler(),
+		PathJobs:       s.JobHandler(),
+		PathDriverStep: s.DriverStepHandler(),
+		PathOperator:   s.OperatorHandler(),
 	}
 }
 

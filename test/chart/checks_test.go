@@ -485,6 +485,7 @@ func (r *rendered) checkRBAC() []string {
 		"/pods":                   {[]string{"list"}, func(string) bool { return true }, nil},
 		// The driver path reads the upgrade policy live (webhook/driver.md).
 		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
+		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		"/configmaps":                {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
 		"apps/deployments":           {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
 		"apps/daemonsets":            {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
@@ -537,7 +538,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}
@@ -580,8 +581,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != 5 {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver and jobs", len(v.Webhooks)))
+	if len(v.Webhooks) != 7 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver, jobs, driverstep and operator", len(v.Webhooks)))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -606,6 +607,11 @@ func (r *rendered) checkWebhooks() []string {
 		}
 		for _, rule := range w.Rules {
 			for _, res := range rule.Resources {
+				// The driver step is a label transition, and labels change
+				// through nodes/status too.
+				if res == "nodes/status" && w.Name == "driverstep.gpu-upgrade-gate.io" {
+					continue
+				}
 				if res == "*" || strings.Contains(res, "/") || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
 					bad("matches %q: never subresources (plans/status, nodes/status), leases, endpoints or events", res)
 				}
@@ -614,6 +620,12 @@ func (r *rendered) checkWebhooks() []string {
 				bad("wildcard group or version")
 			}
 			for _, op := range rule.Operations {
+				// Deleting an NVIDIADriver or the ClusterPolicy unloads drivers,
+				// so the driver path reviews it; deleting the webhook
+				// configuration still breaks glass.
+				if op == admissionregistrationv1.Delete && w.Name == "driver.gpu-upgrade-gate.io" {
+					continue
+				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
 					bad("operation %s: only CREATE and UPDATE (a DELETE must always work when the gate is down)", op)
 				}
@@ -638,15 +650,19 @@ func (r *rendered) checkWebhooks() []string {
 		namespaces []string
 	}
 	cu := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	cud := append(slices.Clone(cu), admissionregistrationv1.Delete)
 	u := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	cluster, namespaced := admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope
 	for _, wt := range []want{
 		{"plans.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes", cluster, u}}, r.e.nodePolicy, nil},
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
-		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, u}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, u}},
+		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, cud}},
 			admissionregistrationv1.Fail, nil},
 		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
+		{"driverstep.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
+		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, u}, {"operators.coreos.com", "v1alpha1", "installplans", namespaced, u}},
+			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 	} {
 		w := hook(v, wt.name)
 		if w == nil {
@@ -663,7 +679,7 @@ func (r *rendered) checkWebhooks() []string {
 			}
 			x := wt.rules[i]
 			if !slices.Equal(got.APIGroups, []string{x.group}) || !slices.Equal(got.APIVersions, []string{x.version}) ||
-				!slices.Equal(got.Resources, []string{x.resource}) || got.Scope == nil || *got.Scope != x.scope {
+				strings.Join(got.Resources, ",") != x.resource || got.Scope == nil || *got.Scope != x.scope {
 				bad("rule %v, expected %s/%s %s (%s)", got.Rule, x.group, x.version, x.resource, x.scope)
 			}
 			if !slices.Equal(got.Operations, x.ops) {
@@ -698,15 +714,30 @@ func (r *rendered) checkWebhooks() []string {
 				bad("unexpected objectSelector %v", w.ObjectSelector)
 			}
 		}
-		switch wt.rules[0].resource {
-		case "nodes", "jobs":
+		conds := ""
+		for _, c := range w.MatchConditions {
+			conds += c.Expression + "\n"
+		}
+		switch wt.name {
+		case "nodes.gpu-upgrade-gate.io", "jobs.gpu-upgrade-gate.io":
 			// Both are compared with the configuration in TestCoherence.
-		case "clusterpolicies":
-			// Only version changes may reach the gate (the operator's own
-			// writes must never depend on it).
-			if len(w.MatchConditions) != 1 || !strings.Contains(w.MatchConditions[0].Expression, "spec.?driver.?version") ||
-				!strings.Contains(w.MatchConditions[0].Expression, "spec.?dcgmExporter.?version") || !strings.Contains(w.MatchConditions[0].Expression, "spec.?version") {
-				bad("the driver webhook must match only driver/DCGM version changes, got %v", w.MatchConditions)
+		case "driver.gpu-upgrade-gate.io":
+			// Only changes of what runs on GPU nodes may reach the gate (the
+			// operator's own writes must never depend on it).
+			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({})") ||
+				!strings.Contains(conds, "object.?spec.?dcgmExporter.orValue({})") || !strings.Contains(conds, "object.?spec.orValue({}) != oldObject.?spec.orValue({})") ||
+				!strings.Contains(conds, "request.operation != 'UPDATE'") {
+				bad("the driver webhook must match CREATE, DELETE and changes of the driver/DCGM sections or an NVIDIADriver's spec, got %v", w.MatchConditions)
+			}
+		case "driverstep.gpu-upgrade-gate.io":
+			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "['pod-restart-required', 'post-maintenance-required']") ||
+				!strings.Contains(conds, "oldObject.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state']") {
+				bad("the driver step webhook must match only moves into a reload state, got %v", w.MatchConditions)
+			}
+		case "operator.gpu-upgrade-gate.io":
+			if !strings.Contains(conds, "object.metadata.name == '"+r.e.gpuOperator[1]+"'") || !strings.Contains(conds, "clusterServiceVersionNames") ||
+				!strings.Contains(conds, "!oldObject.?spec.?approved.orValue(false)") {
+				bad("the operator webhook must match only the operator Deployment's image and InstallPlan approvals, got %v", w.MatchConditions)
 			}
 		default:
 			if len(w.MatchConditions) > 0 {

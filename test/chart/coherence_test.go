@@ -64,11 +64,13 @@ func TestCoherence(t *testing.T) {
 	rec := &registrations{}
 	(&webhook.Server{}).Register(rec)
 	served := map[string]string{
-		webhook.WebhookPlans:   webhook.PathPlans,
-		webhook.WebhookNodes:   webhook.PathNodes,
-		webhook.WebhookRecords: webhook.PathRecords,
-		webhook.WebhookDriver:  webhook.PathDriver,
-		webhook.WebhookJobs:    webhook.PathJobs,
+		webhook.WebhookPlans:      webhook.PathPlans,
+		webhook.WebhookNodes:      webhook.PathNodes,
+		webhook.WebhookRecords:    webhook.PathRecords,
+		webhook.WebhookDriver:     webhook.PathDriver,
+		webhook.WebhookDriverStep: webhook.PathDriverStep,
+		webhook.WebhookOperator:   webhook.PathOperator,
+		webhook.WebhookJobs:       webhook.PathJobs,
 	}
 	var servedPaths []string
 	for _, p := range served {

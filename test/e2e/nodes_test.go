@@ -20,7 +20,10 @@ import (
 )
 
 // nodeRequests counts the Node reviews the webhook server has received.
-func nodeRequests(t *testing.T) float64 {
+func nodeRequests(t *testing.T) float64 { return requestsTo(t, "/validate/nodes") }
+
+// requestsTo counts the reviews the webhook server has received on path.
+func requestsTo(t *testing.T, path string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	require.NoError(t, err)
@@ -30,7 +33,7 @@ func nodeRequests(t *testing.T) float64 {
 			continue
 		}
 		for _, m := range f.Metric {
-			if label(m, "webhook") == "/validate/nodes" {
+			if label(m, "webhook") == path {
 				sum += m.GetCounter().GetValue()
 			}
 		}

@@ -94,6 +94,13 @@ user name can never break out of the match condition.
 '{{ . | replace "\\" "\\\\" | replace "'" "\\'" }}'
 {{- end }}
 
+{{/* A CEL list of string literals. */}}
+{{- define "gug.celList" -}}
+{{- $items := list }}
+{{- range . }}{{ $items = append $items (include "gug.celString" .) }}{{ end }}
+{{- join ", " $items }}
+{{- end }}
+
 {{/*
 The Node webhook's match conditions, from the engine configuration: kubelets,
 the exempt system controllers, non-GPU nodes, and changes that neither touch

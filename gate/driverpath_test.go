@@ -1,0 +1,304 @@
+package gate
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+const v100Product = "Tesla-V100-PCIE-32GB"
+
+// TestDriverPathFields: every field that changes what runs on GPU nodes is
+// judged, not only the versions (issue 10's driver-path bypasses).
+func TestDriverPathFields(t *testing.T) {
+	v100Only := map[string]string{"nvidia.com/gpu.product": v100Product}
+	cases := []struct {
+		name   string
+		mutate func(*driverScenario)
+		want   []Code
+	}{
+		{name: "repository change at the running version reloads every node: its tuple must be a record's target", mutate: func(s *driverScenario) {
+			s.change.NewDriver, s.change.Reload = s.change.OldDriver, true
+		}, want: []Code{CodeTargetNotQualified}},
+		{name: "repository change together with the qualified version is allowed", mutate: func(s *driverScenario) { s.change.Reload = true }},
+		{name: "reload at a tuple a record qualifies is allowed", mutate: func(s *driverScenario) {
+			// The nodes already run the record's target: a kernelModuleType
+			// change reloads the qualified tuple.
+			for _, n := range []string{"gpu-v100-01", "gpu-v100-02", "gpu-h200-01"} {
+				s.node(n).Labels[labelDriverFull] = "580.130.00"
+			}
+			s.change.OldDriver, s.change.Reload = "580.130.00", true
+		}},
+		{name: "reload with GPU holders and no drain", mutate: func(s *driverScenario) {
+			s.change.Reload = true
+			s.holders["gpu-h200-01"] = []Holder{{Namespace: "ml", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+		}, want: []Code{CodeGPUHolders}},
+		{name: "maxParallelUpgrades 0 alone is refused", mutate: func(s *driverScenario) {
+			s.change.NewDriver, s.change.Annotations = s.change.OldDriver, nil
+			// A node on another driver is not reloaded by a policy edit.
+			s.node("gpu-v100-02").Labels[labelDriverFull] = "580.140.02"
+			s.change.PolicyChanged, s.change.Policy.MaxParallelUpgrades = true, 0
+		}, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "autoUpgrade off alone is refused (the DaemonSet would roll without the per-node guard)", mutate: func(s *driverScenario) {
+			s.change.NewDriver, s.change.Annotations = s.change.OldDriver, nil
+			s.change.PolicyChanged, s.change.Policy.AutoUpgrade = true, false
+		}, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "a serial policy edit alone needs no record", mutate: func(s *driverScenario) {
+			s.change.NewDriver, s.change.Annotations = s.change.OldDriver, nil
+			s.change.PolicyChanged, s.change.Policy.DrainEnabled = true, true
+		}},
+		{name: "NVIDIADriver CREATE without records", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Operation, s.change.OldDriver, s.change.Annotations = "NVIDIADriver v100", OpCreate, "", nil
+			s.change.NodeSelector = v100Only
+		}, want: []Code{CodeRecordMissing}},
+		{name: "NVIDIADriver CREATE at a qualified version", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Operation, s.change.OldDriver = "NVIDIADriver v100", OpCreate, ""
+			s.change.NodeSelector, s.change.Annotations[AnnotationQualification] = v100Only, "v100-driver"
+		}},
+		{name: "ClusterPolicy CREATE (delete and recreate with a new version) reaches every GPU node", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDriver, s.change.OldDCGM = OpCreate, "", ""
+			s.change.NewDriver = "580.140.02"
+		}, want: []Code{CodeTargetNotQualified}},
+		{name: "ClusterPolicy CREATE at the running version reloads nothing new but is judged", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDriver, s.change.OldDCGM, s.change.Annotations = OpCreate, "", "", nil
+			s.change.NewDriver = "580.126.20"
+		}, want: []Code{CodeRecordMissing}},
+		{name: "widening an NVIDIADriver's nodeSelector reloads the nodes it reaches only now", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.OldDriver = "NVIDIADriver v100", "580.130.00"
+			s.change.OldNodeSelector, s.change.NodeSelector = v100Only, map[string]string{}
+			s.change.Annotations[AnnotationQualification] = "v100-driver"
+		}, want: []Code{CodeHardwareNotQualified}},
+		{name: "narrowing an NVIDIADriver's nodeSelector reloads nothing", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.OldDriver, s.change.Annotations = "NVIDIADriver v100", "580.130.00", nil
+			s.change.OldNodeSelector, s.change.NodeSelector = map[string]string{}, v100Only
+			for _, n := range []string{"gpu-v100-01", "gpu-v100-02"} {
+				s.node(n).Labels[labelDriverFull] = "580.130.00"
+			}
+		}},
+		{name: "NVIDIADriver DELETE with a GPU holder on a node it drives", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Operation, s.change.Annotations = "NVIDIADriver v100", OpDelete, nil
+			s.change.NodeSelector = v100Only
+			s.holders["gpu-v100-02"] = []Holder{{Namespace: "ml", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+			s.change.Policy.DrainEnabled = true // a deletion drains nothing
+		}, want: []Code{CodeGPUHolders}},
+		{name: "NVIDIADriver DELETE of idle nodes needs no record", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Operation, s.change.Annotations = "NVIDIADriver v100", OpDelete, nil
+			s.change.NodeSelector = v100Only
+		}},
+		{name: "FactsMissing: holders of a deleted driver's nodes cannot be listed", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Operation, s.change.Annotations = "NVIDIADriver v100", OpDelete, nil
+			s.change.NodeSelector = v100Only
+			s.holdersErr = errors.New("connection refused")
+		}, want: []Code{CodeFactsMissing}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDriverScenario(t)
+			tc.mutate(s)
+			r := PrepareDriver(s.cfg, s.cluster, DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+			d := r.Decide(s.holders, s.holdersErr)
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+		})
+	}
+}
+
+// operatorRecord qualifies hw on the source tuple with GPU Operator v26.6.0.
+func operatorRecord(id, hw string) RecordEntry {
+	return RecordEntry{Record: record(func(r *qualification.Record) {
+		r.ID, r.Hardware = id, []string{hw}
+		r.Target = tupleSource
+		r.Target.GPUOperator = "v26.6.0"
+	})}
+}
+
+// TestOperatorUpgrade: a new GPU Operator version changes every GPU node's
+// tuple at once; each node's hardware needs a record for its tuple with the
+// new operator.
+func TestOperatorUpgrade(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*driverScenario)
+		want   []Code
+	}{
+		{name: "qualified for every GPU node's hardware", mutate: func(*driverScenario) {}},
+		{name: "holders do not matter: no driver reloads", mutate: func(s *driverScenario) {
+			s.holders["gpu-v100-01"] = []Holder{{Namespace: "ml", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+		}},
+		{name: "RecordMissing", mutate: func(s *driverScenario) { s.change.Annotations = nil }, want: []Code{CodeRecordMissing}},
+		{name: "HardwareNotQualified: no H200 record", mutate: func(s *driverScenario) {
+			s.change.Annotations[AnnotationQualification] = "v100-op"
+		}, want: []Code{CodeHardwareNotQualified}},
+		{name: "TargetNotQualified: another operator version", mutate: func(s *driverScenario) { s.change.NewOperator = "v26.9.0" }, want: []Code{CodeTargetNotQualified}},
+		{name: "TargetNotQualified: a node on another driver", mutate: func(s *driverScenario) {
+			s.node("gpu-v100-02").Labels[labelDriverFull] = "580.140.02"
+		}, want: []Code{CodeTargetNotQualified, CodeSourceMismatch}},
+		{name: "ComponentDowngrade", mutate: func(s *driverScenario) {
+			s.change.NewOperator = "v25.10.0"
+			for name, hw := range map[string]string{"v100-op": hwV100, "h200-op": hwH200} {
+				e := operatorRecord(name, hw)
+				e.Record.Target.GPUOperator = "v25.10.0"
+				s.cluster.Records[name] = e
+			}
+		}, want: []Code{CodeComponentDowngrade}},
+		{name: "VersionInvalid", mutate: func(s *driverScenario) { s.change.NewOperator = "latest" }, want: []Code{CodeVersionInvalid, CodeTargetNotQualified}},
+		{name: "ConcurrencyNotSerial: the operator would re-render the driver DaemonSet without the per-node guard", mutate: func(s *driverScenario) {
+			s.change.Policy.AutoUpgrade = false
+		}, want: []Code{CodeConcurrencyNotSerial}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDriverScenario(t)
+			s.cluster.Records = map[string]RecordEntry{"v100-op": operatorRecord("v100-op", hwV100), "h200-op": operatorRecord("h200-op", hwH200)}
+			s.change = DriverChange{Object: "Deployment gpu-operator/gpu-operator", Annotations: map[string]string{AnnotationQualification: "v100-op,h200-op"},
+				OldOperator: "v26.3.3", NewOperator: "v26.6.0", OperatorPath: field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
+				Policy: s.change.Policy, PolicyPath: s.change.PolicyPath}
+			tc.mutate(s)
+			r := PrepareDriver(s.cfg, s.cluster, DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+			assert.Empty(t, r.HolderNodes(), "an operator upgrade lists no holders")
+			d := r.Decide(s.holders, nil)
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			assert.Equal(t, []string{"gpu-h200-01", "gpu-v100-01", "gpu-v100-02"}, d.Nodes)
+		})
+	}
+}
+
+func TestStartsDriverReload(t *testing.T) {
+	for _, tc := range []struct {
+		old, new string
+		want     bool
+	}{
+		{"drain-required", "pod-restart-required", true},
+		{"upgrade-required", "pod-restart-required", true}, // restart-only shortcut
+		{"node-maintenance-required", "pod-restart-required", true},
+		{"node-maintenance-required", "post-maintenance-required", true},
+		{"", "pod-restart-required", true},
+		{"pod-restart-required", "pod-restart-required", false},
+		{"drain-required", "upgrade-failed", false},
+		{"upgrade-required", "cordon-required", false},
+		{"pod-restart-required", "validation-required", false},
+	} {
+		assert.Equal(t, tc.want, StartsDriverReload(tc.old, tc.new), "%q -> %q", tc.old, tc.new)
+	}
+}
+
+type stepScenario struct {
+	*scenario
+	step DriverStep
+}
+
+func safeStepScenario(t *testing.T) *stepScenario {
+	d := safeDriverScenario(t)
+	s := &stepScenario{scenario: d.scenario}
+	n := s.node("gpu-v100-01")
+	n.Labels[LabelDriverUpgradeState] = "drain-required"
+	s.step = DriverStep{Node: n, OldState: "drain-required", NewState: "pod-restart-required",
+		Rollout: DriverRollout{Object: "ClusterPolicy cluster-policy", Annotations: map[string]string{AnnotationQualification: "v100-driver,h200-driver"},
+			Driver: "580.130.00", DCGM: tupleSource.DCGMExporter, DriverPath: field.NewPath("spec", "driver", "version"), DCGMPath: field.NewPath("spec", "dcgmExporter", "version")},
+		User: UserInfo{Name: "system:serviceaccount:gpu-operator:gpu-operator"}, Now: testNow}
+	return s
+}
+
+func inState(n *corev1.Node, state string) *corev1.Node {
+	n = n.DeepCopy()
+	n.Labels[LabelDriverUpgradeState] = state
+	return n
+}
+
+// TestDriverStep: the operator's move of one node into pod-restart-required
+// is judged for that node, now.
+func TestDriverStep(t *testing.T) {
+	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+	cases := []struct {
+		name   string
+		mutate func(*stepScenario)
+		want   []Code
+	}{
+		{name: "qualified reload of an idle node with no other reload in flight", mutate: func(*stepScenario) {}},
+		{name: "other GPU nodes waiting before the reload do not count", mutate: func(s *stepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "drain-required"), inState(s.node("gpu-h200-01"), "upgrade-done")}
+		}},
+		{name: "ConcurrencyNotSerial: another GPU node is validating its new driver", mutate: func(s *stepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "validation-required")}
+		}, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "ConcurrencyNotSerial: another GPU node failed its upgrade", mutate: func(s *stepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-h200-01"), "upgrade-failed")}
+		}, want: []Code{CodeConcurrencyNotSerial}},
+		{name: "the node itself listed in flight does not count", mutate: func(s *stepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-01"), "pod-restart-required")}
+		}},
+		{name: "a CPU node in flight does not count", mutate: func(s *stepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("cpu-01"), "pod-restart-required")}
+		}},
+		{name: "GPUHolders: the drain left a holder", mutate: func(s *stepScenario) {
+			s.holders["gpu-v100-01"] = holder
+			s.step.Rollout.Policy.DrainEnabled = true
+		}, want: []Code{CodeGPUHolders}},
+		{name: "FactsMissing: holders cannot be listed", mutate: func(s *stepScenario) { s.holdersErr = errors.New("timeout") }, want: []Code{CodeFactsMissing}},
+		{name: "FactsMissing: the rollout cannot be read", mutate: func(s *stepScenario) {
+			s.step.Rollout = DriverRollout{Missing: "the ClusterPolicy (list clusterpolicies.nvidia.com: timeout)"}
+		}, want: []Code{CodeFactsMissing}},
+		{name: "FactsMissing: the node's kernel is unknown", mutate: func(s *stepScenario) {
+			s.step.Node.Status.NodeInfo.KernelVersion = ""
+			delete(s.step.Node.Labels, labelKernelFull)
+		}, want: []Code{CodeFactsMissing}},
+		{name: "RecordMissing: the rolling object names no record", mutate: func(s *stepScenario) { s.step.Rollout.Annotations = nil }, want: []Code{CodeRecordMissing}},
+		{name: "TargetNotQualified: the operator rolls out an unqualified driver", mutate: func(s *stepScenario) { s.step.Rollout.Driver = "580.140.02" }, want: []Code{CodeTargetNotQualified}},
+		{name: "TargetNotQualified: an unqualified DCGM exporter", mutate: func(s *stepScenario) { s.step.Rollout.DCGM = "4.6.0-4.9.0-distroless" }, want: []Code{CodeTargetNotQualified}},
+		{name: "HardwareNotQualified: the H200 node with only the V100 record", mutate: func(s *stepScenario) {
+			s.step.Node = inState(s.node("gpu-h200-01"), "drain-required")
+			s.step.Rollout.Annotations[AnnotationQualification] = "v100-driver"
+		}, want: []Code{CodeHardwareNotQualified}},
+		{name: "ComponentDowngrade: back to 570 without a proven rollback", mutate: func(s *stepScenario) {
+			s.step.Rollout.Driver = "570.86.15"
+			s.cluster.Records["v100-driver"] = driverRecord("v100-driver", hwV100, func(r *qualification.Record) { r.Target.Driver = "570.86.15" })
+		}, want: []Code{CodeComponentDowngrade}},
+		{name: "restart-only reload at a qualified tuple", mutate: func(s *stepScenario) {
+			s.step.Node.Labels[labelDriverFull] = "580.130.00"
+			s.step.OldState = "upgrade-required"
+		}},
+		{name: "a non-GPU node is not judged", mutate: func(s *stepScenario) {
+			s.step.Node, s.step.Rollout = inState(s.node("cpu-01"), "drain-required"), DriverRollout{}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeStepScenario(t)
+			tc.mutate(s)
+			r := PrepareDriverStep(s.cfg, s.cluster, s.step)
+			d := r.Decide(s.holders, s.holdersErr)
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			for _, b := range d.Blockers {
+				if b.Node != "" {
+					assert.Contains(t, b.Err.Detail, s.step.Node.Name, "a node's blocker names the node")
+				}
+			}
+			assert.Contains(t, d.Message(), "Node "+s.step.Node.Name+" driver reload")
+		})
+	}
+}
+
+func TestDriverStepMessage(t *testing.T) {
+	s := safeStepScenario(t)
+	s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "uncordon-required")}
+	d := PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(s.holders, nil)
+	assert.Contains(t, d.Message(), `Node gpu-v100-01 driver reload (nvidia.com/gpu-driver-upgrade-state drain-required -> pod-restart-required, rolling out ClusterPolicy cluster-policy) is denied`)
+	assert.Contains(t, d.Message(), "gpu-v100-02 (uncordon-required)")
+	assert.Equal(t, "metadata.labels[nvidia.com/gpu-driver-upgrade-state]", d.Blockers[0].Err.Field)
+	assert.Equal(t, []string{"gpu-v100-01"}, d.Nodes)
+}
+
+func TestConfigGPUOperatorCSV(t *testing.T) {
+	cfg, err := LoadConfig(nil)
+	assert.NoError(t, err)
+	assert.Equal(t, "gpu-operator-certified", cfg.GPUOperatorCSV)
+	_, err = LoadConfig([]byte("gpuOperatorCSV: Not_A_Name\n"))
+	assert.ErrorContains(t, err, `gpuOperatorCSV: Invalid value: "Not_A_Name"`)
+}
