@@ -18,17 +18,13 @@ import (
 )
 
 // decideDriverStep reviews the move of a node's driver upgrade state into
-// a reload state, the GPU Operator's per-node step (contract: driver.md).
+// a reload state, the GPU Operator's per-node step (contract: driverstep.md).
 // The match conditions send nothing else; every fact is read for this node,
 // now: the rollout and the nodes mid reload live, its holders live.
 func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (gate.Decision, error) {
-	n, err := decodeNode(req.Object.Raw)
+	n, old, err := decodeNodePair(req)
 	if err != nil {
-		return gate.Decision{}, fmt.Errorf("object: %w", err)
-	}
-	old, err := decodeNode(req.OldObject.Raw)
-	if err != nil {
-		return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		return gate.Decision{}, err
 	}
 	st := gate.DriverStep{Node: n, OldState: old.Labels[gate.LabelDriverUpgradeState], NewState: n.Labels[gate.LabelDriverUpgradeState], User: userOf(req), Now: s.now()}
 	if !gate.StartsDriverReload(st.OldState, st.NewState) {

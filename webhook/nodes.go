@@ -18,13 +18,9 @@ import (
 // configuration's match conditions already drop kubelet writes, cordons and
 // changes that touch neither labels nor an uncordon.
 func (s *Server) decideNode(ctx context.Context, req admission.Request) (gate.Decision, error) {
-	n, err := decodeNode(req.Object.Raw)
+	n, old, err := decodeNodePair(req)
 	if err != nil {
-		return gate.Decision{}, fmt.Errorf("object: %w", err)
-	}
-	old, err := decodeNode(req.OldObject.Raw)
-	if err != nil {
-		return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		return gate.Decision{}, err
 	}
 	if !s.Config.IsGPUNode(n) && !s.Config.IsGPUNode(old) {
 		return gate.Decision{Allowed: true, Object: "Node " + n.Name}, nil
@@ -66,6 +62,17 @@ type nodeFields struct {
 			Status corev1.ConditionStatus   `json:"status"`
 		} `json:"conditions"`
 	} `json:"status"`
+}
+
+// decodeNodePair decodes a Node UPDATE's object and oldObject.
+func decodeNodePair(req admission.Request) (n, old *corev1.Node, err error) {
+	if n, err = decodeNode(req.Object.Raw); err != nil {
+		return nil, nil, fmt.Errorf("object: %w", err)
+	}
+	if old, err = decodeNode(req.OldObject.Raw); err != nil {
+		return nil, nil, fmt.Errorf("oldObject: %w", err)
+	}
+	return n, old, nil
 }
 
 // decodeNode decodes a review's Node into the fields the rules read and
