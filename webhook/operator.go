@@ -42,8 +42,8 @@ func (s *Server) decideOperator(ctx context.Context, req admission.Request) (gat
 	if err != nil {
 		return factsUnavailable(ch.Object, err), nil
 	}
-	if ch.OldOperator == "" && ch.NewOperator != "" {
-		// An InstallPlan moves the operator from what runs now.
+	if req.Operation == admissionv1.Create || req.Kind.Kind == InstallPlanGVK.Kind {
+		// These move the operator from what runs now.
 		ch.OldOperator, _ = gate.ImageVersion(strings.SplitN(cl.GPUOperatorImage, "@", 2)[0])
 	}
 	if ch.OldOperator == ch.NewOperator {
@@ -56,28 +56,36 @@ func (s *Server) decideOperator(ctx context.Context, req admission.Request) (gat
 }
 
 // deploymentChange reads the operator container's image tag before and
-// after; other Deployments in the namespace change nothing.
+// after (a CREATE moves it from what runs now: nothing, after a deletion);
+// other Deployments in the namespace change nothing.
 func (s *Server) deploymentChange(req admission.Request, ch *gate.DriverChange) error {
-	var obj, old appsv1.Deployment
-	for _, d := range []struct {
-		raw  []byte
-		into *appsv1.Deployment
-		what string
-	}{{req.Object.Raw, &obj, "object"}, {req.OldObject.Raw, &old, "oldObject"}} {
-		if err := json.Unmarshal(d.raw, d.into); err != nil {
-			return fmt.Errorf("%s: %w", d.what, err)
+	decode := func(raw []byte, what string) (*appsv1.Deployment, error) {
+		d := &appsv1.Deployment{}
+		if err := json.Unmarshal(raw, d); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		if k := d.into.GroupVersionKind(); k.Group != "apps" || k.Kind != "Deployment" {
-			return fmt.Errorf("%s: body is apiVersion %q kind %q, expected apps/v1 Deployment", d.what, k.GroupVersion(), k.Kind)
+		if k := d.GroupVersionKind(); k.Group != "apps" || k.Kind != "Deployment" {
+			return nil, fmt.Errorf("%s: body is apiVersion %q kind %q, expected apps/v1 Deployment", what, k.GroupVersion(), k.Kind)
 		}
+		return d, nil
+	}
+	obj, err := decode(req.Object.Raw, "object")
+	if err != nil {
+		return err
 	}
 	ref := s.Config.GPUOperator
 	if obj.Namespace != ref.Namespace || obj.Name != ref.Name {
 		return nil
 	}
 	ch.Annotations = obj.Annotations
-	ch.NewOperator, ch.OperatorPath = operatorVersion(&obj, ref.Container)
-	ch.OldOperator, _ = operatorVersion(&old, ref.Container)
+	ch.NewOperator, ch.OperatorPath = operatorVersion(obj, ref.Container)
+	if req.Operation == admissionv1.Update {
+		old, err := decode(req.OldObject.Raw, "oldObject")
+		if err != nil {
+			return err
+		}
+		ch.OldOperator, _ = operatorVersion(old, ref.Container)
+	}
 	return nil
 }
 
@@ -127,5 +135,5 @@ func (s *Server) OperatorHandler() *handler {
 		contract: "operator.md", reviews: []gate.Review{gate.ReviewOperator, gate.ReviewAdmission},
 		kinds: []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("Deployment"), InstallPlanGVK},
 		gvrs:  []schema.GroupVersionResource{appsv1.SchemeGroupVersion.WithResource("deployments"), InstallPlanGVK.GroupVersion().WithResource("installplans")},
-		ops:   []admissionv1.Operation{admissionv1.Update}}
+		ops:   []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }

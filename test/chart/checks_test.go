@@ -661,7 +661,7 @@ func (r *rendered) checkWebhooks() []string {
 			admissionregistrationv1.Fail, nil},
 		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"driverstep.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
-		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, u}, {"operators.coreos.com", "v1alpha1", "installplans", namespaced, u}},
+		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans", namespaced, u}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 	} {
 		w := hook(v, wt.name)

@@ -472,4 +472,21 @@ func TestOperatorUpgrade(t *testing.T) {
 	require.NoError(t, setImage(olm, "nvcr.io/nvidia/gpu-operator:v26.6.0", nil), "OLM applies what an approved InstallPlan installs")
 	require.NoError(t, setImage(olm, "nvcr.io/nvidia/gpu-operator:"+testenv.Source.GPUOperator, nil))
 	assert.Equal(t, before+4, requestsTo(t, webhook.PathOperator), "no version change and OLM's writes are not reviewed")
+
+	// Deleting the operator and creating it again with a new image (helm
+	// uninstall, helm install) is an upgrade too: refused, whatever the
+	// gate's cache still holds of the old Deployment.
+	var old appsv1.Deployment
+	require.NoError(t, env.Admin.Get(ctx, ref, &old))
+	require.NoError(t, env.Admin.Delete(ctx, &old))
+	defer preGate(t, func() {
+		restored := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace}, Spec: old.Spec}
+		restored.Spec.Template.Spec.Containers[0].Image = "nvcr.io/nvidia/gpu-operator:" + testenv.Source.GPUOperator
+		require.NoError(t, env.Admin.Create(ctx, restored))
+	})
+	recreated := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Annotations: map[string]string{gate.AnnotationQualification: "v100-op"}}, Spec: old.Spec}
+	recreated.Spec.Template.Spec.Containers[0].Image = "nvcr.io/nvidia/gpu-operator:v26.6.0"
+	err = alice.Create(ctx, recreated)
+	requireDeniedWith(t, err)
+	assert.Contains(t, err.Error(), "node gpu-h200-01", "every GPU node is judged")
 }
