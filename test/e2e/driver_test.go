@@ -388,6 +388,31 @@ func TestDriverStep(t *testing.T) {
 		n.Labels[gate.LabelDriverUpgradeState] = "pod-restart-required"
 		requireDenied(t, op.Status().Update(ctx, n), gate.CodeRecordMissing)
 	})
+	t.Run("two NVIDIADrivers select the node", func(t *testing.T) {
+		preGate(t, func() {
+			require.NoError(t, env.Admin.Create(ctx, nvidiaObject("nvidia.com/v1alpha1", "NVIDIADriver", "overlap", map[string]any{"version": "580.130.00", "nodeSelector": map[string]any{"driver-pool": "b"}})))
+		})
+		defer preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, ndRef("overlap"))) })
+		err := operatorStep(t, op, "gpu-v100-04", "pod-restart-required")
+		requireDenied(t, err, gate.CodeFactsMissing)
+		assert.Contains(t, err.Error(), "overlap and v100-b all select it")
+	})
+	t.Run("a node no NVIDIADriver selects takes the default one", func(t *testing.T) {
+		preGate(t, func() {
+			require.NoError(t, env.Admin.Create(ctx, nvidiaObject("nvidia.com/v1alpha1", "NVIDIADriver", "fallback", map[string]any{"version": "580.126.20", "default": true})))
+		})
+		defer preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, ndRef("fallback"))) })
+		err := operatorStep(t, op, "gpu-h200-01", "pod-restart-required")
+		requireDenied(t, err, gate.CodeRecordMissing)
+		assert.Contains(t, err.Error(), "rolling out NVIDIADriver fallback")
+	})
+	t.Run("without useNvidiaDriverCRD the ClusterPolicy's driver rolls out", func(t *testing.T) {
+		preGate(t, func() { require.NoError(t, edit(t, env.Admin, cpRef(), set("spec.driver.useNvidiaDriverCRD", false))) })
+		defer preGate(t, func() { require.NoError(t, edit(t, env.Admin, cpRef(), set("spec.driver.useNvidiaDriverCRD", true))) })
+		err := operatorStep(t, op, "gpu-h200-01", "pod-restart-required")
+		requireDenied(t, err, gate.CodeRecordMissing)
+		assert.Contains(t, err.Error(), "rolling out ClusterPolicy cluster-policy")
+	})
 }
 
 // TestDriverOperatorWrites: the operator's writes of its own objects (status,
