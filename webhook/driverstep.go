@@ -32,7 +32,7 @@ func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (g
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
-		return factsUnavailable("Node "+n.Name, err), nil
+		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
 	st.Rollout = s.rolloutFor(ctx, n)
 	if st.InFlight, err = s.inFlight(ctx); err != nil && st.Rollout.Missing == "" {

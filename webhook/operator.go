@@ -40,7 +40,7 @@ func (s *Server) decideOperator(ctx context.Context, req admission.Request) (gat
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
-		return factsUnavailable(ch.Object, err), nil
+		return gate.FactsUnavailable(ch.Object, err), nil
 	}
 	if req.Operation == admissionv1.Create || req.Kind.Kind == InstallPlanGVK.Kind {
 		// These move the operator from what runs now.
