@@ -188,14 +188,14 @@ func TestStartsDriverReload(t *testing.T) {
 	}
 }
 
-type stepScenario struct {
+type driverStepScenario struct {
 	*scenario
 	step DriverStep
 }
 
-func safeStepScenario(t *testing.T) *stepScenario {
+func safeDriverStepScenario(t *testing.T) *driverStepScenario {
 	d := safeDriverScenario(t)
-	s := &stepScenario{scenario: d.scenario}
+	s := &driverStepScenario{scenario: d.scenario}
 	n := s.node("gpu-v100-01")
 	n.Labels[LabelDriverUpgradeState] = "drain-required"
 	s.step = DriverStep{Node: n, OldState: "drain-required", NewState: "pod-restart-required",
@@ -217,59 +217,59 @@ func TestDriverStep(t *testing.T) {
 	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
 	cases := []struct {
 		name   string
-		mutate func(*stepScenario)
+		mutate func(*driverStepScenario)
 		want   []Code
 	}{
-		{name: "qualified reload of an idle node with no other reload in flight", mutate: func(*stepScenario) {}},
-		{name: "other GPU nodes waiting before the reload do not count", mutate: func(s *stepScenario) {
+		{name: "qualified reload of an idle node with no other reload in flight", mutate: func(*driverStepScenario) {}},
+		{name: "other GPU nodes waiting before the reload do not count", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "drain-required"), inState(s.node("gpu-h200-01"), "upgrade-done")}
 		}},
-		{name: "ConcurrencyNotSerial: another GPU node is validating its new driver", mutate: func(s *stepScenario) {
+		{name: "ConcurrencyNotSerial: another GPU node is validating its new driver", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "validation-required")}
 		}, want: []Code{CodeConcurrencyNotSerial}},
-		{name: "ConcurrencyNotSerial: another GPU node failed its upgrade", mutate: func(s *stepScenario) {
+		{name: "ConcurrencyNotSerial: another GPU node failed its upgrade", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-h200-01"), "upgrade-failed")}
 		}, want: []Code{CodeConcurrencyNotSerial}},
-		{name: "the node itself listed in flight does not count", mutate: func(s *stepScenario) {
+		{name: "the node itself listed in flight does not count", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-01"), "pod-restart-required")}
 		}},
-		{name: "a CPU node in flight does not count", mutate: func(s *stepScenario) {
+		{name: "a CPU node in flight does not count", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("cpu-01"), "pod-restart-required")}
 		}},
-		{name: "GPUHolders: the drain left a holder", mutate: func(s *stepScenario) {
+		{name: "GPUHolders: the drain left a holder", mutate: func(s *driverStepScenario) {
 			s.holders["gpu-v100-01"] = holder
 			s.step.Rollout.Policy.DrainEnabled = true
 		}, want: []Code{CodeGPUHolders}},
-		{name: "FactsMissing: holders cannot be listed", mutate: func(s *stepScenario) { s.holdersErr = errors.New("timeout") }, want: []Code{CodeFactsMissing}},
-		{name: "FactsMissing: the rollout cannot be read", mutate: func(s *stepScenario) {
+		{name: "FactsMissing: holders cannot be listed", mutate: func(s *driverStepScenario) { s.holdersErr = errors.New("timeout") }, want: []Code{CodeFactsMissing}},
+		{name: "FactsMissing: the rollout cannot be read", mutate: func(s *driverStepScenario) {
 			s.step.Rollout = DriverRollout{Missing: "the ClusterPolicy (list clusterpolicies.nvidia.com: timeout)"}
 		}, want: []Code{CodeFactsMissing}},
-		{name: "FactsMissing: the node's kernel is unknown", mutate: func(s *stepScenario) {
+		{name: "FactsMissing: the node's kernel is unknown", mutate: func(s *driverStepScenario) {
 			s.step.Node.Status.NodeInfo.KernelVersion = ""
 			delete(s.step.Node.Labels, labelKernelFull)
 		}, want: []Code{CodeFactsMissing}},
-		{name: "RecordMissing: the rolling object names no record", mutate: func(s *stepScenario) { s.step.Rollout.Annotations = nil }, want: []Code{CodeRecordMissing}},
-		{name: "TargetNotQualified: the operator rolls out an unqualified driver", mutate: func(s *stepScenario) { s.step.Rollout.Driver = "580.140.02" }, want: []Code{CodeTargetNotQualified}},
-		{name: "TargetNotQualified: an unqualified DCGM exporter", mutate: func(s *stepScenario) { s.step.Rollout.DCGM = "4.6.0-4.9.0-distroless" }, want: []Code{CodeTargetNotQualified}},
-		{name: "HardwareNotQualified: the H200 node with only the V100 record", mutate: func(s *stepScenario) {
+		{name: "RecordMissing: the rolling object names no record", mutate: func(s *driverStepScenario) { s.step.Rollout.Annotations = nil }, want: []Code{CodeRecordMissing}},
+		{name: "TargetNotQualified: the operator rolls out an unqualified driver", mutate: func(s *driverStepScenario) { s.step.Rollout.Driver = "580.140.02" }, want: []Code{CodeTargetNotQualified}},
+		{name: "TargetNotQualified: an unqualified DCGM exporter", mutate: func(s *driverStepScenario) { s.step.Rollout.DCGM = "4.6.0-4.9.0-distroless" }, want: []Code{CodeTargetNotQualified}},
+		{name: "HardwareNotQualified: the H200 node with only the V100 record", mutate: func(s *driverStepScenario) {
 			s.step.Node = inState(s.node("gpu-h200-01"), "drain-required")
 			s.step.Rollout.Annotations[AnnotationQualification] = "v100-driver"
 		}, want: []Code{CodeHardwareNotQualified}},
-		{name: "ComponentDowngrade: back to 570 without a proven rollback", mutate: func(s *stepScenario) {
+		{name: "ComponentDowngrade: back to 570 without a proven rollback", mutate: func(s *driverStepScenario) {
 			s.step.Rollout.Driver = "570.86.15"
 			s.cluster.Records["v100-driver"] = driverRecord("v100-driver", hwV100, func(r *qualification.Record) { r.Target.Driver = "570.86.15" })
 		}, want: []Code{CodeComponentDowngrade}},
-		{name: "restart-only reload at a qualified tuple", mutate: func(s *stepScenario) {
+		{name: "restart-only reload at a qualified tuple", mutate: func(s *driverStepScenario) {
 			s.step.Node.Labels[labelDriverFull] = "580.130.00"
 			s.step.OldState = "upgrade-required"
 		}},
-		{name: "a non-GPU node is not judged", mutate: func(s *stepScenario) {
+		{name: "a non-GPU node is not judged", mutate: func(s *driverStepScenario) {
 			s.step.Node, s.step.Rollout = inState(s.node("cpu-01"), "drain-required"), DriverRollout{}
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := safeStepScenario(t)
+			s := safeDriverStepScenario(t)
 			tc.mutate(s)
 			r := PrepareDriverStep(s.cfg, s.cluster, s.step)
 			d := r.Decide(s.holders, s.holdersErr)
@@ -286,7 +286,7 @@ func TestDriverStep(t *testing.T) {
 }
 
 func TestDriverStepMessage(t *testing.T) {
-	s := safeStepScenario(t)
+	s := safeDriverStepScenario(t)
 	s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "uncordon-required")}
 	d := PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(s.holders, nil)
 	assert.Contains(t, d.Message(), `Node gpu-v100-01 driver reload (nvidia.com/gpu-driver-upgrade-state drain-required -> pod-restart-required, rolling out ClusterPolicy cluster-policy) is denied`)
