@@ -89,6 +89,9 @@ type Config struct {
 	// ClusterServiceVersions before ".v<version>": approving an InstallPlan
 	// that installs one upgrades the operator.
 	GPUOperatorCSV string `json:"gpuOperatorCSV"`
+	// GPURuntimeClasses are RuntimeClass names whose Pods hold GPUs with or
+	// without a GPU resource (the GPU Operator's "nvidia").
+	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -114,7 +117,8 @@ func DefaultConfig() *Config {
 				"system:serviceaccount:node-feature-discovery:nfd-master",
 			},
 		}},
-		BreakGlassGroup: "gpu-upgrade-gate:break-glass",
+		BreakGlassGroup:   "gpu-upgrade-gate:break-glass",
+		GPURuntimeClasses: []string{"nvidia"},
 
 		GPUOperatorCSV: "gpu-operator-certified",
 	}
@@ -212,6 +216,11 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
 	for i, e := range c.Exemptions {
 		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)
+	}
+	for i, rc := range c.GPURuntimeClasses {
+		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("gpuRuntimeClasses").Index(i), rc, "expected a RuntimeClass name, e.g. nvidia: "+msgs[0]))
+		}
 	}
 	return errs
 }

@@ -33,6 +33,7 @@ func TestLoadConfig(t *testing.T) {
 		{"negative skew", "clockSkew: -1m\n", "clockSkew"},
 		{"wave size 0", "waveSize: 0\n", "waveSize: Invalid value: 0"},
 		{"bad vendor", "gpuVendors: [10DE]\n", "gpuVendors[0]"},
+		{"bad runtime class", "gpuRuntimeClasses: [\"Nvidia GPU\"]\n", "gpuRuntimeClasses[0]"},
 		{"no SUC namespaces", "sucNamespaces: []\n", "sucNamespaces: Required"},
 		{"bad namespace", "namespace: Gate_NS\n", "namespace: Invalid value: \"Gate_NS\""},
 		{"exemption matching everyone", "exemptions: [{name: all, resources: [plans]}]\n", "exemptions[0]: Required value"},

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,7 @@ func TestHoldersOf(t *testing.T) {
 		pod("failed", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu; p.Status.Phase = corev1.PodFailed }),
 		pod("deleting", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = gpu; p.DeletionTimestamp = &now }),
 	}
-	hs := HoldersOf(pods)
+	hs := DefaultConfig().HoldersOf(pods)
 	var got []string
 	for _, h := range hs {
 		got = append(got, h.Owner)
@@ -117,4 +118,66 @@ func TestHoldersOf(t *testing.T) {
 	require.Len(t, hs, 6)
 	assert.Equal(t, "VirtualMachineInstance ns/vm-1 [nvidia.com/GV100GL_Tesla_V100]", hs[5].String())
 	assert.Equal(t, []string{"resourceClaims"}, hs[4].Resources)
+}
+
+// TestHoldersByRuntime: a Pod that reaches GPUs through the NVIDIA runtime,
+// with no GPU resource, holds GPUs; asking it for no devices does not.
+func TestHoldersByRuntime(t *testing.T) {
+	rc := func(name string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.RuntimeClassName = &name } }
+	env := func(value string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OTHER", Value: "all"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: value}}
+		}
+	}
+	cases := []struct {
+		name string
+		mod  func(*corev1.Pod)
+		want []string // nil: not a holder
+	}{
+		{"runtime class nvidia", rc("nvidia"), []string{"runtimeClassName=nvidia"}},
+		{"another runtime class", rc("kata"), nil},
+		{"a configured runtime class", rc("nvidia-cdi"), []string{"runtimeClassName=nvidia-cdi"}},
+		{"NVIDIA_VISIBLE_DEVICES=all", env("all"), []string{"NVIDIA_VISIBLE_DEVICES=all"}},
+		{"NVIDIA_VISIBLE_DEVICES=0,1", env("0,1"), []string{"NVIDIA_VISIBLE_DEVICES=0,1"}},
+		{"NVIDIA_VISIBLE_DEVICES=GPU-uuid", env("GPU-5f3a"), []string{"NVIDIA_VISIBLE_DEVICES=GPU-5f3a"}},
+		{"NVIDIA_VISIBLE_DEVICES=NONE is not none", env("NONE"), []string{"NVIDIA_VISIBLE_DEVICES=NONE"}},
+		{"NVIDIA_VISIBLE_DEVICES=void", env("void"), nil},
+		{"NVIDIA_VISIBLE_DEVICES=none", env("none"), nil},
+		{"NVIDIA_VISIBLE_DEVICES empty", env(""), nil},
+		{"another variable", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "CUDA_VISIBLE_DEVICES", Value: "all"}}
+		}, nil},
+		{"in an init container", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}}}
+		}, []string{"NVIDIA_VISIBLE_DEVICES=all"}},
+		{"in an ephemeral container", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e", Env: []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}}}}
+		}, []string{"NVIDIA_VISIBLE_DEVICES=all"}},
+		{"from a ConfigMap: cannot be read, counted", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "devices"}}}}
+		}, []string{"NVIDIA_VISIBLE_DEVICES from a reference"}},
+		{"a long value is clipped", env(strings.Repeat("0,", 400)), []string{"NVIDIA_VISIBLE_DEVICES=" + strings.Repeat("0,", 128) + "... (800 bytes in all)"}},
+		{"both", func(p *corev1.Pod) { rc("nvidia")(p); env("all")(p) }, []string{"NVIDIA_VISIBLE_DEVICES=all", "runtimeClassName=nvidia"}},
+	}
+	cfg := DefaultConfig()
+	cfg.GPURuntimeClasses = append(cfg.GPURuntimeClasses, "nvidia-cdi")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "gpu-v100-01", Containers: []corev1.Container{{Name: "c"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			tc.mod(&p)
+			hs := cfg.HoldersOf([]corev1.Pod{p})
+			if tc.want == nil {
+				assert.Empty(t, hs)
+				return
+			}
+			require.Len(t, hs, 1)
+			assert.Equal(t, tc.want, hs[0].Resources)
+		})
+	}
+	t.Run("no runtime class configured", func(t *testing.T) {
+		c := DefaultConfig()
+		c.GPURuntimeClasses = nil
+		name := "nvidia"
+		assert.Empty(t, c.HoldersOf([]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{RuntimeClassName: &name}}}))
+	})
 }

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // gpuResourcePrefixes are the extended resources that mean "this Pod holds a
@@ -35,17 +37,20 @@ func ownerName(owner string) string {
 }
 
 // HoldersOf returns the GPU holders among pods: non-terminal, not deleting,
-// and asking for a GPU resource in any container kind or the overhead, or
-// using dynamic resource claims. KubeVirt VMs show as their virt-launcher
-// Pods, owned by the VirtualMachineInstance.
-func HoldersOf(pods []corev1.Pod) []Holder {
+// and asking for a GPU resource in any container kind or the overhead,
+// using dynamic resource claims, running with a GPU runtime class, or
+// asking the NVIDIA container runtime for devices through
+// NVIDIA_VISIBLE_DEVICES (which needs no resource at all where that runtime
+// is the node's default). KubeVirt VMs show as their virt-launcher Pods,
+// owned by the VirtualMachineInstance.
+func (c *Config) HoldersOf(pods []corev1.Pod) []Holder {
 	var hs []Holder
 	for i := range pods {
 		p := &pods[i]
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		res := gpuResources(p)
+		res := gpuResources(p, c.GPURuntimeClasses)
 		if len(res) == 0 {
 			continue
 		}
@@ -58,7 +63,13 @@ func HoldersOf(pods []corev1.Pod) []Holder {
 	return hs
 }
 
-func gpuResources(p *corev1.Pod) []string {
+// envVisibleDevices is the NVIDIA container runtime's device request; these
+// values (exactly) ask for none.
+const envVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
+
+var noVisibleDevices = []string{"", "void", "none"}
+
+func gpuResources(p *corev1.Pod, runtimeClasses []string) []string {
 	var res []string
 	addList := func(l corev1.ResourceList) {
 		for name, q := range l {
@@ -80,6 +91,34 @@ func gpuResources(p *corev1.Pod) []string {
 	addList(p.Spec.Overhead)
 	if len(p.Spec.ResourceClaims) > 0 {
 		res = append(res, "resourceClaims")
+	}
+	if rc := p.Spec.RuntimeClassName; rc != nil && slices.Contains(runtimeClasses, *rc) {
+		res = append(res, "runtimeClassName="+*rc)
+	}
+	addEnv := func(env []corev1.EnvVar) {
+		for _, e := range env {
+			if e.Name != envVisibleDevices {
+				continue
+			}
+			// A value from a reference cannot be read here: it may ask for all.
+			seen := envVisibleDevices + "=" + qualification.Clip(e.Value)
+			if e.ValueFrom != nil {
+				seen = envVisibleDevices + " from a reference"
+			} else if slices.Contains(noVisibleDevices, e.Value) {
+				continue
+			}
+			if !slices.Contains(res, seen) {
+				res = append(res, seen)
+			}
+		}
+	}
+	for _, set := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range set {
+			addEnv(c.Env)
+		}
+	}
+	for _, c := range p.Spec.EphemeralContainers {
+		addEnv(c.Env)
 	}
 	slices.Sort(res)
 	return res

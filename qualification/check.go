@@ -119,14 +119,14 @@ func Check(r *Record, f Freshness) Problems {
 	case "":
 		invalid(field.Required(apiPath, fmt.Sprintf("expected %s or %s", APIVersionKubeDC, APIVersionGate)))
 	default:
-		invalid(field.NotSupported(apiPath, clip(r.APIVersion), []string{APIVersionKubeDC, APIVersionGate}))
+		invalid(field.NotSupported(apiPath, Clip(r.APIVersion), []string{APIVersionKubeDC, APIVersionGate}))
 	}
 	switch r.Kind {
 	case Kind:
 	case "":
 		invalid(field.Required(kindPath, "expected "+Kind))
 	default:
-		invalid(field.NotSupported(kindPath, clip(r.Kind), []string{Kind}))
+		invalid(field.NotSupported(kindPath, Clip(r.Kind), []string{Kind}))
 	}
 
 	// id.
@@ -141,7 +141,7 @@ func Check(r *Record, f Freshness) Problems {
 			invalid(e)
 		}
 		if !idPattern.MatchString(r.ID) {
-			invalid(field.Invalid(idPath, clip(r.ID), "expected lowercase letters, digits, '.' and '-', starting and ending with a letter or digit, e.g. v100-kernel-canary-1"))
+			invalid(field.Invalid(idPath, Clip(r.ID), "expected lowercase letters, digits, '.' and '-', starting and ending with a letter or digit, e.g. v100-kernel-canary-1"))
 		}
 	}
 
@@ -152,7 +152,7 @@ func Check(r *Record, f Freshness) Problems {
 	case "":
 		add(ProblemNotQualified, field.Required(statePath, "only a record in state "+StateQualified+" may gate an upgrade"))
 	default:
-		add(ProblemNotQualified, field.NotSupported(statePath, clip(r.State), []string{StateQualified}))
+		add(ProblemNotQualified, field.NotSupported(statePath, Clip(r.State), []string{StateQualified}))
 	}
 
 	// approvedBy.
@@ -166,7 +166,7 @@ func Check(r *Record, f Freshness) Problems {
 	case strings.TrimSpace(r.SourceRevision) == "":
 		invalid(field.Required(revPath, "the full Git commit of the reviewed evidence: 40 (SHA-1) or 64 (SHA-256) hex digits"))
 	case !revisionPattern.MatchString(r.SourceRevision):
-		invalid(field.Invalid(revPath, clip(r.SourceRevision),
+		invalid(field.Invalid(revPath, Clip(r.SourceRevision),
 			fmt.Sprintf("expected the full Git commit of the reviewed evidence: 40 (SHA-1) or 64 (SHA-256) hex digits, got %d characters", len(r.SourceRevision))))
 	}
 
@@ -188,10 +188,10 @@ func Check(r *Record, f Freshness) Problems {
 			if vendorDevicePattern.MatchString(n) {
 				detail = "this is only vendor:device; add the subsystem IDs: " + hardwareExpected
 			}
-			invalid(field.Invalid(ip, clip(h), detail))
+			invalid(field.Invalid(ip, Clip(h), detail))
 		}
 		if j, dup := firstSeen[n]; dup {
-			e := field.Duplicate(ip, clip(h))
+			e := field.Duplicate(ip, Clip(h))
 			e.Detail = fmt.Sprintf("same GPU identity as hardware[%d] after trimming and lower-casing", j)
 			invalid(e)
 			continue
@@ -207,7 +207,7 @@ func Check(r *Record, f Freshness) Problems {
 		if r.APIVersion == APIVersionKubeDC {
 			invalid(field.Forbidden(srcPath, fmt.Sprintf("only %s records have a source tuple; use that apiVersion to record it", APIVersionGate)))
 		} else if checkTuple(srcPath, *r.Source, "the tuple the canary started from", invalid) && trimmed(*r.Source) == trimmed(r.Target) {
-			invalid(field.Invalid(srcPath, clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator or dcgmExporter"))
+			invalid(field.Invalid(srcPath, Clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator or dcgmExporter"))
 		}
 	}
 
@@ -217,7 +217,7 @@ func Check(r *Record, f Freshness) Problems {
 	if strings.TrimSpace(r.Canary.CompletedAt) == "" {
 		invalid(field.Required(atPath, "when the canary finished, as RFC 3339, e.g. 2026-07-14T12:00:00Z"))
 	} else if at, err := parseCompletedAt(r.Canary.CompletedAt); err != nil {
-		invalid(field.Invalid(atPath, clip(r.Canary.CompletedAt), "expected an RFC 3339 time such as 2026-07-14T12:00:00Z or 2026-07-14T14:00:00+02:00 (upper-case T and Z, no bare date)"))
+		invalid(field.Invalid(atPath, Clip(r.Canary.CompletedAt), "expected an RFC 3339 time such as 2026-07-14T12:00:00Z or 2026-07-14T14:00:00+02:00 (upper-case T and Z, no bare date)"))
 	} else {
 		if ahead := at.Sub(f.Now); ahead > f.ClockSkew {
 			add(ProblemFuture, field.Invalid(atPath, r.Canary.CompletedAt,

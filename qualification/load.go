@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -168,15 +169,15 @@ func (d *decoder) err() error {
 // load).
 func (d *decoder) checkNodes(n *yaml.Node) {
 	if n.Kind == yaml.AliasNode {
-		d.addf(n, "alias *%s is not allowed; a record uses no anchors or aliases: write the value out", clip(n.Value))
+		d.addf(n, "alias *%s is not allowed; a record uses no anchors or aliases: write the value out", Clip(n.Value))
 		return
 	}
 	if n.Anchor != "" {
-		d.addf(n, "anchor &%s is not allowed; a record uses no anchors or aliases: write the value out", clip(n.Anchor))
+		d.addf(n, "anchor &%s is not allowed; a record uses no anchors or aliases: write the value out", Clip(n.Anchor))
 	}
 	if n.Style&yaml.TaggedStyle != 0 && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) &&
 		n.ShortTag() != "!!map" && n.ShortTag() != "!!seq" {
-		d.addf(n, "explicit tag %q is not allowed; a record uses plain mappings and sequences", clip(n.Tag))
+		d.addf(n, "explicit tag %q is not allowed; a record uses plain mappings and sequences", Clip(n.Tag))
 	}
 	for _, c := range n.Content {
 		d.checkNodes(c)
@@ -250,7 +251,7 @@ func (d *decoder) mapping(path *field.Path, n *yaml.Node, specs []fieldSpec, kno
 			continue
 		}
 		kp := child(path, k.Value)
-		shown := child(path, clip(k.Value)).String()
+		shown := child(path, Clip(k.Value)).String()
 		if line, dup := first[k.Value]; dup {
 			d.addf(k, "duplicate key %q at line %d; first at line %d", shown, k.Line, line)
 			continue
@@ -350,7 +351,7 @@ func (d *decoder) scalarString(path *field.Path, v *yaml.Node) (string, bool) {
 		return "", false
 	}
 	if v.Style&yaml.TaggedStyle != 0 && v.ShortTag() != "!!str" {
-		d.addf(v, "%s: explicit tag %q is not allowed; write %q as a plain or quoted string", path, clip(v.Tag), clip(v.Value))
+		d.addf(v, "%s: explicit tag %q is not allowed; write %q as a plain or quoted string", path, Clip(v.Tag), Clip(v.Value))
 		return "", false
 	}
 	if isNull(v) {
@@ -418,7 +419,7 @@ func (d *decoder) boolean(dst *bool) func(*field.Path, *yaml.Node) {
 		case isYAML11Bool(v.Value):
 			hint = " (YAML 1.1 words such as yes, no, on and off are not booleans here)"
 		}
-		d.addf(v, "%s: %q is not a boolean; write true or false%s", path, clip(v.Value), hint)
+		d.addf(v, "%s: %q is not a boolean; write true or false%s", path, Clip(v.Value), hint)
 	}
 }
 
@@ -446,20 +447,24 @@ func describe(n *yaml.Node) string {
 	case yaml.DocumentNode:
 		return "a document"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("the scalar %q", clip(n.Value))
+		return fmt.Sprintf("the scalar %q", Clip(n.Value))
 	}
 	return "an unknown node"
 }
 
-// clipLength bounds how much of a value seen a message repeats.
-const clipLength = 80
+// ClipLength bounds how much of a value seen a message repeats.
+const ClipLength = 256
 
-// clip shortens a value for a message, so a hostile record cannot blow up the
-// admission response.
-func clip(s string) string {
-	r := []rune(s)
-	if len(r) <= clipLength {
+// Clip shortens a value seen for a message, noting its full length, so a
+// hostile object cannot blow up a denial, a log line or an audit entry. Every
+// message that echoes a value uses it.
+func Clip(s string) string {
+	if len(s) <= ClipLength {
 		return s
 	}
-	return string(r[:clipLength]) + "..."
+	cut := ClipLength
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", s[:cut], len(s))
 }

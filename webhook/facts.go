@@ -244,7 +244,7 @@ func (f *Facts) Holders(ctx context.Context, nodes []string) (map[string][]gate.
 			errs[i] = fmt.Errorf("list Pods on %s: %w", nodes[i], err)
 			return
 		}
-		holders[i] = gate.HoldersOf(pods.Items)
+		holders[i] = f.Config.HoldersOf(pods.Items)
 	}
 	if len(nodes) == 1 {
 		list(0)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
 // podsByNode answers Pod listings by node name; nodes in fail fail, after a
@@ -60,7 +62,7 @@ func TestHolders(t *testing.T) {
 			live.pods[n] = []corev1.Pod{gpuPod("train-"+n, n)}
 		}
 	}
-	f := &Facts{Live: live}
+	f := &Facts{Config: gate.DefaultConfig(), Live: live}
 	got, err := f.Holders(context.Background(), nodes)
 	require.NoError(t, err)
 	require.Len(t, got, len(nodes))

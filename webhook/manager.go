@@ -40,6 +40,12 @@ type Options struct {
 	// re-read, and a failed probe makes reviews fail closed until the caches
 	// have had time to catch up (default 2s).
 	VersionRefresh time.Duration
+	// ReviewBudget bounds the review bytes in flight (0: DefaultReviewBudget).
+	ReviewBudget int64
+	// ClientCA, when set, is a PEM bundle file: only clients presenting a
+	// certificate it signed (the API server, configured with an
+	// --admission-control-config-file kubeconfig) are answered.
+	ClientCA string
 }
 
 // NewManager wires the webhook server, the informer caches the rules read,
@@ -61,24 +67,33 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		return nil, nil, err
 	}
 	facts := &Facts{Config: cfg}
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion = tls.VersionTLS12
+		c.NextProtos = []string{"http/1.1"} // HTTP/2 off (Rapid Reset)
+	}}
+	if opts.ClientCA != "" {
+		pool, err := loadClientCA(opts.ClientCA)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Verified if given at the TLS layer (the readiness check dials
+		// without one); reviewLimiter refuses a request without one.
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven })
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOptions(cfg, facts),
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.ProbeAddr,
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir,
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-				c.MinVersion = tls.VersionTLS12
-				c.NextProtos = []string{"http/1.1"} // HTTP/2 off (Rapid Reset)
-			}},
+			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: tlsOpts,
 		}),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	facts.Cache, facts.Live = mgr.GetCache(), mgr.GetAPIReader()
-	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision")}
+	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != ""}
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}} {
 		// Registering the informers now makes the manager start and sync them

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -24,6 +23,12 @@ type Server struct {
 	Log    logr.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ReviewBudget bounds the body bytes in review at once (0: the default,
+	// DefaultReviewBudget); see reviewLimiter.
+	ReviewBudget int64
+	// requireClientCert: only requests with a verified client certificate
+	// are read (Options.ClientCA).
+	requireClientCert bool
 }
 
 func (s *Server) now() time.Time {
@@ -33,10 +38,17 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
-// Register serves every handler on the webhook server.
+// Register serves every handler on the webhook server. Every path shares
+// one memory budget (limits.go).
 func (s *Server) Register(srv webhook.Server) {
+	budget := s.ReviewBudget
+	if budget <= 0 {
+		budget = DefaultReviewBudget
+	}
+	l := newReviewLimiter(MaxReviewBytes, budget, DefaultReviewWait)
+	l.requireClientCert = s.requireClientCert
 	for path, h := range s.handlers() {
-		srv.Register(path, &webhook.Admission{Handler: h})
+		srv.Register(path, l.wrap(&webhook.Admission{Handler: h}))
 	}
 }
 
@@ -87,7 +99,8 @@ func (s *Server) RecordHandler() *handler {
 // decodeObject decodes a core object, tolerating fields a newer API server
 // adds, and refuses a body whose kind is not the expected one.
 func decodeObject(raw []byte, obj interface{ GetObjectKind() schema.ObjectKind }, kind string) error {
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(obj); err != nil {
+	// Unmarshal, not a Decoder: a Decoder first copies raw into its buffer.
+	if err := json.Unmarshal(raw, obj); err != nil {
 		return err
 	}
 	if k := obj.GetObjectKind().GroupVersionKind(); k.Kind != kind || k.Group != "" {

@@ -40,6 +40,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: the lowest kubelet version of the snapshot's control-plane nodes)")
 	fs.StringVar(&f.namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read (must equal the config's)")
 	f.register(fs)
+	registerMaxInput(fs)
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
 			return fail(stderr, "check", err)
@@ -144,7 +145,7 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			continue
 		}
 		review := gate.PreparePlan(cfg, cl, gate.PlanRequest{Operation: "CREATE", Plan: p, User: gate.UserInfo{Name: f.user, Groups: f.groups}, Now: now})
-		results = append(results, planResult{decision: review.Decide(snap.Holders(review.HolderNodes()), nil)})
+		results = append(results, planResult{decision: review.Decide(snap.Holders(cfg, review.HolderNodes()), nil)})
 	}
 	return results, nil
 }

@@ -32,6 +32,7 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read")
 	fs.StringVar(&now, "now", "", "as of this RFC 3339 time instead of the clock")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or csv")
+	registerMaxInput(fs)
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
 			return fail(stderr, "inventory", err)
@@ -87,7 +88,7 @@ func inventory(cluster, kubeconfig, config, namespace, now, output string, names
 			gpu = append(gpu, n.Name)
 		}
 	}
-	return gate.Inventory(cfg, cl, snap.Holders(gpu), at), nil
+	return gate.Inventory(cfg, cl, snap.Holders(cfg, gpu), at), nil
 }
 
 // liveSnapshot reads what a snapshot file would hold: all Nodes, the Pods of

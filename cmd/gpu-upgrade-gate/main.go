@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
 )
 
 // Exit statuses: a stable interface for pipelines.
@@ -168,10 +170,19 @@ func parseNow(s string) (time.Time, error) {
 	return t, nil
 }
 
-// readInput reads a file named by a flag; a failure is a usage error
-// naming the flag and the file.
+// maxInput bounds every input file of this run (--max-input-bytes).
+var maxInput int64 = snapshot.DefaultMaxInput
+
+// registerMaxInput adds --max-input-bytes to a command that reads snapshots.
+func registerMaxInput(fs *pflag.FlagSet) {
+	maxInput = snapshot.DefaultMaxInput
+	fs.Int64Var(&maxInput, "max-input-bytes", snapshot.DefaultMaxInput, "refuse an input file larger than this (bytes)")
+}
+
+// readInput reads a regular file named by a flag, within --max-input-bytes;
+// a failure is a usage error naming the flag and the file.
 func readInput(flag, path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := snapshot.ReadFile(path, maxInput)
 	if err != nil {
 		return nil, unreadable(flag, path, err)
 	}
@@ -179,6 +190,9 @@ func readInput(flag, path string) ([]byte, error) {
 }
 
 func unreadable(flag, path string, err error) error {
+	if errors.Is(err, snapshot.ErrInput) {
+		return inputf("%s %s: %v", flag, path, err)
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,12 +27,19 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics address ("0" disables)`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
+	budget := fs.String("review-memory-budget", "24Mi", "review body bytes in flight at once (a quantity); reviews beyond it wait up to 1s, then are denied, never allowed")
+	fs.StringVar(&opts.ClientCA, "client-ca", "", "PEM file of the CA that signs the API server's client certificate (--admission-control-config-file kubeconfig); set: requests without such a certificate are refused unread")
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
 			return fail(stderr, "serve", err)
 		}
 		return exitAllowed
 	}
+	q, err := resource.ParseQuantity(*budget)
+	if err != nil || q.Value() < webhook.MaxReviewBytes {
+		return fail(stderr, "serve", usagef("--review-memory-budget %q: expected a quantity of at least %d bytes (one review at the body cap), e.g. 24Mi", *budget, webhook.MaxReviewBytes))
+	}
+	opts.ReviewBudget = q.Value()
 	cfg := gate.DefaultConfig()
 	if *configPath != "" {
 		data, err := readInput("--config", *configPath)

@@ -176,7 +176,7 @@ func (f *Fleet) Holders(nodes []string) map[string][]gate.Holder {
 				pods = append(pods, *p)
 			}
 		}
-		out[n] = gate.HoldersOf(pods)
+		out[n] = f.Config.HoldersOf(pods)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // LabelControlPlane marks the nodes whose kubelet version stands in for the
@@ -46,13 +48,202 @@ type Snapshot struct {
 
 // Parse reads a v1 List (YAML or JSON). An item that does not decode is an
 // error naming its index, kind and name, the field and the value seen.
+//
+// The List is decoded item by item, never converted whole: a JSON List is
+// streamed, and a YAML List as kubectl prints it (items at column 0) is cut
+// into its items, each converted alone. Memory is the input plus the decoded
+// objects, not the many copies a whole-document conversion makes (a 10,000
+// node List took 20-33 times its size).
 func Parse(data []byte) (*Snapshot, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		return nil, errors.New("empty input; expected a v1 List as kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml prints it")
 	}
+	s := &Snapshot{Skipped: map[string]int{}}
+	each := func(i int, item []byte) error {
+		if err := s.add(item); err != nil {
+			return fmt.Errorf("items[%d]%s: %w", i, describeItem(item), err)
+		}
+		return nil
+	}
+	var err error
+	if trimmed[0] == '{' {
+		err = streamJSONList(data, each)
+	} else if header, items, ok := splitYAMLList(data); ok {
+		err = yamlList(header, items, each)
+	} else {
+		err = wholeList(data, each)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+const listExpected = "expected apiVersion v1, kind List (kubectl get ... -o yaml), got apiVersion %q, kind %q"
+
+// streamJSONList decodes a JSON List's items one at a time.
+func streamJSONList(data []byte, each func(int, []byte) error) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	bad := func(err error) error { return fmt.Errorf("expected a v1 List: %w", err) }
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
+	}
+	var apiVersion, kind string
+	n := 0
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		switch key {
+		case "apiVersion", "kind":
+			var v string
+			if err := dec.Decode(&v); err != nil {
+				return bad(fmt.Errorf("%s: %w", key, err))
+			}
+			if key == "kind" {
+				kind = v
+			} else {
+				apiVersion = v
+			}
+		case "items":
+			if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+				if t == nil && err == nil {
+					continue // "items": null
+				}
+				return bad(fmt.Errorf("items: expected a list"))
+			}
+			for ; dec.More(); n++ {
+				var item json.RawMessage
+				if err := dec.Decode(&item); err != nil {
+					return bad(fmt.Errorf("items[%d]: %w", n, err))
+				}
+				if err := each(n, item); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return bad(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return bad(err)
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(fmt.Errorf("unexpected data after the List at offset %d", dec.InputOffset()))
+	}
+	if apiVersion != "v1" || kind != "List" {
+		return fmt.Errorf(listExpected, apiVersion, kind)
+	}
+	return nil
+}
+
+// splitYAMLList cuts a YAML List laid out as kubectl prints it: top-level
+// keys at column 0, "items:" followed by entries that start with "- " at
+// column 0 and continue indented by two. ok is false for any other layout,
+// which is then converted whole. The items are sub-slices of data with
+// their first two columns still in place.
+func splitYAMLList(data []byte) (header []byte, items [][]byte, ok bool) {
+	inItems := false
+	start := -1 // of the current item
+	var hdr bytes.Buffer
+	for off := 0; off < len(data); {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off + 1
+		}
+		line := data[off:end]
+		body := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(bytes.TrimSpace(body)) == 0, body[0] == '#':
+			// blank or a comment: belongs to whatever surrounds it
+		case string(body) == "---" || string(body) == "...":
+			return nil, nil, false
+		case inItems && (body[0] == '-' && (len(body) == 1 || body[1] == ' ')):
+			if start >= 0 {
+				items = append(items, data[start:off])
+			}
+			start = off
+		case body[0] == ' ':
+			if inItems {
+				if start < 0 || !bytes.HasPrefix(body, []byte("  ")) {
+					return nil, nil, false
+				}
+			} else {
+				hdr.Write(line)
+			}
+		default: // a top-level key
+			if start >= 0 {
+				items = append(items, data[start:off])
+				start = -1
+			}
+			inItems = false
+			if k := bytes.TrimSpace(body); bytes.Equal(k, []byte("items:")) {
+				inItems = true
+			} else {
+				hdr.Write(line)
+				if !bytes.HasSuffix(hdr.Bytes(), []byte("\n")) {
+					hdr.WriteByte('\n')
+				}
+			}
+		}
+		off = end
+	}
+	if start >= 0 {
+		items = append(items, data[start:])
+	}
+	return hdr.Bytes(), items, true
+}
+
+// yamlList checks the header and converts each item alone.
+func yamlList(header []byte, items [][]byte, each func(int, []byte) error) error {
+	var list struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(header, &list); err != nil {
+		return fmt.Errorf("not valid YAML or JSON: %w", err)
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" {
+		return fmt.Errorf(listExpected, list.APIVersion, list.Kind)
+	}
+	for i, item := range items {
+		// Strip the entry's "- " and the two columns of indentation.
+		var doc bytes.Buffer
+		doc.Grow(len(item))
+		for j, line := range bytes.SplitAfter(item, []byte("\n")) {
+			if j == 0 {
+				line = bytes.TrimPrefix(line[1:], []byte(" "))
+			} else if len(line) >= 2 && line[0] == ' ' && line[1] == ' ' {
+				line = line[2:]
+			}
+			doc.Write(line)
+		}
+		raw, err := yaml.YAMLToJSON(doc.Bytes())
+		if err != nil {
+			return fmt.Errorf("items[%d]: not valid YAML: %w", i, err)
+		}
+		if err := each(i, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wholeList converts a List of any other layout whole.
+func wholeList(data []byte, each func(int, []byte) error) error {
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+		return fmt.Errorf("not valid YAML or JSON: %w", err)
 	}
 	var list struct {
 		APIVersion string            `json:"apiVersion"`
@@ -60,18 +251,32 @@ func Parse(data []byte) (*Snapshot, error) {
 		Items      []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("expected a v1 List: %w", err)
+		return fmt.Errorf("expected a v1 List: %w", err)
 	}
 	if list.APIVersion != "v1" || list.Kind != "List" {
-		return nil, fmt.Errorf("expected apiVersion v1, kind List (kubectl get ... -o yaml), got apiVersion %q, kind %q", list.APIVersion, list.Kind)
+		return fmt.Errorf(listExpected, list.APIVersion, list.Kind)
 	}
-	s := &Snapshot{Skipped: map[string]int{}}
 	for i, item := range list.Items {
-		if err := s.add(item); err != nil {
-			return nil, fmt.Errorf("items[%d]%s: %w", i, describeItem(item), err)
+		if err := each(i, item); err != nil {
+			return err
 		}
 	}
-	return s, nil
+	return nil
+}
+
+// stripPod keeps what makes a Pod a GPU holder and names it: a cluster's
+// Pods outnumber its Nodes tenfold.
+func stripPod(p corev1.Pod) corev1.Pod {
+	p.ManagedFields, p.Annotations, p.Labels = nil, nil, nil
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+	p.Spec.Volumes, p.Spec.Affinity, p.Spec.Tolerations = nil, nil, nil
+	for _, set := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range set {
+			c := &set[i]
+			*c = corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources, Env: c.Env}
+		}
+	}
+	return p
 }
 
 type typeMeta struct {
@@ -106,13 +311,16 @@ func (s *Snapshot) add(item json.RawMessage) error {
 		if err := decode(item, n); err != nil {
 			return err
 		}
-		s.Nodes = append(s.Nodes, n)
+		// Kept as the webhook caches them: the images, addresses and status
+		// the rules never read were most of a snapshot's memory.
+		stripped, _ := webhook.StripNode(n)
+		s.Nodes = append(s.Nodes, stripped.(*corev1.Node))
 	case "v1/Pod":
 		var p corev1.Pod
 		if err := decode(item, &p); err != nil {
 			return err
 		}
-		s.Pods = append(s.Pods, p)
+		s.Pods = append(s.Pods, stripPod(p))
 	case "apps/v1/Deployment":
 		var d appsv1.Deployment
 		if err := decode(item, &d); err != nil {
@@ -309,11 +517,16 @@ func LoadRecords(path string) ([]RecordFile, error) {
 // returned as the entry's Err (naming the file); the error is only for a
 // file that cannot be read.
 func LoadRecordFile(path string) (gate.RecordEntry, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path)
 	if err != nil {
 		return gate.RecordEntry{}, err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return gate.RecordEntry{}, err
+	} else if !info.Mode().IsRegular() {
+		return gate.RecordEntry{}, fmt.Errorf("%w: it is %s, not a regular file; save the record to a file first", ErrInput, fileKind(info.Mode()))
+	}
 	rec, err := qualification.Load(f)
 	var le *qualification.LoadError
 	if err != nil && !errors.As(err, &le) {
@@ -382,11 +595,11 @@ func (s *Snapshot) PodsByNode() map[string][]corev1.Pod {
 
 // Holders lists the GPU holders of each named node, as the webhook lists
 // them live for the nodes a review asks about.
-func (s *Snapshot) Holders(nodes []string) map[string][]gate.Holder {
+func (s *Snapshot) Holders(cfg *gate.Config, nodes []string) map[string][]gate.Holder {
 	byNode := s.PodsByNode()
 	out := make(map[string][]gate.Holder, len(nodes))
 	for _, n := range nodes {
-		if hs := gate.HoldersOf(byNode[n]); len(hs) > 0 {
+		if hs := cfg.HoldersOf(byNode[n]); len(hs) > 0 {
 			out[n] = hs
 		}
 	}

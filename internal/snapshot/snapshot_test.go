@@ -42,7 +42,7 @@ func TestParseExampleSnapshot(t *testing.T) {
 		assert.NoError(t, e.Err, name)
 	}
 
-	hs := s.Holders([]string{"gpu-v100-01", "gpu-v100-02", "cpu-01"})
+	hs := s.Holders(gate.DefaultConfig(), []string{"gpu-v100-01", "gpu-v100-02", "cpu-01"})
 	assert.Equal(t, map[string][]gate.Holder{"gpu-v100-02": {{Namespace: "ml-team", Pod: "resnet50-train-8xk2q", Owner: "Job/resnet50-train", Resources: []string{"nvidia.com/gpu"}}}}, hs,
 		"the finished smoke test and the DCGM exporter on gpu-v100-01 hold no GPU")
 	assert.Len(t, s.PodsByNode()["gpu-v100-01"], 2)

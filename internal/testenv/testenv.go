@@ -138,16 +138,27 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 // server calls the webhook: its admission plugin learns of the object through
 // an informer, a moment after the create returns.
 func (e *Env) RegisterWebhook(ctx context.Context) error {
-	if err := e.Admin.Create(ctx, e.WebhookConfiguration()); err != nil {
-		return err
-	}
-	return e.waitWebhookCalled(ctx, true)
+	return e.Register(ctx, e.WebhookConfiguration())
 }
 
 // UnregisterWebhook deletes the webhook configuration and returns once the
 // API server no longer calls the webhook.
 func (e *Env) UnregisterWebhook(ctx context.Context) error {
-	if err := e.Admin.Delete(ctx, e.WebhookConfiguration()); err != nil {
+	return e.Unregister(ctx, e.WebhookConfiguration())
+}
+
+// Register creates vwc (e.g. a ServeProcess's) and returns once the API
+// server calls its record webhook.
+func (e *Env) Register(ctx context.Context, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	if err := e.Admin.Create(ctx, vwc); err != nil {
+		return err
+	}
+	return e.waitWebhookCalled(ctx, true)
+}
+
+// Unregister deletes vwc and returns once the API server no longer calls it.
+func (e *Env) Unregister(ctx context.Context, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	if err := e.Admin.Delete(ctx, vwc); err != nil {
 		return err
 	}
 	return e.waitWebhookCalled(ctx, false)

@@ -54,6 +54,7 @@ var variants = map[string]func(e *expect){
 	},
 	"networkpolicy-servicemonitor-values.yaml": func(e *expect) {
 		e.networkPolicy, e.serviceMonitor, e.deleteHook = true, true, true
+		e.webhookFrom, e.clientCA = []string{"10.0.0.10/32", "10.0.0.11/32"}, "apiserver-webhook-client-ca"
 		e.dcgm = [2]string{"gpu-monitoring", "dcgm-exporter"}
 	},
 	"one-replica-values.yaml": func(e *expect) {
@@ -170,6 +171,7 @@ func TestRenderRefusals(t *testing.T) {
 		"exemption for everyone":  {values: map[string]any{"config": map[string]any{"exemptions": []any{map[string]any{"name": "all", "resources": []string{"plans"}}}}}, want: "exemptions"},
 		"vendor not hex":          {values: map[string]any{"config": map[string]any{"gpuVendors": []string{"NVDA"}}}, want: "gpuVendors"},
 		"image digest not sha256": {values: map[string]any{"image": map[string]any{"digest": "latest"}}, want: "digest"},
+		"NetworkPolicy without the API server's addresses": {values: map[string]any{"networkPolicy": map[string]any{"enabled": true}}, want: "webhookFromCIDRs"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -364,8 +366,21 @@ func TestChecksCanFail(t *testing.T) {
 		// NetworkPolicy, ServiceMonitor, hooks
 		{"webhook port behind a selector", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
 			np := Find[*networkingv1.NetworkPolicy](o)[0]
-			np.Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}
-		}, "any source"},
+			np.Spec.Ingress[0].From = append(np.Spec.Ingress[0].From, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}})
+		}, "not an API server address"},
+		{"webhook port open to any source", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			Find[*networkingv1.NetworkPolicy](o)[0].Spec.Ingress[0].From = nil
+		}, "webhook port to any source"},
+		{"webhook port open to another address", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			Find[*networkingv1.NetworkPolicy](o)[0].Spec.Ingress[0].From[0].IPBlock.CIDR = "0.0.0.0/0"
+		}, "API server's addresses"},
+		{"client CA not mounted", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			for i, v := range dep(o).Spec.Template.Spec.Volumes {
+				if v.ConfigMap != nil && v.ConfigMap.Name == "apiserver-webhook-client-ca" {
+					dep(o).Spec.Template.Spec.Volumes[i].ConfigMap.Name = "other"
+				}
+			}
+		}, "--client-ca"},
 		{"metrics open to all", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
 			Find[*networkingv1.NetworkPolicy](o)[0].Spec.Ingress[1].From = nil
 		}, "metrics to any source"},

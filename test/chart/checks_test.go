@@ -40,9 +40,13 @@ type expect struct {
 	priorityClassName string
 	nfd               bool
 	networkPolicy     bool
-	serviceMonitor    bool
-	probeHook         bool
-	deleteHook        bool
+	// webhookFrom: the CIDRs the NetworkPolicy admits to the webhook port.
+	webhookFrom []string
+	// clientCA: the ConfigMap holding the API server's client CA, "" none.
+	clientCA       string
+	serviceMonitor bool
+	probeHook      bool
+	deleteHook     bool
 	// gpuOperator / dcgm: namespace and name the Roles must name.
 	gpuOperator, dcgm [2]string
 }
@@ -247,7 +251,27 @@ func (r *rendered) checkDeployment() []string {
 	if spec.ServiceAccountName != r.serviceAccount() {
 		problems = append(problems, fmt.Sprintf("pods run as %q, not the chart's ServiceAccount %q", spec.ServiceAccountName, r.serviceAccount()))
 	}
+	// --client-ca names a file of the client CA ConfigMap's volume.
+	clientCA, set := flag(c.Args, "client-ca")
+	switch {
+	case set != (r.e.clientCA != ""):
+		problems = append(problems, fmt.Sprintf("serve --client-ca set %v, expected %v", set, r.e.clientCA != ""))
+	case set:
+		v, ok := vols[nameOfMount(mounts, path.Dir(clientCA))]
+		if !ok || v.ConfigMap == nil || v.ConfigMap.Name != r.e.clientCA {
+			problems = append(problems, fmt.Sprintf("--client-ca=%s is not in a volume of ConfigMap %s", clientCA, r.e.clientCA))
+		}
+	}
 	return problems
+}
+
+func nameOfMount(mounts map[string]string, dir string) string {
+	for name, mp := range mounts {
+		if mp == dir {
+			return name
+		}
+	}
+	return ""
 }
 
 // podSpecs are the webhook's pods and every hook Job's pods.
@@ -999,8 +1023,20 @@ func (r *rendered) checkNetworkPolicy() []string {
 			}
 			switch p.Port.String() {
 			case "webhook", "9443":
-				// The API server runs on the host network: no selector matches it.
-				webhookOpen = webhookOpen || len(rule.From) == 0
+				// The API server runs on the host network: only its addresses
+				// can name it, and nothing else may be admitted.
+				var cidrs []string
+				for _, from := range rule.From {
+					if from.IPBlock == nil || from.PodSelector != nil || from.NamespaceSelector != nil || len(from.IPBlock.Except) > 0 {
+						problems = append(problems, "the webhook port is opened to a peer that is not an API server address")
+						continue
+					}
+					cidrs = append(cidrs, from.IPBlock.CIDR)
+				}
+				if len(rule.From) == 0 {
+					problems = append(problems, "NetworkPolicy opens the webhook port to any source")
+				}
+				webhookOpen = webhookOpen || slices.Equal(cidrs, r.e.webhookFrom)
 			case "metrics", "8080":
 				metricsOpenToAll = metricsOpenToAll || len(rule.From) == 0
 			default:
@@ -1012,7 +1048,7 @@ func (r *rendered) checkNetworkPolicy() []string {
 		}
 	}
 	if !webhookOpen {
-		problems = append(problems, "NetworkPolicy must open the webhook port to any source (the API server is on the host network)")
+		problems = append(problems, fmt.Sprintf("NetworkPolicy must open the webhook port to the API server's addresses %v only", r.e.webhookFrom))
 	}
 	if metricsOpenToAll {
 		problems = append(problems, "NetworkPolicy opens metrics to any source")

@@ -36,9 +36,15 @@ func configOf(t *testing.T, objs []Object) (*gate.Config, string) {
 	require.Empty(t, problems)
 	cfgPath, ok := flag(d.Spec.Template.Spec.Containers[0].Args, "config")
 	require.True(t, ok, "serve has no --config")
-	var cmName string
+	// The ConfigMap of the volume mounted where --config points.
+	var volume, cmName string
+	for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if m.MountPath == filepath.Dir(cfgPath) {
+			volume = m.Name
+		}
+	}
 	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.ConfigMap != nil {
+		if v.ConfigMap != nil && v.Name == volume {
 			cmName = v.ConfigMap.Name
 		}
 	}
