@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -298,16 +299,43 @@ type UserInfo struct {
 	Groups []string
 }
 
+// MinBreakGlassReason is how many non-space characters a break-glass
+// reason needs (e.g. "INC-9"): the reason is what the audit log keeps.
+const MinBreakGlassReason = 5
+
 // finish settles a decision from its findings. A denial is turned into an
-// allow when the requester may and did break glass: the overridden codes
-// stay in the decision (and so in the audit log), with a warning.
-func (c *Config) finish(d Decision, f findings, user UserInfo, annotations map[string]string) Decision {
+// allow when the requester may and did break glass on this very write (the
+// request adds the annotation or changes its reason: one that stays on the
+// object from an earlier write overrides nothing, or it would silently
+// override every later edit). The overridden codes stay in the decision
+// (and so in the audit log), with a warning.
+func (c *Config) finish(d Decision, f findings, user UserInfo, annotations, oldAnnotations map[string]string) Decision {
 	f.settle(&d)
-	reason := annotations[AnnotationBreakGlass]
-	if d.Allowed || c.BreakGlassGroup == "" || reason == "" || !slices.Contains(user.Groups, c.BreakGlassGroup) {
+	reason, was := annotations[AnnotationBreakGlass], oldAnnotations[AnnotationBreakGlass]
+	if reason == "" || c.BreakGlassGroup == "" {
+		return d
+	}
+	switch {
+	case reason == was:
+		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: the %s annotation (%q) is left from an earlier write and overrides nothing: this write is judged normally; to break glass again, set a new reason", AnnotationBreakGlass, qualification.Clip(reason)))
+		return d
+	case d.Allowed || !slices.Contains(user.Groups, c.BreakGlassGroup):
+		return d
+	case nonSpace(reason) < MinBreakGlassReason:
+		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass not honoured: metadata.annotations[%s] %q has %d non-space characters, expected at least %d (e.g. an incident number and why)", AnnotationBreakGlass, qualification.Clip(reason), nonSpace(reason), MinBreakGlassReason))
 		return d
 	}
 	d.Allowed, d.BreakGlass = true, reason
-	d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode %d blocker(s): %s", user.Name, reason, len(d.Blockers), codeList(d.Codes())))
+	d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass by %s (%q) overrode %d blocker(s) for this write only: %s", user.Name, qualification.Clip(reason), len(d.Blockers), codeList(d.Codes())))
 	return d
+}
+
+func nonSpace(s string) int {
+	n := 0
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
 }

@@ -48,6 +48,10 @@ type DriverChange struct {
 	Annotations map[string]string
 	// Operation is OpCreate, OpUpdate ("" counts as update) or OpDelete.
 	Operation string
+	// OldAnnotations are the object's before the write (break glass counts
+	// only when this write sets it); nil for a CREATE and a DELETE, which
+	// carries no annotations of its own, so the object's count for it.
+	OldAnnotations map[string]string
 	// Driver and DCGMExporter versions before and after; DCGM only exists on
 	// a ClusterPolicy. Empty means "not set".
 	OldDriver, NewDriver string
@@ -210,7 +214,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 	switch {
 	case r.step != nil:
 		if r.budgetRule(&f); r.step.Rollout.Missing != "" {
-			return r.cfg.finish(d, f, r.req.User, nil)
+			return r.cfg.finish(d, f, r.req.User, nil, nil)
 		}
 	case ch.Operation == OpDelete:
 	case ch.PolicyErr != nil:
@@ -225,7 +229,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 			t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
 			holdersRule(t, &f)
 		}
-		return r.cfg.finish(d, f, r.req.User, ch.Annotations)
+		return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
 	}
 	usable := r.recordRules(&f, &d)
 	if len(r.names) > 0 { // else RecordMissing says it all
@@ -245,7 +249,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		}
 		judge(r.review(), ts, &f)
 	}
-	return r.cfg.finish(d, f, r.req.User, ch.Annotations)
+	return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
 }
 
 // recordRules checks every named record and returns the usable ones.

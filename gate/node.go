@@ -131,5 +131,5 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 			f.add(b)
 		}
 	}
-	return r.cfg.finish(d, f, r.req.User, n.Annotations)
+	return r.cfg.finish(d, f, r.req.User, n.Annotations, r.req.OldNode.Annotations)
 }

@@ -197,7 +197,11 @@ func allAtDestination(ts []*Transition) bool {
 }
 
 func (r *PlanReview) finish(d Decision, f findings) Decision {
-	return r.cfg.finish(d, f, r.req.User, r.req.Plan.Annotations)
+	var old map[string]string
+	if r.req.OldPlan != nil {
+		old = r.req.OldPlan.Annotations
+	}
+	return r.cfg.finish(d, f, r.req.User, r.req.Plan.Annotations, old)
 }
 
 // recordRules: the record named by the Plan must exist, load, be qualified,

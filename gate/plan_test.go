@@ -293,6 +293,51 @@ func TestPlanExemptionAndBreakGlass(t *testing.T) {
 	})
 }
 
+// TestBreakGlassIsForOneWrite: break glass overrides only the write that
+// sets it, with a real reason; one left in place from an earlier write is
+// judged normally and says so.
+func TestBreakGlassIsForOneWrite(t *testing.T) {
+	cases := []struct {
+		name     string
+		old, now string // the annotation before and after; old "-": a CREATE
+		allowed  bool
+		warning  string
+	}{
+		{"set on create", "-", "INC-1234 driver hotfix", true, "for this write only"},
+		{"added by an update", "", "INC-1234 driver hotfix", true, "for this write only"},
+		{"reason changed by an update", "INC-1234 driver hotfix", "INC-1240 second hotfix", true, "for this write only"},
+		{"left in place by a later edit", "INC-1234 driver hotfix", "INC-1234 driver hotfix", false, "left from an earlier write and overrides nothing"},
+		{"a single space", "-", " ", false, "has 0 non-space characters, expected at least 5"},
+		{"too short", "", "ok  ", false, "has 2 non-space characters"},
+		{"five characters", "", "INC-9", true, "for this write only"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			s.req.User.Groups = append(s.req.User.Groups, s.cfg.BreakGlassGroup)
+			s.req.Plan.Spec.Concurrency = 5
+			s.req.Plan.Annotations[AnnotationBreakGlass] = tc.now
+			if tc.old != "-" {
+				old := s.req.Plan.DeepCopy()
+				old.Spec.Concurrency = 1
+				if tc.old == "" {
+					delete(old.Annotations, AnnotationBreakGlass)
+				} else {
+					old.Annotations[AnnotationBreakGlass] = tc.old
+				}
+				s.req.Operation, s.req.OldPlan = "UPDATE", old
+			}
+			d := s.decide()
+			assert.Equal(t, tc.allowed, d.Allowed, d.Message())
+			assert.Contains(t, strings.Join(d.Warnings, "\n"), tc.warning)
+			if !tc.allowed {
+				assert.Equal(t, []Code{CodeConcurrencyNotSerial}, d.Codes(), "judged normally")
+				assert.Empty(t, d.BreakGlass)
+			}
+		})
+	}
+}
+
 func TestPlanSelector(t *testing.T) {
 	s := safeScenario(t)
 	n := s.node("gpu-v100-01")

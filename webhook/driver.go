@@ -35,6 +35,9 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		return gate.Decision{}, err
 	}
 	ch := gate.DriverChange{Object: obj.GetKind() + " " + obj.GetName(), Annotations: obj.GetAnnotations(), Operation: string(req.Operation), PolicyPath: pathUpgradePolicy}
+	if req.Operation == admissionv1.Update {
+		ch.OldAnnotations = old.GetAnnotations()
+	}
 	switch obj.GroupVersionKind().GroupKind() {
 	case ClusterPolicyGVK.GroupKind():
 		ch.NewDriver, ch.DriverPath = driverVersion(obj, "spec", "driver")
