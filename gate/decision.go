@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // Audit annotation keys. The API server stores them as
@@ -174,15 +176,62 @@ func (f *findings) warn(format string, args ...any) {
 // the problem (a forbidden state, an invalid value, a missing value).
 
 func forbidden(code Code, node string, path *field.Path, format string, args ...any) Blocker {
-	return Blocker{Code: code, Node: node, Err: field.Forbidden(path, fmt.Sprintf(format, args...))}
+	return Blocker{Code: code, Node: node, Err: field.Forbidden(path, detail(format, args))}
 }
 
 func invalid(code Code, node string, path *field.Path, value any, format string, args ...any) Blocker {
-	return Blocker{Code: code, Node: node, Err: field.Invalid(path, value, fmt.Sprintf(format, args...))}
+	if s, ok := value.(string); ok {
+		value = qualification.Clip(s)
+	}
+	return Blocker{Code: code, Node: node, Err: field.Invalid(path, value, detail(format, args))}
 }
 
 func required(code Code, node string, path *field.Path, format string, args ...any) Blocker {
-	return Blocker{Code: code, Node: node, Err: field.Required(path, fmt.Sprintf(format, args...))}
+	return Blocker{Code: code, Node: node, Err: field.Required(path, detail(format, args))}
+}
+
+// maxDetail bounds a blocker's sentence, the backstop for a value that
+// reached it unclipped.
+const maxDetail = 2048
+
+// clipBlocker bounds what a settled blocker echoes, whichever way it was
+// built.
+func clipBlocker(b *Blocker) {
+	if b.Err == nil {
+		return
+	}
+	e := *b.Err
+	switch v := e.BadValue.(type) {
+	case nil, bool, int, int32, int64, float64:
+	case string:
+		e.BadValue = qualification.Clip(v)
+	default: // a selector, a list: clipped as printed
+		if s := fmt.Sprintf("%v", v); len(s) > qualification.ClipLength {
+			e.BadValue = qualification.Clip(s)
+		}
+	}
+	e.Detail = qualification.ClipTo(e.Detail, maxDetail)
+	b.Err = &e
+}
+
+// detail formats a blocker's message with every string value clipped
+// (qualification.Clip): every blocker is built here, so no request value,
+// however long, comes back whole in a denial, a log line or an audit entry.
+// Errors are the engine's own sentences, whose values were clipped when
+// they were written, and stay whole.
+func detail(format string, args []any) string {
+	clipped := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			clipped[i] = qualification.Clip(v)
+		case fmt.Stringer:
+			clipped[i] = qualification.Clip(v.String())
+		default:
+			clipped[i] = a
+		}
+	}
+	return fmt.Sprintf(format, clipped...)
 }
 
 // settle fills a decision from its findings. Identical blockers (one
@@ -190,6 +239,7 @@ func required(code Code, node string, path *field.Path, format string, args ...a
 func (f *findings) settle(d *Decision) {
 	seen := map[[4]string]bool{}
 	for _, b := range f.blockers {
+		clipBlocker(&b)
 		k := [4]string{string(b.Code), b.Node, b.Err.Field, b.Err.Detail}
 		if !seen[k] {
 			seen[k] = true

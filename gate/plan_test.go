@@ -521,3 +521,34 @@ func TestPrepareNodeStep(t *testing.T) {
 		assert.Empty(t, r.HolderNodes())
 	})
 }
+
+// TestEchoedValuesAreClipped: a 1 MiB value in the request comes back
+// clipped, with its length, in every message and field error.
+func TestEchoedValuesAreClipped(t *testing.T) {
+	long := strings.Repeat("9", 1<<20)
+	for name, mod := range map[string]func(*PlanRequest){
+		"spec.version":    func(r *PlanRequest) { r.Plan.Spec.Version = "v1.36." + long },
+		"upgrade image":   func(r *PlanRequest) { r.Plan.Spec.Upgrade.Image = "rancher/rke2-upgrade:v1.36." + long },
+		"record name":     func(r *PlanRequest) { r.Plan.Annotations[AnnotationQualification] = "r" + long },
+		"break-glass":     func(r *PlanRequest) { r.Plan.Annotations[AnnotationBreakGlass] = long },
+		"selector values": func(r *PlanRequest) { r.Plan.Spec.NodeSelector.MatchLabels = map[string]string{"x": long} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := safeScenario(t)
+			s.req.Plan.Spec.Concurrency = 5 // at least one denial
+			mod(&s.req)
+			d := s.decide()
+			require.False(t, d.Allowed)
+			assert.Less(t, len(d.Message()), 8<<10, "the denial is not the value")
+			for _, e := range d.ErrorList() {
+				assert.Less(t, len(e.Error()), 4<<10, e.Field)
+			}
+			for _, w := range d.Warnings {
+				assert.Less(t, len(w), 4<<10)
+			}
+			if strings.Contains(d.Message(), "99999999") {
+				assert.Contains(t, d.Message(), "bytes", "a clipped value says how long it was")
+			}
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // anchorRKE2 is the anchor CLI's RKE2 form. Typed values keep it: SUC's
@@ -47,7 +49,7 @@ func versionRule(t *Transition, f *findings) {
 
 func versionProblem(t *Transition, s *ComponentSpec, v string) error {
 	if t.Typed && s.Name == ComponentRKE2 && !anchorRKE2.MatchString(v) {
-		return fmt.Errorf("RKE2 versions must use v1.MINOR.PATCH+rke2rREV, got %q", v)
+		return fmt.Errorf("rke2 version %q is not valid here: upgrade-check takes a release, v1.MINOR.PATCH+rke2rN (not the -rke2rN spelling, not a -rcN release candidate, which Plans may name)", qualification.Clip(v))
 	}
 	return s.parse(v)
 }

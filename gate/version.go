@@ -36,7 +36,7 @@ const maxDigits = 9
 
 const (
 	expectedKernel       = "MAJOR.MINOR[.PATCH[.N]], optionally -ABI (dot-separated numbers) and a flavour after -, . or +, e.g. 6.8.0-135-generic"
-	expectedRKE2         = "v1.MINOR.PATCH+rke2rN (or -rke2rN, optionally with -rcN before it)"
+	expectedRKE2         = "v1.MINOR.PATCH+rke2rN, e.g. v1.36.1+rke2r1 (SUC also reads -rke2rN; a release candidate puts -rcN before it, e.g. v1.37.0-rc1+rke2r1)"
 	expectedDriver       = "2 to 4 dot-separated numbers, e.g. 580.126.20"
 	expectedGPUOperator  = "a semantic version vMAJOR.MINOR.PATCH[-PRERELEASE] (leading v optional), e.g. v26.3.4"
 	expectedDCGMExporter = "DCGM-EXPORTER[-FLAVOUR] with 2 to 4 dot-separated numbers each, e.g. 4.5.3-4.8.2-distroless, or an image digest sha256:<64 lower-case hex>"

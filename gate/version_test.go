@@ -30,7 +30,7 @@ func TestVersionErrorMessage(t *testing.T) {
 	_, err := ParseRKE2("1.36+rke2r1")
 	require.Error(t, err)
 	assert.Equal(t,
-		`rke2 version "1.36+rke2r1" is not valid: expected v1.MINOR.PATCH+rke2rN (or -rke2rN, optionally with -rcN before it)`,
+		`rke2 version "1.36+rke2r1" is not valid: expected v1.MINOR.PATCH+rke2rN, e.g. v1.36.1+rke2r1 (SUC also reads -rke2rN; a release candidate puts -rcN before it, e.g. v1.37.0-rc1+rke2r1)`,
 		err.Error())
 
 	long := strings.Repeat("9", 1000)
@@ -722,7 +722,7 @@ func TestExpectedForm(t *testing.T) {
 		assert.False(t, dup, "%s and %s share an expected form", c, prev)
 		seen[form] = c
 	}
-	assert.Equal(t, "v1.MINOR.PATCH+rke2rN (or -rke2rN, optionally with -rcN before it)", ExpectedForm(ComponentRKE2))
+	assert.Equal(t, "v1.MINOR.PATCH+rke2rN, e.g. v1.36.1+rke2r1 (SUC also reads -rke2rN; a release candidate puts -rcN before it, e.g. v1.37.0-rc1+rke2r1)", ExpectedForm(ComponentRKE2))
 	assert.Equal(t, []Component{"kernel", "rke2", "driver", "gpuOperator", "dcgmExporter"}, Components)
 }
 

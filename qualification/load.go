@@ -458,11 +458,14 @@ const ClipLength = 256
 // Clip shortens a value seen for a message, noting its full length, so a
 // hostile object cannot blow up a denial, a log line or an audit entry. Every
 // message that echoes a value uses it.
-func Clip(s string) string {
-	if len(s) <= ClipLength {
+func Clip(s string) string { return ClipTo(s, ClipLength) }
+
+// ClipTo is Clip with another bound, for whole sentences.
+func ClipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := ClipLength
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

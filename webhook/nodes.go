@@ -82,7 +82,7 @@ func decodeNode(raw []byte) (*corev1.Node, error) {
 	// grows, and Raw is a single JSON value already.
 	var f nodeFields
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, err
+		return nil, jsonProblem(err)
 	}
 	if gv, err := schema.ParseGroupVersion(f.APIVersion); err != nil || f.Kind != "Node" || gv.Group != "" {
 		return nil, fmt.Errorf("body is apiVersion %q kind %q, expected v1 Node", f.APIVersion, f.Kind)

@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -101,10 +103,44 @@ func (s *Server) RecordHandler() *handler {
 func decodeObject(raw []byte, obj interface{ GetObjectKind() schema.ObjectKind }, kind string) error {
 	// Unmarshal, not a Decoder: a Decoder first copies raw into its buffer.
 	if err := json.Unmarshal(raw, obj); err != nil {
-		return err
+		return jsonProblem(err)
 	}
 	if k := obj.GetObjectKind().GroupVersionKind(); k.Kind != kind || k.Group != "" {
 		return fmt.Errorf("body is apiVersion %q kind %q, expected v1 %s", k.GroupVersion(), k.Kind, kind)
 	}
 	return nil
+}
+
+// jsonProblem says which field did not decode and the form expected, in the
+// API's terms, not the Go types behind them.
+func jsonProblem(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s: expected %s, got a JSON %s", te.Field, jsonForm(te.Type), te.Value)
+	}
+	return err
+}
+
+func jsonForm(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.String {
+			return "an object of strings"
+		}
+		return "an object"
+	}
+	return "an object"
 }

@@ -56,3 +56,26 @@ func keyOf(m map[string]string, k string) string {
 	}
 	return ""
 }
+
+// TestDecodeErrorsNameFields: a field of the wrong JSON type is named with
+// the form expected, not the Go types behind it.
+func TestDecodeErrorsNameFields(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"Node labels not an object", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":"gpu"}}`, "metadata.labels: expected an object of strings, got a JSON string"},
+		{"Node unschedulable not a boolean", `{"apiVersion":"v1","kind":"Node","spec":{"unschedulable":"yes"}}`, "spec.unschedulable: expected true or false, got a JSON string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeNode([]byte(tc.body))
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.NotContains(t, err.Error(), "Go ")
+		})
+	}
+	var cm corev1.ConfigMap
+	err := decodeObject([]byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"qualification.yaml":7}}`), &cm, "ConfigMap")
+	require.Error(t, err)
+	assert.Equal(t, "data: expected a string, got a JSON number", err.Error(), "a map value is named by its map")
+}
