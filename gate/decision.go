@@ -19,6 +19,8 @@ const (
 	AuditNodes      = "nodes"
 	AuditExemption  = "exemption"
 	AuditBreakGlass = "break-glass"
+	// AuditRevoked marks a record edit allowed because it revokes the record.
+	AuditRevoked = "revoked"
 )
 
 // Blocker is one violated rule. Err carries the field path of the object
@@ -81,6 +83,9 @@ type Decision struct {
 	Nodes []string
 	// Exemption names the configured exemption that allowed the request.
 	Exemption string
+	// Revoked: a record edit allowed because it leaves the record unable to
+	// qualify anything (its blockers say why).
+	Revoked bool
 	// BreakGlass holds the reason given in the break-glass annotation when it
 	// was honoured.
 	BreakGlass string
@@ -152,6 +157,9 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	}
 	if d.Exemption != "" {
 		a[AuditExemption] = d.Exemption
+	}
+	if d.Revoked {
+		a[AuditRevoked] = "true"
 	}
 	if d.BreakGlass != "" {
 		a[AuditBreakGlass] = d.BreakGlass

@@ -14,8 +14,10 @@ import (
 // RecordRequest is a write of a record ConfigMap in the gate's namespace.
 type RecordRequest struct {
 	ConfigMap *corev1.ConfigMap
-	User      UserInfo
-	Now       time.Time
+	// Update: the write edits a record that exists (the webhook's UPDATE).
+	Update bool
+	User   UserInfo
+	Now    time.Time
 }
 
 // DecideRecord refuses a record that could never qualify a Plan, so a bad
@@ -32,7 +34,7 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 			f.add(b)
 		}
 		f.settle(&d)
-		return d
+		return revokes(req, d)
 	}
 	d.Record = recordInfo(rec, cm.Name, cfg.MaxCanaryAge.Duration)
 	d.Record.Expires = ""
@@ -44,6 +46,21 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 		f.add(recordProblem(p, path, cm.Name, rec.ID))
 	}
 	f.settle(&d)
+	return revokes(req, d)
+}
+
+// revokes allows an edit that leaves a record unable to qualify anything
+// (invalid, or withdrawn from state qualified): a record that does not
+// qualify only ever denies, so the edit revokes it, and every Plan naming it
+// is denied at its next review. Refusing the edit would leave deleting it
+// the only way to revoke. A new record must still be valid.
+func revokes(req RecordRequest, d Decision) Decision {
+	if d.Allowed || !req.Update {
+		return d
+	}
+	d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: this edit revokes record ConfigMap %s/%s: it no longer qualifies any upgrade (%s), and every Plan naming it is denied at its next review",
+		req.ConfigMap.Namespace, req.ConfigMap.Name, codeList(d.Codes())))
+	d.Allowed, d.Revoked = true, true
 	return d
 }
 

@@ -81,3 +81,34 @@ func replaceOnce(s, old, new string) string {
 	}
 	panic("not found: " + old)
 }
+
+// TestRecordEditRevokes: an edit that leaves a record unable to qualify is
+// allowed (it revokes the record, with a warning and an audit mark); the
+// same content as a new record is refused.
+func TestRecordEditRevokes(t *testing.T) {
+	for name, cm := range map[string]func(t *testing.T) *corev1.ConfigMap{
+		"withdrawn": func(t *testing.T) *corev1.ConfigMap {
+			return recordConfigMap(t, record(func(r *qualification.Record) { r.State = "withdrawn" }))
+		},
+		"made invalid": func(t *testing.T) *corev1.ConfigMap {
+			c := recordConfigMap(t, record())
+			c.Data[qualification.ConfigMapKey] = "revoked: see INC-1234\n"
+			return c
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			create := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), Now: testNow})
+			assert.False(t, create.Allowed, "a new record must be valid")
+			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), Update: true, Now: testNow})
+			assert.True(t, d.Allowed, d.Message())
+			assert.NotEmpty(t, d.Codes(), "the codes say why it no longer qualifies")
+			assert.Equal(t, "true", d.AuditAnnotations()[AuditRevoked])
+			assert.Contains(t, d.Warnings[len(d.Warnings)-1], "this edit revokes record ConfigMap gpu-upgrade-gate/v100-r580")
+		})
+	}
+	t.Run("a valid edit is not a revocation", func(t *testing.T) {
+		d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: recordConfigMap(t, record()), Update: true, Now: testNow})
+		assert.True(t, d.Allowed)
+		assert.False(t, d.Revoked)
+	})
+}

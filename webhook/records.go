@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -21,5 +22,5 @@ func (s *Server) decideRecord(_ context.Context, req admission.Request) (gate.De
 	if cm.Namespace != s.Config.Namespace || cm.Labels[qualification.ConfigMapLabel] != "true" {
 		return gate.Decision{Allowed: true, Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}, nil
 	}
-	return gate.DecideRecord(s.Config, gate.RecordRequest{ConfigMap: &cm, User: userOf(req), Now: s.now()}), nil
+	return gate.DecideRecord(s.Config, gate.RecordRequest{ConfigMap: &cm, Update: req.Operation == admissionv1.Update, User: userOf(req), Now: s.now()}), nil
 }
