@@ -376,6 +376,9 @@ func render(dir string) (string, error) {
 		w("## Changes made for these targets\n\n%s\n\n", n)
 	}
 
+	if n := section(notes, "cli"); n != "" {
+		w("## CLI memory on snapshots\n\n%s\n\n", n)
+	}
 	w("## Reproduce\n\n```sh\nmake bench    # all of the below, then this file (about 15 minutes on 2 cores)\n```\n\n")
 	w("```sh\n%s```\n", commands)
 	return b.String(), nil
