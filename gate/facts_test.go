@@ -34,7 +34,7 @@ func TestGPUIdentityLabels(t *testing.T) {
 		ids   []string
 	}{
 		{"feature.node.kubernetes.io/pci-10de_1db6_10de_124a.present", true, []string{hwV100}},
-		{"feature.node.kubernetes.io/pci-0302_10de_2335_10de_18be.present", true, []string{hwH200}},
+		{"feature.node.kubernetes.io/pci-0302_10de_2335_10de_18bf.present", true, []string{hwH200}},
 		{"feature.node.kubernetes.io/pci-10de.present", true, nil},
 		{"feature.node.kubernetes.io/pci-0300_10de.present", true, nil},
 		{"feature.node.kubernetes.io/pci-0302_10de.present", true, nil},

@@ -19,7 +19,7 @@ import (
 // and CPU nodes. The V100 fixture node runs the source tuple.
 var (
 	hwV100 = "10de:1db6/10de:124a"
-	hwH200 = "10de:2335/10de:18be"
+	hwH200 = "10de:2335/10de:18bf"
 
 	tupleSource = qualification.Tuple{Kernel: "6.8.0-134-generic", RKE2: "v1.35.3+rke2r3", Driver: "580.126.20", GPUOperator: "v26.3.3", DCGMExporter: "4.5.3-4.8.2-distroless"}
 	tupleTarget = qualification.Tuple{Kernel: "6.8.0-135-generic", RKE2: "v1.36.1+rke2r1", Driver: "580.130.00", GPUOperator: "v26.3.3", DCGMExporter: "4.5.3-4.8.2-distroless"}

@@ -26,7 +26,7 @@ func TestInventoryStatuses(t *testing.T) {
 		{name: "no record: not on the source tuple", mutate: func(s *scenario) { s.node("gpu-v100-01").Status.NodeInfo.KernelVersion = "6.8.0-99-generic" }, want: StatusNoRecord, rollbk: "not proven"},
 		{name: "kube-dc record: rollback not proven", mutate: func(s *scenario) { s.cluster.Records["v100-r580"] = RecordEntry{Record: record(kubeDC)} }, want: StatusQualified, rollbk: "not proven"},
 		{name: "hardware mismatch: a node with a V100 and an H200", mutate: func(s *scenario) {
-			s.node("gpu-v100-01").Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18be.present"] = "true"
+			s.node("gpu-v100-01").Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18bf.present"] = "true"
 		}, want: StatusHardwareMismatch, rollbk: "not proven"},
 	}
 	for _, tc := range cases {

@@ -157,7 +157,7 @@ func TestCanaryProvenMatchesReference(t *testing.T) {
 		},
 		"identity false": func(n *corev1.Node) { n.Labels["feature.node.kubernetes.io/pci-10de_1db6_10de_124a.present"] = "false" },
 		"second GPU identity": func(n *corev1.Node) {
-			n.Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18be.present"] = "true"
+			n.Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18bf.present"] = "true"
 		},
 		"other driver": func(n *corev1.Node) { n.Labels["nvidia.com/cuda.driver-version.full"] = "580.126.20" },
 		"not a GPU node": func(n *corev1.Node) {

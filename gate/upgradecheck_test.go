@@ -233,9 +233,9 @@ func TestUpgradeCheckAnchorCases(t *testing.T) {
 		// ---- section 2: hardware
 		{name: "upper-case PCI IDs match", req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{"10DE:1DB6/10DE:124A"} }, anchor: verdictPass},
 		{name: "PCI ID with surrounding whitespace", req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{" 10de:1db6/10de:124a "} }, anchor: verdictPass},
-		{name: "order does not matter", record: sub("  - 10de:1db6/10de:124a\n", "  - 10de:1db6/10de:124a\n  - 10de:2335/10de:18be\n"),
+		{name: "order does not matter", record: sub("  - 10de:1db6/10de:124a\n", "  - 10de:1db6/10de:124a\n  - 10de:2335/10de:18bf\n"),
 			req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwH200, hwV100} }, anchor: verdictPass},
-		{name: "subset does not match", record: sub("  - 10de:1db6/10de:124a\n", "  - 10de:1db6/10de:124a\n  - 10de:2335/10de:18be\n"), anchor: verdictBlock, want: []Code{CodeHardwareNotQualified}},
+		{name: "subset does not match", record: sub("  - 10de:1db6/10de:124a\n", "  - 10de:1db6/10de:124a\n  - 10de:2335/10de:18bf\n"), anchor: verdictBlock, want: []Code{CodeHardwareNotQualified}},
 		{name: "other hardware", req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwH200} }, anchor: verdictBlock, want: []Code{CodeHardwareNotQualified}},
 		{name: "duplicate PCI ID", req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwV100, hwV100} }, anchor: verdictBlock, want: []Code{CodeHardwareUnknown}},
 		{name: "case-only duplicate PCI ID", req: func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwV100, strings.ToUpper(hwV100)} }, anchor: verdictBlock, want: []Code{CodeHardwareUnknown}},
@@ -314,7 +314,7 @@ func TestUpgradeCheckMessages(t *testing.T) {
 	}{
 		{"required names the blank flag", func(r *UpgradeCheckRequest) { r.Target.Driver = "" }, "--target-driver", "no value for --target-driver; type every current and target version"},
 		{"duplicate says so", func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwV100, hwV100} }, "--pci-id[1]", `hardware "10de:1db6/10de:124a" is duplicated`},
-		{"mismatch lists both sets", func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwH200} }, "--pci-id", "hardware tuple mismatch: requested 10de:2335/10de:18be, qualified 10de:1db6/10de:124a"},
+		{"mismatch lists both sets", func(r *UpgradeCheckRequest) { r.PCIIDs = []string{hwH200} }, "--pci-id", "hardware tuple mismatch: requested 10de:2335/10de:18bf, qualified 10de:1db6/10de:124a"},
 		{"not qualified quotes both values", func(r *UpgradeCheckRequest) { r.Target.Kernel = "6.8.0-136-generic" }, "--target-kernel", `kernel target "6.8.0-136-generic" is not the qualified value "6.8.0-135-generic"`},
 		{"RKE2 form", func(r *UpgradeCheckRequest) { r.Current.RKE2 = "v1.35.3+k3s1" }, "--current-rke2", "upgrade-check takes a release, v1.MINOR.PATCH+rke2rN"},
 		{"RKE2 release candidate", func(r *UpgradeCheckRequest) { r.Target.RKE2 = "v1.36.1-rc1+rke2r1" }, "--target-rke2", "not a -rcN release candidate, which Plans may name"},

@@ -73,7 +73,7 @@ func TestCheckValidRecord(t *testing.T) {
 	})
 	t.Run("hardware is compared trimmed and lower-cased", func(t *testing.T) {
 		r := validRecord()
-		r.Hardware = []string{" 10DE:1DB6/10DE:124A ", "10de:2335/10de:18be"}
+		r.Hardware = []string{" 10DE:1DB6/10DE:124A ", "10de:2335/10de:18bf"}
 		assert.Empty(t, Check(r, freshAt(testNow)))
 	})
 	t.Run("completedAt with fraction and offset", func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestCheckRules(t *testing.T) {
 		{"hardware blank entry", func(r *Record) { r.Hardware = []string{"10de:1db6/10de:124a", " "} },
 			[]found{{ProblemInvalid, "hardware[1]", field.ErrorTypeRequired}}, "vendor:device/subvendor:subdevice"},
 		{"hardware duplicate after normalisation", func(r *Record) {
-			r.Hardware = []string{"10de:1db6/10de:124a", "10de:2335/10de:18be", " 10DE:1DB6/10de:124A"}
+			r.Hardware = []string{"10de:1db6/10de:124a", "10de:2335/10de:18bf", " 10DE:1DB6/10de:124A"}
 		}, []found{{ProblemInvalid, "hardware[2]", field.ErrorTypeDuplicate}}, "same GPU identity as hardware[0]"},
 		{"target.kernel blank", func(r *Record) { r.Target.Kernel = " " },
 			[]found{{ProblemInvalid, "target.kernel", field.ErrorTypeRequired}}, "tuple after the upgrade"},
@@ -373,10 +373,10 @@ func TestValidateFreshness(t *testing.T) {
 func TestRecordHelpers(t *testing.T) {
 	r := validRecord()
 	r.SourceRevision = "3F2A9C1D4B5E6F708192A3B4C5D6E7F801234567"
-	r.Hardware = []string{" 10DE:2335/10DE:18BE", "10de:1db6/10de:124a", "", "10de:2335/10de:18be "}
+	r.Hardware = []string{" 10DE:2335/10DE:18BF", "10de:1db6/10de:124a", "", "10de:2335/10de:18bf "}
 	r.Canary.CompletedAt = "2026-07-14T14:00:00+02:00"
 
-	assert.Equal(t, []string{"10de:1db6/10de:124a", "10de:2335/10de:18be"}, r.NormalizedHardware())
+	assert.Equal(t, []string{"10de:1db6/10de:124a", "10de:2335/10de:18bf"}, r.NormalizedHardware())
 	assert.Equal(t, "v100-kernel-canary-1@3f2a9c1d4b5e6f708192a3b4c5d6e7f801234567", r.Ref())
 
 	at, err := r.CompletedAt()

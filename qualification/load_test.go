@@ -69,7 +69,7 @@ func TestParseValidRecords(t *testing.T) {
 			APIVersion: APIVersionGate, Kind: Kind, ID: "h200-driver-canary-3", State: StateQualified,
 			ApprovedBy:     "platform-review",
 			SourceRevision: "9c56cc51b374c3ba189210d5b6d4bf57790d351c96c47c02190ecf1e430635ab",
-			Hardware:       []string{"10de:2335/10de:18be", "10DE:1DB6/10DE:124A"},
+			Hardware:       []string{"10de:2335/10de:18bf", "10DE:1DB6/10DE:124A"},
 			Target: Tuple{Kernel: "6.8.0-135-generic", RKE2: "v1.36.1+rke2r1", Driver: "580.130.00",
 				GPUOperator: "v26.3.4", DCGMExporter: "4.4.1-4.6.0-ubuntu22.04"},
 			Source: &Tuple{Kernel: "6.8.0-134-generic", RKE2: "v1.36.1+rke2r1", Driver: "580.126.09",

@@ -128,7 +128,7 @@ func TestGolden(t *testing.T) {
 		{"upgrade-check-pass", upgradeCheckArgs(kubeDC), 0},
 		{"upgrade-check-pass-json", upgradeCheckArgs(kubeDC, "-o", "json"), 0},
 		{"upgrade-check-pass-source", upgradeCheckArgs(ex + "records/v100-kernel-rke2-canary.yaml"), 0},
-		{"upgrade-check-comma-pci-ids", flagValue(upgradeCheckArgs(kubeDC), "--pci-id", v100+",10de:2335/10de:18be"), 1},
+		{"upgrade-check-comma-pci-ids", flagValue(upgradeCheckArgs(kubeDC), "--pci-id", v100+",10de:2335/10de:18bf"), 1},
 		{"upgrade-check-blocked", flagValue(flagValue(upgradeCheckArgs(kubeDC), "--target-rke2", "1.36.1+rke2r1"), "--current-driver", "999.99"), 1},
 		{"upgrade-check-blocked-json", flagValue(upgradeCheckArgs(kubeDC, "-o", "json"), "--current-driver", "999.99"), 1},
 		{"upgrade-check-stale", upgradeCheckArgs(kubeDC, "--max-canary-age", "48h"), 1},

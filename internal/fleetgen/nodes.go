@@ -53,7 +53,7 @@ var (
 var Hardwares = []Hardware{
 	{Name: "v100", Identity: "10de:1db6/10de:124a", Product: "Tesla-V100-PCIE-32GB", Family: "volta", Compute: [2]int{7, 0}, MemoryMi: 32510, Count: 8, Machine: "SYS-4029GP-TRT", CPU: skylake, Share: 30},
 	{Name: "a100", Identity: "10de:20b2/10de:1463", Product: "NVIDIA-A100-SXM4-80GB", Family: "ampere", Compute: [2]int{8, 0}, MemoryMi: 81920, Count: 8, Machine: "DGXA100-920-23687-2530-000", MIG: true, CPU: rome, Share: 30},
-	{Name: "h200", Identity: "10de:2335/10de:18be", Product: "NVIDIA-H200", Family: "hopper", Compute: [2]int{9, 0}, MemoryMi: 143771, Count: 8, Machine: "PowerEdge-XE9680", MIG: true, CPU: sapphire, Share: 20},
+	{Name: "h200", Identity: "10de:2335/10de:18bf", Product: "NVIDIA-H200", Family: "hopper", Compute: [2]int{9, 0}, MemoryMi: 143771, Count: 8, Machine: "PowerEdge-XE9680", MIG: true, CPU: sapphire, Share: 20},
 	{Name: "l40s", Identity: "10de:26b9/10de:1851", Product: "NVIDIA-L40S", Family: "ada-lovelace", Compute: [2]int{8, 9}, MemoryMi: 46068, Count: 4, Machine: "PowerEdge-R760xa", CPU: sapphire, Share: 20},
 }
 

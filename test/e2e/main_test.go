@@ -90,7 +90,7 @@ func fleet() []testenv.NodeSpec {
 	}
 }
 
-func h200(r *qualification.Record) { r.Hardware = []string{"10de:2335/10de:18be"} }
+func h200(r *qualification.Record) { r.Hardware = []string{"10de:2335/10de:18bf"} }
 func kubeDC(r *qualification.Record) {
 	r.APIVersion, r.Source = qualification.APIVersionKubeDC, nil
 }

@@ -189,7 +189,7 @@ func render(dir string) (string, error) {
 	w("## The fleet\n\n")
 	w("internal/fleetgen, seed 1: %d Nodes, %d of them GPU nodes of %d hardware identities (V100 10de:1db6/10de:124a, A100 10de:20b2/10de:1463, ",
 		fl.Nodes, fl.GPUNodes, fl.Hardware)
-	w("H200 10de:2335/10de:18be, L40S 10de:26b9/10de:1851) across %d zones, %.0f labels and %.0f images a node, the five kubelet conditions; ", fl.Zones, fl.LabelsPerNode, fl.ImagesPerNode)
+	w("H200 10de:2335/10de:18bf, L40S 10de:26b9/10de:1851) across %d zones, %.0f labels and %.0f images a node, the five kubelet conditions; ", fl.Zones, fl.LabelsPerNode, fl.ImagesPerNode)
 	w("%d Plans (RKE2 server and agent Plans that leave GPU nodes out, GPU canary, wave and driver Plans), %d records, %d Pods holding GPUs. ", fl.Plans, fl.Records, fl.Pods)
 	w("A Node review's body (the whole Node twice, as the API server sends it, with managed fields) is %.1f KB on average. ", float64(fl.NodeReviewBytes)/1000)
 	w("The real kube-apiserver took %.1f s to create the fleet (%d parallel writers; load %s).\n\n", fl.CreateSeconds, fl.Workers, fl.Load)
