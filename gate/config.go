@@ -50,11 +50,13 @@ type Exemption struct {
 	Name string `json:"name"`
 	// Resources the exemption applies to: "plans", "nodes".
 	Resources []string `json:"resources"`
-	// Users and Groups: the requester must match one of them when set.
+	// Users and Groups: the requester must match one of them (at least one
+	// is required: exemptions are by identity).
 	Users  []string `json:"users,omitempty"`
 	Groups []string `json:"groups,omitempty"`
-	// Namespaces and MatchLabels narrow a Plan exemption (e.g. Rancher-managed
-	// Plans: namespace cattle-system, label rancher-managed=true).
+	// Namespaces and MatchLabels only narrow a Plan exemption (e.g. Rancher's
+	// ServiceAccount, for its Plans in cattle-system labelled
+	// rancher-managed=true); an exemption without users or groups is refused.
 	Namespaces  []string          `json:"namespaces,omitempty"`
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
@@ -98,31 +100,46 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() *Config {
 	return &Config{
-		Namespace:     "gpu-upgrade-gate",
-		SUCNamespaces: []string{"system-upgrade"},
-		WaveSize:      1,
-		MaxCanaryAge:  metav1.Duration{Duration: qualification.DefaultMaxAge},
-		ClockSkew:     metav1.Duration{Duration: qualification.DefaultClockSkew},
-		ExpiryWarning: metav1.Duration{Duration: 72 * time.Hour},
-		GPUVendors:    []string{"10de"},
-		RKE2Images:    []string{"rancher/rke2-upgrade"},
-		GPUOperator:   WorkloadRef{Namespace: "gpu-operator", Name: "gpu-operator", Container: "gpu-operator"},
-		DCGMExporter:  WorkloadRef{Namespace: "gpu-operator", Name: "nvidia-dcgm-exporter", Container: "nvidia-dcgm-exporter"},
-		Exemptions: []Exemption{{
-			Name:      "system-controllers",
-			Resources: []string{"nodes"},
-			Users: []string{
-				"system:serviceaccount:system-upgrade:system-upgrade",
-				"system:serviceaccount:gpu-operator:gpu-operator",
-				"system:serviceaccount:gpu-operator:node-feature-discovery-master",
-				"system:serviceaccount:node-feature-discovery:nfd-master",
-			},
-		}},
+		Namespace:         "gpu-upgrade-gate",
+		SUCNamespaces:     []string{"system-upgrade"},
+		WaveSize:          1,
+		MaxCanaryAge:      metav1.Duration{Duration: qualification.DefaultMaxAge},
+		ClockSkew:         metav1.Duration{Duration: qualification.DefaultClockSkew},
+		ExpiryWarning:     metav1.Duration{Duration: 72 * time.Hour},
+		GPUVendors:        []string{"10de"},
+		RKE2Images:        []string{"rancher/rke2-upgrade"},
+		GPUOperator:       WorkloadRef{Namespace: "gpu-operator", Name: "gpu-operator", Container: "gpu-operator"},
+		DCGMExporter:      WorkloadRef{Namespace: "gpu-operator", Name: "nvidia-dcgm-exporter", Container: "nvidia-dcgm-exporter"},
+		Exemptions:        DefaultExemptions("gpu-operator", "node-feature-discovery"),
 		BreakGlassGroup:   "gpu-upgrade-gate:break-glass",
 		GPURuntimeClasses: []string{"nvidia"},
 
 		GPUOperatorCSV: "gpu-operator-certified",
 	}
+}
+
+// DefaultExemptions keep the system controllers of a usual install away from
+// the Node webhook (its match conditions never send their writes), by
+// identity: SUC's ServiceAccount, and every ServiceAccount of the GPU
+// Operator's namespace (the operator, its bundled NFD and every operand:
+// driver, MIG manager, device plugin, GFD, validator, DCGM exporter, ...)
+// and of NFD's own namespace (nfd-master under whatever name its chart
+// gives it). Namespace groups rather than names: the charts name their
+// ServiceAccounts after the release (NFD's chart: "<release>-node-feature-discovery";
+// the GPU Operator's bundled NFD: "node-feature-discovery"), and an operand
+// the next version adds is covered without a config change. The per-node
+// steps the gate guards on purpose are separate webhooks that no exemption
+// reaches.
+func DefaultExemptions(gpuOperatorNamespace, nfdNamespace string) []Exemption {
+	return []Exemption{{
+		Name:      "system-controllers",
+		Resources: []string{"nodes"},
+		Users:     []string{"system:serviceaccount:system-upgrade:system-upgrade"},
+		Groups: []string{
+			"system:serviceaccounts:" + gpuOperatorNamespace,
+			"system:serviceaccounts:" + nfdNamespace,
+		},
+	}}
 }
 
 // LoadConfig reads a YAML config strictly: an unknown key (matched case by
@@ -198,8 +215,11 @@ func (c *Config) Validate() field.ErrorList {
 		errs = append(errs, field.Required(field.NewPath("gpuVendors"), "at least one PCI vendor ID, e.g. 10de"))
 	}
 	for i, v := range c.GPUVendors {
-		if !pciVendorRE.MatchString(v) {
+		switch {
+		case !pciVendorRE.MatchString(v):
 			errs = append(errs, field.Invalid(field.NewPath("gpuVendors").Index(i), v, "expected 4 lower-case hex digits, e.g. 10de"))
+		case isClass(v):
+			errs = append(errs, field.Invalid(field.NewPath("gpuVendors").Index(i), v, "is a PCI display class (0300, 0302), not a vendor ID; NFD labels could not tell the two apart"))
 		}
 	}
 	if len(c.RKE2Images) == 0 {
@@ -252,8 +272,24 @@ func (e Exemption) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(path.Child("resources").Index(i), r, exemptResources))
 		}
 	}
-	if len(e.Users) == 0 && len(e.Groups) == 0 && len(e.MatchLabels) == 0 {
-		errs = append(errs, field.Required(path, "users, groups or matchLabels: an exemption that matches everyone would disable the gate"))
+	for i, u := range e.Users {
+		if strings.TrimSpace(u) == "" {
+			errs = append(errs, field.Invalid(path.Child("users").Index(i), u, "an authenticated user name, e.g. system:serviceaccount:system-upgrade:system-upgrade"))
+		}
+	}
+	for i, g := range e.Groups {
+		if strings.TrimSpace(g) == "" {
+			errs = append(errs, field.Invalid(path.Child("groups").Index(i), g, "a group name, e.g. system:serviceaccounts:gpu-operator"))
+		}
+	}
+	if len(e.Users) == 0 && len(e.Groups) == 0 {
+		// Labels and namespaces are written by whoever writes the object: an
+		// exemption keyed on them alone is one any Plan writer can claim.
+		what := "an exemption that matches everyone would disable the gate"
+		if len(e.MatchLabels) > 0 || len(e.Namespaces) > 0 {
+			what = "matchLabels and namespaces only narrow an exemption: anyone who may write the object can set them, so an exemption needs the identity (users or groups) it lets through"
+		}
+		errs = append(errs, field.Required(path.Child("users"), "users or groups: "+what))
 	}
 	return errs
 }
@@ -263,14 +299,12 @@ func (e Exemption) matches(resource string, user UserInfo, namespace string, lab
 	if !slices.Contains(e.Resources, resource) {
 		return false
 	}
-	if len(e.Users) > 0 || len(e.Groups) > 0 {
-		ok := slices.Contains(e.Users, user.Name)
-		for _, g := range user.Groups {
-			ok = ok || slices.Contains(e.Groups, g)
-		}
-		if !ok {
-			return false
-		}
+	ok := slices.Contains(e.Users, user.Name)
+	for _, g := range user.Groups {
+		ok = ok || slices.Contains(e.Groups, g)
+	}
+	if !ok {
+		return false // identity first: never labels alone (validate)
 	}
 	if len(e.Namespaces) > 0 && !slices.Contains(e.Namespaces, namespace) {
 		return false

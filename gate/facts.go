@@ -83,7 +83,7 @@ func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
 	f.Kernel = kernelOf(n)
 	f.Driver = driverOf(n.Labels)
 	f.Ready = isReady(n)
-	f.GPU = n.Labels[labelGPUPresent] == "true" || hasGPUCapacity(n)
+	f.GPU = c.IsGPUNode(n) // gpunode.go: the one definition
 	for k, v := range n.Labels {
 		if v != "true" || !strings.HasPrefix(k, labelPCIPrefix) || !strings.HasSuffix(k, ".present") {
 			continue
@@ -92,7 +92,6 @@ func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
 		if !ok || !slices.Contains(c.GPUVendors, vendor) {
 			continue
 		}
-		f.GPU = true
 		if id != "" && !slices.Contains(f.Identities, id) {
 			f.Identities = append(f.Identities, id)
 		}
@@ -140,34 +139,6 @@ func anyTrue(l map[string]string, keys []string) bool {
 		}
 	}
 	return keys == nil
-}
-
-// IsGPUNode is FactsOf(n).GPU without building the identity list.
-func (c *Config) IsGPUNode(n *corev1.Node) bool {
-	if n.Labels[labelGPUPresent] == "true" || hasGPUCapacity(n) {
-		return true
-	}
-	for k, v := range n.Labels {
-		if v == "true" && strings.HasPrefix(k, labelPCIPrefix) && strings.HasSuffix(k, ".present") {
-			if _, vendor, ok := parsePCILabel(k[len(labelPCIPrefix) : len(k)-len(".present")]); ok && slices.Contains(c.GPUVendors, vendor) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hasGPUCapacity: the kubelet reports a GPU device plugin's resource in
-// capacity whatever labels a person removed, so a node whose identity labels
-// were stripped still counts as a GPU node where the whole Node is at hand
-// (the per-node step reads it live; the caches keep no capacity).
-func hasGPUCapacity(n *corev1.Node) bool {
-	for name := range n.Status.Capacity {
-		if isGPUResource(string(name)) {
-			return true
-		}
-	}
-	return false
 }
 
 // parsePCILabel reads the device part of an NFD pci label. NFD always orders

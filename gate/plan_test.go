@@ -269,15 +269,31 @@ func TestPlanWarnings(t *testing.T) {
 }
 
 func TestPlanExemptionAndBreakGlass(t *testing.T) {
-	t.Run("Rancher-managed Plans when configured", func(t *testing.T) {
+	t.Run("Rancher's Plans: its identity, narrowed by namespace and label", func(t *testing.T) {
 		s := safeScenario(t)
-		s.cfg.Exemptions = append(s.cfg.Exemptions, Exemption{Name: "rancher-managed", Resources: []string{"plans"}, Namespaces: []string{"system-upgrade"}, MatchLabels: map[string]string{"rancher-managed": "true"}})
+		rancher := "system:serviceaccount:cattle-system:rancher"
+		s.cfg.Exemptions = append(s.cfg.Exemptions, Exemption{Name: "rancher-managed", Resources: []string{"plans"}, Users: []string{rancher}, Namespaces: []string{"system-upgrade"}, MatchLabels: map[string]string{"rancher-managed": "true"}})
 		s.req.Plan.Spec.Concurrency = 5
-		assert.False(t, s.decide().Allowed, "unlabelled Plan is not exempt")
 		s.req.Plan.Labels = map[string]string{"rancher-managed": "true"}
 		d := s.decide()
+		assert.False(t, d.Allowed, "a person's Plan carrying Rancher's label is judged: the label is the writer's to set (issue 10)")
+		assert.Empty(t, d.AuditAnnotations()[AuditExemption])
+		s.req.User = UserInfo{Name: rancher, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:cattle-system"}}
+		d = s.decide()
 		assert.True(t, d.Allowed)
 		assert.Equal(t, "rancher-managed", d.AuditAnnotations()[AuditExemption])
+		s.req.Plan.Labels = nil
+		assert.False(t, s.decide().Allowed, "Rancher's unlabelled Plan is judged")
+	})
+	t.Run("a namespace group exempts every ServiceAccount of the namespace", func(t *testing.T) {
+		s := safeScenario(t)
+		s.cfg.Exemptions = []Exemption{{Name: "bots", Resources: []string{"plans"}, Groups: []string{"system:serviceaccounts:platform-bots"}}}
+		s.req.Plan.Spec.Concurrency = 5
+		assert.False(t, s.decide().Allowed, "a person is judged")
+		s.req.User = UserInfo{Name: "system:serviceaccount:platform-bots:any", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:platform-bots", "system:authenticated"}}
+		d := s.decide()
+		assert.True(t, d.Allowed)
+		assert.Equal(t, "bots", d.AuditAnnotations()[AuditExemption])
 	})
 	t.Run("break-glass needs the group", func(t *testing.T) {
 		s := safeScenario(t)

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -179,6 +181,16 @@ func StripNode(obj any) (any, error) {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	// Extended resources by name only: a GPU resource in capacity makes a
+	// GPU node (gate/gpunode.go); the quantities are never read.
+	for name := range n.Status.Capacity {
+		if strings.Contains(string(name), "/") {
+			if out.Status.Capacity == nil {
+				out.Status.Capacity = corev1.ResourceList{}
+			}
+			out.Status.Capacity[corev1.ResourceName(unique.Make(string(name)).Value())] = resource.Quantity{}
 		}
 	}
 	return out, nil

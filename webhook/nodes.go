@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,7 +36,7 @@ func (s *Server) decideNode(ctx context.Context, req admission.Request) (gate.De
 }
 
 // nodeFields are the parts of a Node the rules read (what StripNode keeps,
-// plus annotations for break-glass). A GPU node's review is ~40 KB, mostly
+// plus annotations for break-glass, plus the capacity's resource names). A GPU node's review is ~40 KB, mostly
 // images, managed fields and status the rules never read; decoding only
 // these fields allocates a sixth as much and takes two thirds the time.
 // Fields outside them are skipped, not type-checked.
@@ -61,6 +62,9 @@ type nodeFields struct {
 			Type   corev1.NodeConditionType `json:"type"`
 			Status corev1.ConditionStatus   `json:"status"`
 		} `json:"conditions"`
+		// Capacity: only its resource names, which make a GPU node
+		// (gate/gpunode.go); the quantities are skipped.
+		Capacity map[corev1.ResourceName]json.RawMessage `json:"capacity"`
 	} `json:"status"`
 }
 
@@ -92,6 +96,12 @@ func decodeNode(raw []byte) (*corev1.Node, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: f.Metadata.Name, UID: f.Metadata.UID, ResourceVersion: f.Metadata.ResourceVersion, Labels: f.Metadata.Labels, Annotations: f.Metadata.Annotations},
 		Spec:       corev1.NodeSpec{Unschedulable: f.Spec.Unschedulable},
 		Status:     corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: f.Status.NodeInfo.KernelVersion, KubeletVersion: f.Status.NodeInfo.KubeletVersion}},
+	}
+	for name := range f.Status.Capacity {
+		if n.Status.Capacity == nil {
+			n.Status.Capacity = corev1.ResourceList{}
+		}
+		n.Status.Capacity[name] = resource.Quantity{}
 	}
 	for _, c := range f.Status.Conditions {
 		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status})

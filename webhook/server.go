@@ -88,7 +88,7 @@ func (s *Server) NodeHandler() *handler {
 	return &handler{resource: "nodes", decide: s.decideNode, log: s.Log.WithName("nodes"),
 		contract: "nodes.md", reviews: []gate.Review{gate.ReviewNode, gate.ReviewPlan, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
-		ops: []admissionv1.Operation{admissionv1.Update}}
+		ops: []admissionv1.Operation{admissionv1.Update}, subresources: []string{"status"}}
 }
 
 func (s *Server) RecordHandler() *handler {

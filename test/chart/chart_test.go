@@ -23,17 +23,15 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-var defaultExemptUsers = []string{
-	"system:serviceaccount:system-upgrade:system-upgrade",
-	"system:serviceaccount:gpu-operator:gpu-operator",
-	"system:serviceaccount:gpu-operator:node-feature-discovery-master",
-	"system:serviceaccount:node-feature-discovery:nfd-master",
-}
+var (
+	defaultExemptUsers  = []string{"system:serviceaccount:system-upgrade:system-upgrade"}
+	defaultExemptGroups = []string{"system:serviceaccounts:gpu-operator", "system:serviceaccounts:node-feature-discovery"}
+)
 
 func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
-		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptUsers: defaultExemptUsers,
+		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptUsers: defaultExemptUsers, exemptGroups: defaultExemptGroups,
 		antiAffinity: true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
 		gpuOperator: [2]string{"gpu-operator", "gpu-operator"}, dcgm: [2]string{"gpu-operator", "nvidia-dcgm-exporter"},
 	}
@@ -50,12 +48,18 @@ var variants = map[string]func(e *expect){
 		e.nodePolicy, e.timeout = admissionregistrationv1.Ignore, 3
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
-		e.exemptUsers = defaultExemptUsers[:2] // platform-bots has groups: no match condition
+		// platform-bots is narrowed by labels: no match condition
+		e.exemptUsers = []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"}
+		e.exemptGroups = nil
 	},
 	"networkpolicy-servicemonitor-values.yaml": func(e *expect) {
 		e.networkPolicy, e.serviceMonitor, e.deleteHook = true, true, true
 		e.webhookFrom, e.clientCA = []string{"10.0.0.10/32", "10.0.0.11/32"}, "apiserver-webhook-client-ca"
 		e.dcgm = [2]string{"gpu-monitoring", "dcgm-exporter"}
+	},
+	"out-of-cluster-values.yaml": func(e *expect) {
+		e.url = "https://127.0.0.1:9443"
+		e.extraDNSNames, e.ipAddresses = []string{"gate.example.internal"}, []string{"127.0.0.1"}
 	},
 	"one-replica-values.yaml": func(e *expect) {
 		e.replicas, e.antiAffinity, e.zoneSpread, e.priorityClassName, e.nfd = 1, false, false, "", false
@@ -307,7 +311,9 @@ func TestChecksCanFail(t *testing.T) {
 		}, "a hook may only delete"},
 		// Webhooks
 		{"plans/status", "", func(o []Object) { wh(o, "plans").Rules[0].Resources = []string{"plans", "plans/status"} }, "never subresources"},
-		{"nodes/status", "", func(o []Object) { wh(o, "nodes").Rules[0].Resources = []string{"nodes/status"} }, "never subresources"},
+		{"nodes/status only", "", func(o []Object) { wh(o, "nodes").Rules[0].Resources = []string{"nodes/status"} }, "expected /v1 nodes,nodes/status"},
+		{"nodes/status dropped", "", func(o []Object) { wh(o, "nodes").Rules[0].Resources = []string{"nodes"} }, "expected /v1 nodes,nodes/status"},
+		{"plans/status", "", func(o []Object) { wh(o, "plans").Rules[0].Resources = []string{"plans", "plans/status"} }, "never subresources"},
 		{"leases matched", "", func(o []Object) { wh(o, "records").Rules[0].Resources = []string{"configmaps", "leases"} }, "leases"},
 		{"DELETE matched", "", func(o []Object) {
 			wh(o, "plans").Rules[0].Operations = append(wh(o, "plans").Rules[0].Operations, admissionregistrationv1.Delete)
@@ -332,7 +338,19 @@ func TestChecksCanFail(t *testing.T) {
 		{"kubelets reach the webhook", "", func(o []Object) { wh(o, "nodes").MatchConditions = wh(o, "nodes").MatchConditions[1:] }, "match conditions"},
 		{"exempt user missing", "", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions
-			mc[3].Expression = strings.Replace(mc[3].Expression, "'system:serviceaccount:system-upgrade:system-upgrade', ", "", 1)
+			mc[3].Expression = strings.Replace(mc[3].Expression, "'system:serviceaccount:system-upgrade:system-upgrade'", "'someone-else'", 1)
+		}, "match conditions"},
+		{"exempt group missing", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[3].Expression = strings.Replace(mc[3].Expression, "'system:serviceaccounts:node-feature-discovery'", "'system:serviceaccounts:nfd'", 1)
+		}, "match conditions"},
+		{"GPU-node condition not the engine's", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[1].Expression = strings.Replace(mc[1].Expression, "'nvidia.com/gpu.product', ", "", 2)
+		}, "match conditions"},
+		{"GPU-node condition on the new object only", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[1].Expression, _, _ = strings.Cut(mc[1].Expression, " || oldObject.metadata")
 		}, "match conditions"},
 		// TLS
 		{"no injection", "", func(o []Object) { vwc(o).Annotations = nil }, "inject-ca-from"},

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
 // expect is what one values variant must render. The safety properties hold
@@ -33,8 +35,12 @@ type expect struct {
 	timeout           int32
 	sucNamespaces     []string
 	gpuVendors        []string
-	exemptUsers       []string // the users of users-only Node exemptions
+	exemptUsers       []string // the users of Node exemptions not narrowed by namespaces or matchLabels
+	exemptGroups      []string // and their groups
 	ownCA             bool
+	url               string   // webhook.url: the API server calls it instead of the Service
+	extraDNSNames     []string // tls.extraDNSNames
+	ipAddresses       []string // tls.ipAddresses
 	antiAffinity      bool
 	zoneSpread        bool
 	priorityClassName string
@@ -622,22 +628,23 @@ func (r *rendered) checkWebhooks() []string {
 		if w.MatchPolicy == nil || *w.MatchPolicy != admissionregistrationv1.Equivalent {
 			bad("matchPolicy must be Equivalent")
 		}
-		if w.ClientConfig.URL != nil {
+		if r.e.url != "" {
+			if w.ClientConfig.Service != nil || w.ClientConfig.URL == nil || !strings.HasPrefix(*w.ClientConfig.URL, r.e.url+"/validate/") {
+				bad("clientConfig must be url %s/validate/..., got %+v", r.e.url, w.ClientConfig)
+			}
+		} else if w.ClientConfig.URL != nil {
 			bad("clientConfig.url: the chart calls its Service")
-		}
-		if s := w.ClientConfig.Service; s == nil || svc == nil || s.Name != svc.Name || s.Namespace != svc.Namespace || s.Port == nil ||
+		} else if s := w.ClientConfig.Service; s == nil || svc == nil || s.Name != svc.Name || s.Namespace != svc.Namespace || s.Port == nil ||
 			!slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "webhook" && p.Port == *s.Port }) {
 			bad("clientConfig.service does not name the webhook Service and its webhook port")
 		}
 		for _, rule := range w.Rules {
 			for _, res := range rule.Resources {
-				// The driver step is a label transition, and labels change
-				// through nodes/status too.
-				if res == "nodes/status" && w.Name == "driverstep.gpu-upgrade-gate.io" {
-					continue
-				}
-				if res == "*" || strings.Contains(res, "/") || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
-					bad("matches %q: never subresources (plans/status, nodes/status), leases, endpoints or events", res)
+				// nodes/status only where labels change: the Node webhook, and
+				// the driver step (a label transition).
+				statusOK := res == "nodes/status" && (w.Name == "nodes.gpu-upgrade-gate.io" || w.Name == "driverstep.gpu-upgrade-gate.io")
+				if res == "*" || (strings.Contains(res, "/") && !statusOK) || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
+					bad("matches %q: never subresources (plans/status; nodes/status only on the Node and driver-step webhooks), leases, endpoints or events", res)
 				}
 			}
 			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
@@ -663,7 +670,7 @@ func (r *rendered) checkWebhooks() []string {
 		}
 	}
 	type rule struct {
-		group, version, resource string
+		group, version, resource string // resource: the resources, comma-separated
 		scope                    admissionregistrationv1.ScopeType
 		ops                      []admissionregistrationv1.OperationType
 	}
@@ -679,7 +686,7 @@ func (r *rendered) checkWebhooks() []string {
 	cluster, namespaced := admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope
 	for _, wt := range []want{
 		{"plans.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
-		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes", cluster, u}}, r.e.nodePolicy, nil},
+		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, r.e.nodePolicy, nil},
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
 		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, cud}},
 			admissionregistrationv1.Fail, nil},
@@ -798,22 +805,24 @@ func expectedJobMatchConditions(sucNamespaces []string) []admissionregistrationv
 // ExpectedNodeMatchConditions are the Node webhook's match conditions for a
 // configuration: the spec the chart's template implements (kubelets, exempt
 // system controllers, non-GPU nodes and changes that neither touch labels nor
-// uncordon never reach the webhook).
-func expectedNodeMatchConditions(gpuVendors, exemptUsers []string) []admissionregistrationv1.MatchCondition {
-	var keys []string
-	for _, v := range gpuVendors {
-		for _, k := range []string{"pci-" + v, "pci-0300_" + v, "pci-0302_" + v} {
-			keys = append(keys, "feature.node.kubernetes.io/"+k+".present")
-		}
-	}
-	keys = append(keys, "nvidia.com/gpu.present")
+// uncordon never reach the webhook). The GPU-node condition is the engine's
+// own (gate.Config.GPUNodeCondition): the chart rendering anything else fails.
+func expectedNodeMatchConditions(gpuVendors, exemptUsers, exemptGroups []string) []admissionregistrationv1.MatchCondition {
+	cfg := &gate.Config{GPUVendors: gpuVendors}
 	conds := []admissionregistrationv1.MatchCondition{
 		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
-		{Name: "gpu-node", Expression: "[" + celList(keys) + "].exists(k, k in object.metadata.?labels.orValue({}) || k in oldObject.metadata.?labels.orValue({}))"},
+		{Name: "gpu-node", Expression: cfg.GPUNodeCondition()},
 		{Name: "labels-changed-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"},
 	}
+	var exempt []string
 	if len(exemptUsers) > 0 {
-		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: "!(request.userInfo.username in [" + celList(exemptUsers) + "])"})
+		exempt = append(exempt, "!(request.userInfo.username in ["+celList(exemptUsers)+"])")
+	}
+	if len(exemptGroups) > 0 {
+		exempt = append(exempt, "!request.userInfo.groups.exists(g, g in ["+celList(exemptGroups)+"])")
+	}
+	if len(exempt) > 0 {
+		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: strings.Join(exempt, " && ")})
 	}
 	return conds
 }
@@ -828,7 +837,7 @@ func (r *rendered) checkNodeMatchConditions() []string {
 	if w == nil {
 		return problems
 	}
-	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptUsers)
+	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptUsers, r.e.exemptGroups)
 	if !slices.Equal(w.MatchConditions, want) {
 		problems = append(problems, fmt.Sprintf("nodes.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", w.MatchConditions, want))
 	}
@@ -922,9 +931,12 @@ func (r *rendered) checkTLS() []string {
 	if serving.Spec.SecretName != r.tlsSecretName() {
 		problems = append(problems, fmt.Sprintf("the serving Certificate writes %s, the pods mount %s", serving.Spec.SecretName, r.tlsSecretName()))
 	}
-	wantDNS := []string{svc.Name, svc.Name + "." + svc.Namespace + ".svc", svc.Name + "." + svc.Namespace + ".svc.cluster.local"}
+	wantDNS := append([]string{svc.Name, svc.Name + "." + svc.Namespace + ".svc", svc.Name + "." + svc.Namespace + ".svc.cluster.local"}, r.e.extraDNSNames...)
 	if !slices.Equal(serving.Spec.DNSNames, wantDNS) {
 		problems = append(problems, fmt.Sprintf("serving dnsNames %v, expected %v", serving.Spec.DNSNames, wantDNS))
+	}
+	if !slices.Equal(serving.Spec.IPAddresses, r.e.ipAddresses) {
+		problems = append(problems, fmt.Sprintf("serving ipAddresses %v, expected %v", serving.Spec.IPAddresses, r.e.ipAddresses))
 	}
 	if !slices.Contains(serving.Spec.Usages, certmanagerv1.UsageServerAuth) {
 		problems = append(problems, "the serving Certificate lacks the server auth usage")

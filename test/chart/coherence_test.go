@@ -95,6 +95,11 @@ func TestCoherence(t *testing.T) {
 			require.Empty(t, problems)
 			rendered := map[string]string{}
 			for _, w := range v.Webhooks {
+				if r.e.url != "" {
+					require.NotNil(t, w.ClientConfig.URL, w.Name)
+					rendered[w.Name] = strings.TrimPrefix(*w.ClientConfig.URL, r.e.url)
+					continue
+				}
 				require.NotNil(t, w.ClientConfig.Service, w.Name)
 				require.NotNil(t, w.ClientConfig.Service.Path, w.Name)
 				rendered[w.Name] = *w.ClientConfig.Service.Path
@@ -110,14 +115,15 @@ func TestCoherence(t *testing.T) {
 			records, _ := namespacesSelected(hook(v, webhook.WebhookRecords).NamespaceSelector)
 			assert.Equal(t, []string{cfg.Namespace}, records, "record webhook namespace vs config namespace")
 
-			var users []string
+			var users, groups []string
 			for _, e := range cfg.Exemptions {
-				if slices.Contains(e.Resources, "nodes") && len(e.Groups) == 0 && len(e.MatchLabels) == 0 && len(e.Namespaces) == 0 {
+				if slices.Contains(e.Resources, "nodes") && len(e.MatchLabels) == 0 && len(e.Namespaces) == 0 {
 					users = append(users, e.Users...)
+					groups = append(groups, e.Groups...)
 				}
 			}
-			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, users), hook(v, webhook.WebhookNodes).MatchConditions,
-				"Node match conditions vs config gpuVendors and users-only Node exemptions")
+			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, users, groups), hook(v, webhook.WebhookNodes).MatchConditions,
+				"Node match conditions vs config gpuVendors (the engine's GPU-node definition) and unnarrowed Node exemptions")
 
 			// The workload Roles name exactly the configured workloads.
 			names := map[string][]string{}

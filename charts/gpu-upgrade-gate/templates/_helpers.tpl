@@ -103,44 +103,54 @@ user name can never break out of the match condition.
 
 {{/*
 The Node webhook's match conditions, from the engine configuration: kubelets,
-the exempt system controllers, non-GPU nodes, and changes that neither touch
-labels nor uncordon never leave the API server.
+the exempt system controllers (users and groups of Node exemptions that
+namespaces and matchLabels do not narrow), non-GPU nodes (gug.gpuNodeCondition,
+generated from the engine's definition), and changes that neither touch labels
+nor uncordon never leave the API server.
 */}}
 {{- define "gug.nodeMatchConditions" -}}
-{{- $gpuKeys := list }}
-{{- range .Values.config.gpuVendors }}
-{{- range $k := list (printf "pci-%s" .) (printf "pci-0300_%s" .) (printf "pci-0302_%s" .) }}
-{{- $gpuKeys = append $gpuKeys (include "gug.celString" (printf "feature.node.kubernetes.io/%s.present" $k)) }}
-{{- end }}
-{{- end }}
-{{- $gpuKeys = append $gpuKeys (include "gug.celString" "nvidia.com/gpu.present") }}
 {{- $users := list }}
+{{- $groups := list }}
 {{- range .Values.config.exemptions }}
-{{- if and (has "nodes" .resources) (not .groups) (not .matchLabels) (not .namespaces) }}
+{{- if and (has "nodes" .resources) (not .matchLabels) (not .namespaces) }}
 {{- range .users }}
 {{- $users = append $users (include "gug.celString" .) }}
+{{- end }}
+{{- range .groups }}
+{{- $groups = append $groups (include "gug.celString" .) }}
 {{- end }}
 {{- end }}
 {{- end }}
 - name: not-a-kubelet
   expression: {{ "!('system:nodes' in request.userInfo.groups)" | quote }}
 - name: gpu-node
-  expression: {{ printf "[%s].exists(k, k in object.metadata.?labels.orValue({}) || k in oldObject.metadata.?labels.orValue({}))" (join ", " $gpuKeys) | quote }}
+  expression: {{ include "gug.gpuNodeCondition" . | quote }}
 - name: labels-changed-or-uncordon
   expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))" | quote }}
+{{- if or $users $groups }}
+{{- $conds := list }}
 {{- if $users }}
+{{- $conds = append $conds (printf "!(request.userInfo.username in [%s])" (join ", " $users)) }}
+{{- end }}
+{{- if $groups }}
+{{- $conds = append $conds (printf "!request.userInfo.groups.exists(g, g in [%s])" (join ", " $groups)) }}
+{{- end }}
 - name: not-a-system-controller
-  expression: {{ printf "!(request.userInfo.username in [%s])" (join ", " $users) | quote }}
+  expression: {{ join " && " $conds | quote }}
 {{- end }}
 {{- end }}
 
-{{/* A webhook's clientConfig: the Service, and the CA bundle when it is supplied. */}}
+{{/* A webhook's clientConfig: the Service (or webhook.url), and the CA bundle when it is supplied. */}}
 {{- define "gug.clientConfig" -}}
+{{- if .root.Values.webhook.url }}
+url: {{ printf "%s%s" .root.Values.webhook.url .path | quote }}
+{{- else }}
 service:
   name: {{ include "gug.serviceName" .root }}
   namespace: {{ .root.Release.Namespace }}
   path: {{ .path }}
   port: {{ .root.Values.service.port }}
+{{- end }}
 {{- if not .root.Values.tls.certManager.enabled }}
 caBundle: {{ .root.Values.tls.caBundle | trim | b64enc }}
 {{- end }}

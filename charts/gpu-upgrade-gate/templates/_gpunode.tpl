@@ -1,0 +1,9 @@
+{{- /*
+Generated from gate/gpunode.go (the engine's one definition of a GPU node) by
+go test ./test/chart -run TestGPUNodeTemplateIsGenerated -update
+Do not edit: change gate/gpunode.go and regenerate. The Node webhook's gpu-node
+match condition: the node is a GPU node before or after the change.
+*/ -}}
+{{- define "gug.gpuNodeCondition" -}}
+object.metadata.?labels.orValue({}).exists(k, (k == 'nvidia.com/gpu.present' && object.metadata.labels[k] == 'true') || (k.matches('^feature[.]node[.]kubernetes[.]io/pci-(030[02]_)?({{ join "|" .Values.config.gpuVendors }})(_[0-9a-f]{4}){0,3}[.]present$') && object.metadata.labels[k] == 'true') || k in ['nvidia.com/gpu.count', 'nvidia.com/gpu.product', 'nvidia.com/gpu.memory', 'nvidia.com/gpu.family', 'nvidia.com/gpu.compute.major', 'nvidia.com/cuda.driver-version.full', 'nvidia.com/cuda.driver.major', 'nvidia.com/mig.capable']) || object.?status.?capacity.orValue({}).exists(r, r.startsWith('nvidia.com/') || r.startsWith('requests.nvidia.com/') || r.startsWith('amd.com/gpu') || r.startsWith('gpu.intel.com/')) || oldObject.metadata.?labels.orValue({}).exists(k, (k == 'nvidia.com/gpu.present' && oldObject.metadata.labels[k] == 'true') || (k.matches('^feature[.]node[.]kubernetes[.]io/pci-(030[02]_)?({{ join "|" .Values.config.gpuVendors }})(_[0-9a-f]{4}){0,3}[.]present$') && oldObject.metadata.labels[k] == 'true') || k in ['nvidia.com/gpu.count', 'nvidia.com/gpu.product', 'nvidia.com/gpu.memory', 'nvidia.com/gpu.family', 'nvidia.com/gpu.compute.major', 'nvidia.com/cuda.driver-version.full', 'nvidia.com/cuda.driver.major', 'nvidia.com/mig.capable']) || oldObject.?status.?capacity.orValue({}).exists(r, r.startsWith('nvidia.com/') || r.startsWith('requests.nvidia.com/') || r.startsWith('amd.com/gpu') || r.startsWith('gpu.intel.com/'))
+{{- end }}
