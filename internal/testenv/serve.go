@@ -47,6 +47,12 @@ type ServeOptions struct {
 	Config *gate.Config
 	// Dir holds the config, the serving certificate and the log.
 	Dir string
+	// CertDir, when set, holds tls.crt and tls.key that someone else keeps
+	// current (e.g. a test copying cert-manager's Secret, as the kubelet's
+	// Secret volume does); otherwise the process gets a certificate of a new CA.
+	CertDir string
+	// Port is the webhook port; 0 picks a free one.
+	Port int
 }
 
 // ServeProcess is a running `gpu-upgrade-gate serve`.
@@ -82,18 +88,24 @@ func StartServe(ctx context.Context, o ServeOptions) (_ *ServeProcess, err error
 	if err := os.WriteFile(cfgPath, cfgData, 0o644); err != nil {
 		return nil, err
 	}
-	p := &ServeProcess{CertDir: filepath.Join(o.Dir, "tls"), LogPath: filepath.Join(o.Dir, "serve.log"), vwc: vwc, done: make(chan struct{})}
-	if p.CA, err = NewCA(); err != nil {
-		return nil, err
-	}
-	if _, err := p.CA.WriteServing(p.CertDir); err != nil {
-		return nil, err
+	p := &ServeProcess{CertDir: o.CertDir, LogPath: filepath.Join(o.Dir, "serve.log"), vwc: vwc, done: make(chan struct{})}
+	if p.CertDir == "" {
+		p.CertDir = filepath.Join(o.Dir, "tls")
+		if p.CA, err = NewCA(); err != nil {
+			return nil, err
+		}
+		if _, err := p.CA.WriteServing(p.CertDir); err != nil {
+			return nil, err
+		}
 	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	p.Port, p.Probe, p.Metrics = ports[0], "127.0.0.1:"+strconv.Itoa(ports[1]), "127.0.0.1:"+strconv.Itoa(ports[2])
+	if o.Port != 0 {
+		p.Port = o.Port
+	}
 	log, err := os.Create(p.LogPath)
 	if err != nil {
 		return nil, err
@@ -189,6 +201,19 @@ func (p *ServeProcess) WebhookConfiguration() (*admissionregistrationv1.Validati
 		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: p.CA.PEM}
 	}
 	return vwc, nil
+}
+
+// ChartValues are the chart values whose engine configuration is cfg (every
+// key set), as the e2e environment renders the chart with.
+func ChartValues(cfg *gate.Config) (map[string]any, error) { return (&Env{Config: cfg}).chartValues() }
+
+// FreePort is a TCP port free on 127.0.0.1 right now.
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
 }
 
 // renderChart renders the Helm chart with cfg as its values, as the e2e
