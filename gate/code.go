@@ -43,6 +43,7 @@ const (
 	CodeModeUnsupported          Code = "ModeUnsupported"
 	CodeModeLabelsInconsistent   Code = "ModeLabelsInconsistent"
 	CodeUncordonDuringTransition Code = "UncordonDuringTransition"
+	CodeGPUIdentityRemoved       Code = "GPUIdentityRemoved"
 )
 
 // CodeReviewInvalid is what an adapter answers when the request itself cannot

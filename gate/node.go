@@ -123,6 +123,7 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		r.modeRules(&f, holders, holdersErr)
 	}
 	r.uncordonRule(&f)
+	r.identityRule(&f)
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {

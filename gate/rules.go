@@ -90,6 +90,7 @@ var ruleTable = []Rule{
 	{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
+	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},
 	// The adapter's answer to a review it cannot read.
 	{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}},
 }

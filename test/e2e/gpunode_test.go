@@ -71,11 +71,13 @@ func TestGPUNodeDefinitionAgrees(t *testing.T) {
 	}
 }
 
-// TestStrippedGPUNodeStaysReviewed (issue 10's first bypass): removing every
-// GPU identity label is itself reviewed, and the node stays a GPU node (its
-// capacity still holds the GPUs), so a later mode flip and an uncordon
-// mid-transition are still refused. On the old configuration the API server
-// stopped sending this node's changes once four label keys were gone.
+// TestStrippedGPUNodeStaysReviewed (issue 10's first bypass): removing a
+// GPU node's identity labels is reviewed and refused (GPUIdentityRemoved);
+// stripped anyway (break glass), the node stays a GPU node (its capacity
+// still holds the GPUs), so a later mode flip and an uncordon mid-transition
+// are still refused. On the old configuration the strip was allowed and the
+// API server stopped sending this node's changes once four label keys were
+// gone.
 func TestStrippedGPUNodeStaysReviewed(t *testing.T) {
 	ctx := context.Background()
 	alice, _ := as(t, "alice")
@@ -92,8 +94,11 @@ func TestStrippedGPUNodeStaysReviewed(t *testing.T) {
 	}
 	require.NotEmpty(t, strip)
 	before := nodeRequests(t)
-	require.NoError(t, patchNode(alice, name, `{"metadata":{"labels":{`+strings.Join(strip, ",")+`}}}`), "removing labels breaks no rule")
+	stripPatch := `{"metadata":{"labels":{` + strings.Join(strip, ",") + `}}}`
+	requireDenied(t, patchNode(alice, name, stripPatch), gate.CodeGPUIdentityRemoved)
 	assert.Equal(t, before+1, nodeRequests(t), "removing a GPU node's identity labels is reviewed")
+	breakGlass, _ := as(t, "bob", env.Config.BreakGlassGroup)
+	require.NoError(t, patchNode(breakGlass, name, `{"metadata":{"annotations":{"`+gate.AnnotationBreakGlass+`":"INC-42 relabel after NFD misconfiguration"},"labels":{`+strings.Join(strip, ",")+`}}}`))
 
 	requireDenied(t, patchNode(alice, name, `{"metadata":{"labels":{"kube-dc.com/gpu.workload-mode":"pod-hami"}}}`), gate.CodeModeChangeNotCordoned)
 	require.NoError(t, patchNode(alice, name, `{"spec":{"unschedulable":true}}`))

@@ -1,0 +1,40 @@
+package gate
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// identityRule (review-level, Nodes): a person may not remove what makes a
+// node a GPU node (gpunode.go: a configured vendor's NFD PCI label,
+// nvidia.com/gpu.present=true, a GFD label). NFD, GFD and the GPU Operator
+// own those labels, and their writes never reach the gate (their
+// ServiceAccounts are exempt by match condition); a node stripped of them
+// would drop out of the gate's view and the GPU Operator's, and its next
+// label change or uncordon would go unjudged.
+func (r *NodeReview) identityRule(f *findings) {
+	n, old := r.req.Node, r.req.OldNode
+	for _, k := range sortedKeys(old.Labels) {
+		if !r.cfg.isGPULabel(k, old.Labels[k]) {
+			continue
+		}
+		v, set := n.Labels[k]
+		if set && r.cfg.isGPULabel(k, v) {
+			continue
+		}
+		f.add(gpuIdentityRemoved(n.Name, k, old.Labels[k], v, set))
+	}
+}
+
+// gpuIdentityRemoved builds every GPUIdentityRemoved blocker. Label values
+// are at most 63 characters (API validation), so they are quoted whole.
+func gpuIdentityRemoved(node, key, was, now string, set bool) Blocker {
+	change := "is removed"
+	if set {
+		change = fmt.Sprintf("changes to %q", now)
+	}
+	return forbidden(CodeGPUIdentityRemoved, node, field.NewPath("metadata", "labels").Key(key),
+		"label %s=%q %s on GPU node %s; it marks the node's GPUs for the gate and the GPU Operator, and NFD, GFD or the GPU Operator own it: change NFD's configuration or NodeFeatureRule instead, or break glass",
+		key, was, change, node)
+}
