@@ -72,13 +72,15 @@ func TestNodeStepRules(t *testing.T) {
 			s.holders["gpu-v100-01"] = holder
 		}, want: []Code{CodeGPUHolders}},
 		{name: "stripped identity: GPU capacity only, every GPU label removed", mutate: func(s *stepScenario) {
+			// Every label the GPU-node definition reads (gpunode.go), GFD's
+			// driver version among them.
 			for k := range s.node.Labels {
-				if strings.HasPrefix(k, "feature.node.kubernetes.io/pci-") || strings.HasPrefix(k, "nvidia.com/gpu") {
+				if strings.HasPrefix(k, "feature.node.kubernetes.io/pci-") || strings.HasPrefix(k, "nvidia.com/") {
 					delete(s.node.Labels, k)
 				}
 			}
 			require.False(t, s.cfg.IsGPUNode(&corev1.Node{ObjectMeta: s.node.ObjectMeta}), "the labels alone must no longer say GPU")
-		}, want: []Code{CodeHardwareUnknown}},
+		}, want: []Code{CodeHardwareUnknown, CodeFactsMissing}},
 		{name: "HardwareNotQualified: an H200 under the V100 record", mutate: func(s *stepScenario) {
 			s.node = s.scenario.node("gpu-h200-01")
 			s.req.Plan = canaryPlan("gpu-h200-01")
