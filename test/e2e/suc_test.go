@@ -297,7 +297,16 @@ func TestSUCJobGuardStopsBypasses(t *testing.T) {
 		var n corev1.Node
 		require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "suc-v100-late"}, &n))
 		n.Labels["pool"] = "suc-late"
-		require.NoError(t, env.Admin.Status().Update(ctx, &n), "label changes through nodes/status never reach the Node webhook")
+		// A person's label change through nodes/status is now reviewed like
+		// one through the Node: the request check refuses it.
+		err := env.Admin.Status().Update(ctx, n.DeepCopy())
+		require.Error(t, err, "label changes through nodes/status reach the Node webhook")
+		assert.Contains(t, err.Error(), "Plan system-upgrade/suc-late:")
+		// The kubelet's own status write never reaches it (not-a-kubelet):
+		// that one ends at the Job.
+		kubelet, err := client.New(env.CP.ConfigFor("system:node:suc-v100-late", "system:nodes", "system:authenticated"), client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		require.NoError(t, kubelet.Status().Update(ctx, &n), "the kubelet's status write is not reviewed")
 		stoppedAtTheJob(t, "suc-late", "suc-v100-late", unsafe...)
 	})
 
@@ -305,9 +314,11 @@ func TestSUCJobGuardStopsBypasses(t *testing.T) {
 		require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{v100Spec("suc-v100-nfd", nil)}))
 		p := unsafePlan("suc-nfd", &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "suc-nfd"}})
 		require.NoError(t, alice.Create(ctx, p))
-		// NFD master's identity of the default exemption, with the rights
-		// its chart grants (here through the platform-admins binding).
-		nfd, err := client.New(env.CP.ConfigFor("system:serviceaccount:node-feature-discovery:nfd-master", "platform-admins", "system:authenticated"), client.Options{Scheme: env.Scheme})
+		// NFD master as NFD's chart runs it (helm install nfd), exempt by its
+		// namespace's group, with the rights its chart grants (here through
+		// the platform-admins binding).
+		nfd, err := client.New(env.CP.ConfigFor("system:serviceaccount:node-feature-discovery:nfd-node-feature-discovery",
+			"system:serviceaccounts", "system:serviceaccounts:node-feature-discovery", "platform-admins", "system:authenticated"), client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
 		require.NoError(t, patchNode(nfd, "suc-v100-nfd", `{"metadata":{"labels":{"pool":"suc-nfd"}}}`), "exempt from the Node webhook")
 		stoppedAtTheJob(t, "suc-nfd", "suc-v100-nfd", unsafe...)
@@ -324,8 +335,18 @@ func TestSUCJobGuardStopsBypasses(t *testing.T) {
 		var n corev1.Node
 		require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "suc-v100-stripped"}, &n))
 		require.Equal(t, "8", n.Status.Capacity.Name("nvidia.com/gpu", resource.DecimalSI).String(), "the kubelet still reports the GPUs")
+		// GPU capacity makes a GPU node for the request check too
+		// (gate/gpunode.go), so the Plan is refused there; admitted while it
+		// selected nothing and joined by the kubelet's label, it ends at the Job.
 		p := unsafePlan("suc-stripped", &metav1.LabelSelector{MatchLabels: map[string]string{upgradev1.LabelHostname: "suc-v100-stripped"}})
-		require.NoError(t, alice.Create(ctx, p), "the request check sees no GPU node")
+		err := alice.Create(ctx, p.DeepCopy())
+		require.Error(t, err, "the request check sees the GPU node by its capacity")
+		assert.Contains(t, err.Error(), "denied the request")
+		p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "suc-stripped"}}
+		require.NoError(t, alice.Create(ctx, p), "no node carries the label yet")
+		kubelet, err := client.New(env.CP.ConfigFor("system:node:suc-v100-stripped", "system:nodes", "system:authenticated"), client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		require.NoError(t, patchNode(kubelet, "suc-v100-stripped", `{"metadata":{"labels":{"pool":"suc-stripped"}}}`), "the kubelet's write is not reviewed")
 		stoppedAtTheJob(t, "suc-stripped", "suc-v100-stripped", append(unsafe, gate.CodeHardwareUnknown)...)
 	})
 
