@@ -142,9 +142,9 @@ nor uncordon never leave the API server.
 
 {{/* A webhook's clientConfig: the Service (or webhook.url), and the CA bundle when it is supplied. */}}
 {{- define "gug.clientConfig" -}}
-{{- if .root.Values.webhook.url }}
+{{- if .root.Values.webhook.url -}}
 url: {{ printf "%s%s" .root.Values.webhook.url .path | quote }}
-{{- else }}
+{{- else -}}
 service:
   name: {{ include "gug.serviceName" .root }}
   namespace: {{ .root.Release.Namespace }}
