@@ -35,6 +35,8 @@ const (
 	CodeVersionInvalid       Code = "VersionInvalid"
 	CodeNoChange             Code = "NoChange"
 	CodeImageInvalid         Code = "ImageInvalid"
+	// CodePlanStatusForged: status.applying written by someone but SUC.
+	CodePlanStatusForged Code = "PlanStatusForged"
 )
 
 // Node codes.

@@ -23,7 +23,8 @@
 //     select.go (SUC's node selection: PlanSelector, PendingNodes,
 //     PredictHash), node.go (Node updates), driver.go (the GPU Operator's
 //     driver path), record.go (record ConfigMaps, validate-record),
-//     upgradecheck.go (typed values).
+//     upgradecheck.go (typed values), rule_planstatus.go (JudgePlanStatus:
+//     who may change a Plan's status.applying).
 //   - facts.go (what a node's labels and status say), holders.go (GPU
 //     holders), config.go (configuration, exemptions, break glass),
 //     decision.go (Decision, Blocker, audit annotations), inventory.go.

@@ -22,6 +22,8 @@ const (
 	ReviewDriverStep Review = "driver-step"
 	// ReviewOperator: an upgrade of the GPU Operator itself.
 	ReviewOperator Review = "operator"
+	// ReviewPlanStatus: a write of a Plan's status (JudgePlanStatus).
+	ReviewPlanStatus Review = "plan-status"
 	// ReviewRecord: a record ConfigMap write.
 	ReviewRecord Review = "record"
 	// ReviewUpgradeCheck: the CLI's upgrade-check, every value typed.
@@ -88,6 +90,8 @@ var ruleTable = []Rule{
 	{Name: "skew", Codes: []Code{CodeVersionSkew}, Reviews: planPaths},
 	{Name: "wave", Codes: []Code{CodeMultipleCanaries, CodeCanaryNotProven, CodeCrossFailureDomain}, Reviews: planPaths},
 	{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths},
+	// What SUC alone writes in a Plan's status (review-level).
+	{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},

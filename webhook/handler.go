@@ -31,6 +31,8 @@ const (
 	PathDriverStep = "/validate/driver-step"
 	// PathOperator is an upgrade of the GPU Operator itself.
 	PathOperator = "/validate/operator"
+	// PathPlanStatus guards status.applying of Plans.
+	PathPlanStatus = "/validate/plan-status"
 )
 
 // decideFunc turns one request into a decision. An error means the request

@@ -17,4 +17,6 @@ const (
 	WebhookDriverStep = "driverstep.gpu-upgrade-gate.io"
 	// WebhookOperator reviews upgrades of the GPU Operator itself.
 	WebhookOperator = "operator.gpu-upgrade-gate.io"
+	// WebhookPlanStatus reviews writes of status.applying by anyone but SUC.
+	WebhookPlanStatus = "planstatus.gpu-upgrade-gate.io"
 )

@@ -66,6 +66,7 @@ func (s *Server) handlers() map[string]*handler {
 		PathJobs:       s.JobHandler(),
 		PathDriverStep: s.DriverStepHandler(),
 		PathOperator:   s.OperatorHandler(),
+		PathPlanStatus: s.PlanStatusHandler(),
 	}
 }
 

@@ -611,8 +611,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != 7 {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver, jobs, driverstep and operator", len(v.Webhooks)))
+	if len(v.Webhooks) != 8 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver, jobs, driverstep, operator and planstatus", len(v.Webhooks)))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -641,10 +641,14 @@ func (r *rendered) checkWebhooks() []string {
 		for _, rule := range w.Rules {
 			for _, res := range rule.Resources {
 				// nodes/status only where labels change: the Node webhook, and
-				// the driver step (a label transition).
-				statusOK := res == "nodes/status" && (w.Name == "nodes.gpu-upgrade-gate.io" || w.Name == "driverstep.gpu-upgrade-gate.io")
+				// the driver step (a label transition). plans/status only on
+				// the Plan status webhook, which guards SUC's status.applying
+				// on purpose (its match conditions, TestCoherence, keep SUC and
+				// every other status write away from the gate).
+				statusOK := (res == "nodes/status" && (w.Name == "nodes.gpu-upgrade-gate.io" || w.Name == "driverstep.gpu-upgrade-gate.io")) ||
+					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io")
 				if res == "*" || (strings.Contains(res, "/") && !statusOK) || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
-					bad("matches %q: never subresources (plans/status; nodes/status only on the Node and driver-step webhooks), leases, endpoints or events", res)
+					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node and driver-step webhooks), leases, endpoints or events", res)
 				}
 			}
 			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
@@ -694,6 +698,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"driverstep.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
 		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans", namespaced, u}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
+		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 	} {
 		w := hook(v, wt.name)
 		if w == nil {
@@ -750,8 +755,8 @@ func (r *rendered) checkWebhooks() []string {
 			conds += c.Expression + "\n"
 		}
 		switch wt.name {
-		case "nodes.gpu-upgrade-gate.io", "jobs.gpu-upgrade-gate.io":
-			// Both are compared with the configuration in TestCoherence.
+		case "nodes.gpu-upgrade-gate.io", "jobs.gpu-upgrade-gate.io", "planstatus.gpu-upgrade-gate.io":
+			// These are compared with the configuration in TestCoherence.
 		case "driver.gpu-upgrade-gate.io":
 			// Only changes of what runs on GPU nodes may reach the gate (the
 			// operator's own writes must never depend on it).
@@ -799,6 +804,20 @@ func expectedJobMatchConditions(sucNamespaces []string) []admissionregistrationv
 		{Name: "written-by-suc", Expression: "request.userInfo.groups.exists(g, g in [" + celList(groups) + "])"},
 		{Name: "starts-the-job", Expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
 			"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+	}
+}
+
+// expectedPlanStatusMatchConditions are the Plan status webhook's match
+// conditions: writes by anyone but a ServiceAccount of a SUC namespace that
+// change status.applying, and nothing else.
+func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
+	groups := make([]string, len(sucNamespaces))
+	for i, ns := range sucNamespaces {
+		groups[i] = "system:serviceaccounts:" + ns
+	}
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "not-suc", Expression: "!request.userInfo.groups.exists(g, g in [" + celList(groups) + "])"},
+		{Name: "changes-applying", Expression: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([])"},
 	}
 }
 

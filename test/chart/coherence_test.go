@@ -77,6 +77,7 @@ func TestCoherence(t *testing.T) {
 		webhook.WebhookDriverStep: webhook.PathDriverStep,
 		webhook.WebhookOperator:   webhook.PathOperator,
 		webhook.WebhookJobs:       webhook.PathJobs,
+		webhook.WebhookPlanStatus: webhook.PathPlanStatus,
 	}
 	var servedPaths []string
 	for _, p := range served {
@@ -112,6 +113,10 @@ func TestCoherence(t *testing.T) {
 			assert.Equal(t, cfg.SUCNamespaces, jobs, "Job webhook namespaces vs config sucNamespaces")
 			assert.Equal(t, expectedJobMatchConditions(cfg.SUCNamespaces), hook(v, webhook.WebhookJobs).MatchConditions,
 				"Job match conditions vs config sucNamespaces")
+			status, _ := namespacesSelected(hook(v, webhook.WebhookPlanStatus).NamespaceSelector)
+			assert.Equal(t, cfg.SUCNamespaces, status, "Plan status webhook namespaces vs config sucNamespaces")
+			assert.Equal(t, expectedPlanStatusMatchConditions(cfg.SUCNamespaces), hook(v, webhook.WebhookPlanStatus).MatchConditions,
+				"Plan status match conditions vs config sucNamespaces")
 			records, _ := namespacesSelected(hook(v, webhook.WebhookRecords).NamespaceSelector)
 			assert.Equal(t, []string{cfg.Namespace}, records, "record webhook namespace vs config namespace")
 

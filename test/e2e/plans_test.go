@@ -163,24 +163,25 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeSelfApproved, gate.CodeHardwareUnknown, gate.CodeHardwareNotQualified, gate.CodeFactsMissing, gate.CodeTargetNotQualified, gate.CodeSourceMismatch,
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
-	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid}
+	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged}
 
 func TestVersionEditInFlight(t *testing.T) {
 	ctx := context.Background()
 	c, _ := as(t, "alice")
+	suc := sucStatusClient(t)
 	p := plan("in-flight", "v100-r580", "gpu-v100-01")
 	require.NoError(t, c.Create(ctx, p))
 	defer env.Admin.Delete(ctx, p)
-	// SUC writes status.applying through the status subresource, which the
-	// gate does not intercept.
+	// SUC writes status.applying (played by its ServiceAccount here; only
+	// SUC may change it, TestPlanStatusGuard).
 	p.Status.Applying = []string{"gpu-v100-01"}
-	require.NoError(t, env.Admin.Status().Update(ctx, p))
+	require.NoError(t, suc.Status().Update(ctx, p))
 	p.Spec.Version = "v1.36.1+rke2r2"
 	requireDenied(t, c.Update(ctx, p), gate.CodeVersionEditInFlight, gate.CodeTargetNotQualified)
 
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(p), p))
 	p.Status.Applying = nil
-	require.NoError(t, env.Admin.Status().Update(ctx, p))
+	require.NoError(t, suc.Status().Update(ctx, p))
 	p.Spec.Cordon = true
 	p.Labels = map[string]string{"note": "nothing-applying"}
 	require.NoError(t, c.Update(ctx, p))
