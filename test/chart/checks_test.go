@@ -796,27 +796,29 @@ func celList(xs []string) string {
 // by a ServiceAccount of a SUC namespace that start a Job (created running,
 // or from paused or suspended to running) and nothing else.
 func expectedJobMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "written-by-suc", Expression: "request.userInfo.groups.exists(g, g in [" + celList(sucGroups(sucNamespaces)) + "])"},
+		{Name: "starts-the-job", Expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
+			"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+	}
+}
+
+// sucGroups are the groups of the ServiceAccounts of the SUC namespaces:
+// SUC, as the API server authenticates it.
+func sucGroups(sucNamespaces []string) []string {
 	groups := make([]string, len(sucNamespaces))
 	for i, ns := range sucNamespaces {
 		groups[i] = "system:serviceaccounts:" + ns
 	}
-	return []admissionregistrationv1.MatchCondition{
-		{Name: "written-by-suc", Expression: "request.userInfo.groups.exists(g, g in [" + celList(groups) + "])"},
-		{Name: "starts-the-job", Expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
-			"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
-	}
+	return groups
 }
 
 // expectedPlanStatusMatchConditions are the Plan status webhook's match
 // conditions: writes by anyone but a ServiceAccount of a SUC namespace that
 // change status.applying, and nothing else.
 func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
-	groups := make([]string, len(sucNamespaces))
-	for i, ns := range sucNamespaces {
-		groups[i] = "system:serviceaccounts:" + ns
-	}
 	return []admissionregistrationv1.MatchCondition{
-		{Name: "not-suc", Expression: "!request.userInfo.groups.exists(g, g in [" + celList(groups) + "])"},
+		{Name: "not-suc", Expression: "!request.userInfo.groups.exists(g, g in [" + celList(sucGroups(sucNamespaces)) + "])"},
 		{Name: "changes-applying", Expression: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([])"},
 	}
 }
