@@ -36,7 +36,8 @@ const (
 	CodeNoChange             Code = "NoChange"
 	CodeImageInvalid         Code = "ImageInvalid"
 	// CodePlanStatusForged: status.applying written by someone but SUC.
-	CodePlanStatusForged Code = "PlanStatusForged"
+	CodePlanStatusForged     Code = "PlanStatusForged"
+	CodePreviousNodeUnproven Code = "PreviousNodeUnproven"
 )
 
 // Node codes.
@@ -46,6 +47,7 @@ const (
 	CodeModeLabelsInconsistent   Code = "ModeLabelsInconsistent"
 	CodeUncordonDuringTransition Code = "UncordonDuringTransition"
 	CodeGPUIdentityRemoved       Code = "GPUIdentityRemoved"
+	CodeUncordonBeforeProof      Code = "UncordonBeforeProof"
 )
 
 // CodeReviewInvalid is what an adapter answers when the request itself cannot

@@ -95,6 +95,8 @@ type Config struct {
 	// GPURuntimeClasses are RuntimeClass names whose Pods hold GPUs with or
 	// without a GPU resource (the GPU Operator's "nvidia").
 	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
+	// Proof says what proves an upgraded node (proof.go).
+	Proof ProofConfig `json:"proof"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -115,6 +117,7 @@ func DefaultConfig() *Config {
 		GPURuntimeClasses: []string{"nvidia"},
 
 		GPUOperatorCSV: "gpu-operator-certified",
+		Proof:          DefaultProofConfig(),
 	}
 }
 
@@ -158,7 +161,9 @@ func LoadConfig(data []byte) (*Config, error) {
 		}
 		// Decode key by key into a zero Config, so an error names its key and
 		// a list in the file replaces the default list instead of merging into it.
-		file := &Config{}
+		// The proof section starts from its defaults, so a file that sets one
+		// of its keys keeps the others.
+		file := &Config{Proof: DefaultProofConfig()}
 		for _, k := range sortedKeys(keys) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			strict, err := sigsjson.UnmarshalStrict(one, file)
@@ -243,6 +248,7 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("gpuRuntimeClasses").Index(i), rc, "expected a RuntimeClass name, e.g. nvidia: "+msgs[0]))
 		}
 	}
+	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
 	return errs
 }
 

@@ -24,6 +24,14 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, []string{"system-upgrade", "cattle-system"}, cfg.SUCNamespaces)
 		assert.Equal(t, "gpu-upgrade-gate", cfg.Namespace)
 	})
+	t.Run("one proof key keeps the other proof defaults", func(t *testing.T) {
+		cfg, err := LoadConfig([]byte("proof: {soak: 10m, disabled: [soak]}\n"))
+		require.NoError(t, err)
+		assert.Equal(t, 10*time.Minute, cfg.Proof.Soak.Duration)
+		assert.Equal(t, []ProofRequirement{ProofSoak}, cfg.Proof.Off)
+		assert.Equal(t, DefaultProofConfig().Validator, cfg.Proof.Validator)
+		assert.Equal(t, DefaultProofConfig().HealthConditions, cfg.Proof.HealthConditions)
+	})
 	refused := []struct{ name, yaml, want string }{
 		{"unknown key", "wavesize: 2\n", `unknown field "wavesize"`},
 		{"zero max age", "maxCanaryAge: 0s\n", "maxCanaryAge: Invalid value: \"0s\""},
@@ -44,6 +52,12 @@ func TestLoadConfig(t *testing.T) {
 		{"wrong type", "waveSize: two\n", "waveSize"},
 		{"RKE2 image with a tag", "rke2Images: [rancher/rke2-upgrade:v1.36.1-rke2r1]\n", "rke2Images[0]: Invalid value: \"rancher/rke2-upgrade:v1.36.1-rke2r1\": expected an image repository without tag"},
 		{"RKE2 image that does not parse", "rke2Images: [Rancher/RKE2]\n", "rke2Images[0]"},
+		{"unknown proof key", "proof: {sok: 1m}\n", `unknown field "proof.sok"`},
+		{"unknown proof requirement", "proof: {disabled: [allocations]}\n", `proof.disabled[0]: Unsupported value: "allocations"`},
+		{"empty validator selector", "proof: {validator: {selector: \"\"}}\n", "proof.validator.selector: Required"},
+		{"bad allocation selector", "proof: {allocationCheck: {selector: \"a in (b\"}}\n", "proof.allocationCheck.selector: Invalid value"},
+		{"bad health status", "proof: {healthConditions: [{type: X, unhealthyStatus: maybe}]}\n", "proof.healthConditions[0].unhealthyStatus: Unsupported value"},
+		{"negative soak", "proof: {soak: -1m}\n", "proof.soak"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,9 @@ const (
 	AuditExemption  = "exemption"
 	AuditBreakGlass = "break-glass"
 	// AuditRevoked marks a record edit allowed because it revokes the record.
-	AuditRevoked = "revoked"
+	AuditRevoked  = "revoked"
+	AuditProofs   = "proofs"
+	AuditProofOff = "proof-off"
 )
 
 // Blocker is one violated rule. Err carries the field path of the object
@@ -89,6 +91,10 @@ type Decision struct {
 	// BreakGlass holds the reason given in the break-glass annotation when it
 	// was honoured.
 	BreakGlass string
+	// Proofs are the node proofs the decision relied on ("node=proven" or
+	// "node=unproven"); ProofOff the proof requirements switched off then.
+	Proofs   []string
+	ProofOff []ProofRequirement
 }
 
 // Codes lists the distinct blocker codes in the order they were found.
@@ -163,6 +169,16 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	}
 	if d.BreakGlass != "" {
 		a[AuditBreakGlass] = d.BreakGlass
+	}
+	if len(d.Proofs) > 0 {
+		a[AuditProofs] = strings.Join(d.Proofs, ",")
+		if len(d.ProofOff) > 0 {
+			off := make([]string, len(d.ProofOff))
+			for i, r := range d.ProofOff {
+				off[i] = string(r)
+			}
+			a[AuditProofOff] = strings.Join(off, ",")
+		}
 	}
 	return a
 }

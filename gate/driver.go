@@ -248,6 +248,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 			ts = append(ts, t)
 		}
 		judge(r.review(), ts, &f)
+		r.proofRule(usable, &f, &d)
 	}
 	return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
 }

@@ -46,6 +46,8 @@ type Cluster struct {
 	// workloads; empty when the workload was not found.
 	GPUOperatorImage  string
 	DCGMExporterImage string
+	// Proof holds the objects proofs of upgraded nodes read (proof.go).
+	Proof ProofFacts
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

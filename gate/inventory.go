@@ -45,6 +45,10 @@ type NodeInventory struct {
 	Rollback string               `json:"rollback"`
 	Holders  []Holder             `json:"holders,omitempty"`
 	Cordoned bool                 `json:"cordoned"`
+	// Proof is "proven" or "unproven" for a node at its record's target
+	// (docs/proof.md), empty otherwise; ProofMissing says what is missing.
+	Proof        string   `json:"proof,omitempty"`
+	ProofMissing []string `json:"proofMissing,omitempty"`
 }
 
 // Inventory lists every GPU node of the cluster, sorted by name. holders may
@@ -79,6 +83,8 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 			switch {
 			case SameTuple(inv.Current, rec.Target):
 				inv.Status = StatusAtTarget
+				p := cfg.Prove(cl, n, now)
+				inv.Proof, inv.ProofMissing = p.State(), p.Missing
 			case len(qualification.Check(rec, fresh)) > 0:
 				inv.Status = StatusStale
 			case len(inv.Holders) > 0:

@@ -62,3 +62,18 @@ func TestInventoryStatuses(t *testing.T) {
 		assert.Equal(t, StatusQualified, inv.Status)
 	})
 }
+
+// TestInventoryProof: a node at its target shows its proof; others show none.
+func TestInventoryProof(t *testing.T) {
+	s := safeScenario(t)
+	setTuple(s.node("gpu-v100-01"), tupleTarget)
+	inv := Inventory(s.cfg, s.cluster, nil, s.req.Now)
+	require.Equal(t, "gpu-v100-01", inv[1].Node)
+	assert.Equal(t, "unproven", inv[1].Proof)
+	assert.Contains(t, inv[1].ProofMissing[0], "no validator Pod")
+	assert.Empty(t, inv[2].Proof, "gpu-v100-02 is not at a destination")
+	prove(s, "gpu-v100-01")
+	inv = Inventory(s.cfg, s.cluster, nil, s.req.Now)
+	assert.Equal(t, "proven", inv[1].Proof)
+	assert.Empty(t, inv[1].ProofMissing)
+}

@@ -176,8 +176,9 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		r.pendingT = append(r.pendingT, t)
 	}
 	judge(ReviewPlan, r.pendingT, &f)
-	r.waveRules(&f)
+	r.waveRules(&f, &d)
 	r.inFlightRule(&f)
+	r.proofRule(&f, &d)
 	switch {
 	case len(r.pending) == 0:
 		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)
@@ -262,26 +263,18 @@ func (r *PlanReview) isRKE2Plan(f *findings) bool {
 }
 
 // canaryProven: some Ready, schedulable node of the record's hardware runs
-// the destination tuple already.
-func (r *PlanReview) canaryProven() bool {
+// the destination tuple already, and is proven.
+func (r *PlanReview) canaryProven(d *Decision) bool {
 	if r.dest == nil {
 		return false
 	}
-	want := r.record.NormalizedHardware()
-	keys := identityLabels(want)
-	op, dcgm := clusterVersions(r.cl)
-	for _, n := range r.cl.Nodes {
-		// The cheap necessary conditions first (cordon, kernel, Ready, the
-		// identity's label), the node's full facts last: a scan of every node
-		// must not read every node's labels.
-		if n.Spec.Unschedulable || !SameComponent(ComponentKernel, kernelOf(n), r.dest.Kernel) || !isReady(n) || !anyTrue(n.Labels, keys) {
+	for _, n := range r.atDestination() {
+		if n.Spec.Unschedulable || !isReady(n) {
 			continue
 		}
-		cur := qualification.Tuple{Kernel: kernelOf(n), RKE2: n.Status.NodeInfo.KubeletVersion, Driver: driverOf(n.Labels), GPUOperator: op, DCGMExporter: dcgm}
-		if !SameTuple(cur, *r.dest) || !r.cfg.IsGPUNode(n) {
-			continue
-		}
-		if slices.Equal(r.cfg.FactsOf(n).Identities, want) {
+		p := r.cfg.Prove(r.cl, n, r.req.Now)
+		d.noteProof(r.cfg, p)
+		if p.Proven() {
 			return true
 		}
 	}

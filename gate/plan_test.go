@@ -116,6 +116,7 @@ func TestPlanRules(t *testing.T) {
 			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
 			setTuple(s.node("gpu-v100-02"), tupleTarget)
 			labelApplied(s, "gpu-v100-02")
+			prove(s, "gpu-v100-02")
 		}},
 		// Issue 11: SUC's selection, not the tuple, says which nodes a Plan
 		// touches; an at-target node without the hash label is cordoned,
@@ -210,6 +211,7 @@ func rollbackScenario(s *scenario) {
 func waveScenario(s *scenario) {
 	s.cfg.WaveSize = 3
 	s.cluster.Nodes = append(s.cluster.Nodes, v100(s.t, "gpu-v100-03", tupleTarget))
+	prove(s, "gpu-v100-03")
 	s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
 }
 
@@ -261,6 +263,7 @@ func TestPlanWarnings(t *testing.T) {
 		s := safeScenario(t)
 		setTuple(s.node("gpu-v100-01"), tupleTarget)
 		labelApplied(s, "gpu-v100-01")
+		prove(s, "gpu-v100-01")
 		d := s.decide()
 		assert.True(t, d.Allowed)
 		assert.Empty(t, d.Nodes)

@@ -10,7 +10,7 @@ import (
 // after a proven canary, and within one failure domain. Every pending node
 // counts, including one already at the destination: SUC still cordons,
 // drains and runs its Job.
-func (r *PlanReview) waveRules(f *findings) {
+func (r *PlanReview) waveRules(f *findings, d *Decision) {
 	n := len(r.pending)
 	if n > r.cfg.WaveSize {
 		f.add(multipleCanaries(r.HolderNodes(), r.cfg.WaveSize, r.req.Plan.Name))
@@ -18,7 +18,7 @@ func (r *PlanReview) waveRules(f *findings) {
 	if r.cfg.WaveSize <= 1 || n <= 1 {
 		return
 	}
-	if r.record != nil && !r.canaryProven() {
+	if r.record != nil && !r.canaryProven(d) {
 		f.add(canaryNotProven(n, r.record.NormalizedHardware()))
 	}
 	zones := map[string]bool{}
@@ -37,7 +37,7 @@ func multipleCanaries(nodes []string, wave int, plan string) Blocker {
 
 // canaryNotProven builds every CanaryNotProven blocker.
 func canaryNotProven(n int, hardware []string) Blocker {
-	return forbidden(CodeCanaryNotProven, "", pathSelector, "a wave of %d GPU nodes needs a canary first, but no Ready, schedulable node of hardware %s runs the target tuple yet; upgrade one canary node, then widen the wave", n, strings.Join(hardware, ","))
+	return forbidden(CodeCanaryNotProven, "", pathSelector, "a wave of %d GPU nodes needs a proven canary first, but no Ready, schedulable node of hardware %s runs the target tuple and is proven (docs/proof.md) yet; upgrade one canary node, prove it, then widen the wave", n, strings.Join(hardware, ","))
 }
 
 // crossFailureDomain builds every CrossFailureDomain blocker.

@@ -30,6 +30,9 @@ const (
 	ReviewUpgradeCheck Review = "upgrade-check"
 	// ReviewValidateRecord: the CLI's validate-record lint.
 	ReviewValidateRecord Review = "validate-record"
+	// ReviewCompletion: SUC's completion write of a node (uncordon and
+	// plan label when its Job completed), a per-node step.
+	ReviewCompletion Review = "completion"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -78,7 +81,7 @@ var ruleTable = []Rule{
 	{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths},
 	// One transition per node the review moves.
 	{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule},
-	{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: movePaths, Judge: factsRule},
+	{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule},
 	{Name: "version", Codes: []Code{CodeVersionInvalid}, Reviews: movePaths, Judge: versionRule},
 	{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: movePaths, Judge: targetRule},
 	{Name: "source", Codes: []Code{CodeSourceMismatch}, Reviews: movePaths, Judge: sourceRule},
@@ -92,6 +95,9 @@ var ruleTable = []Rule{
 	{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths},
 	// What SUC alone writes in a Plan's status (review-level).
 	{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}},
+	// Proof of the nodes already upgraded (review-level).
+	{Name: "proof", Codes: []Code{CodePreviousNodeUnproven}, Reviews: changePaths},
+	{Name: "proof", Codes: []Code{CodeUncordonBeforeProof}, Reviews: []Review{ReviewNode, ReviewCompletion}},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},

@@ -172,6 +172,7 @@ func TestCanaryProvenMatchesReference(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, hw := range [][]string{{hwV100}, {hwH200}, {hwV100, hwH200}, nil} {
 				s := safeScenario(t)
+				s.cfg.Proof.Off = ProofRequirements // the node selection alone (TestProof covers the proof)
 				canary := v100(t, "gpu-v100-03", tupleTarget)
 				mod(canary)
 				s.cluster.Nodes = append(s.cluster.Nodes, canary)
@@ -180,7 +181,7 @@ func TestCanaryProvenMatchesReference(t *testing.T) {
 				r := PreparePlan(s.cfg, s.cluster, s.req)
 				require.NotNil(t, r.dest)
 				want := canaryProvenReference(r)
-				assert.Equal(t, want, r.canaryProven(), "hardware %v", hw)
+				assert.Equal(t, want, r.canaryProven(&Decision{}), "hardware %v", hw)
 				if name == "proven" && len(hw) == 1 && hw[0] == hwV100 {
 					assert.True(t, want, "the unmodified canary proves the V100 record")
 				}

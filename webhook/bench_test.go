@@ -19,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -40,12 +44,19 @@ var benchNow = time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
 type fleetCache struct {
 	cache.Cache
 	nodes toolscache.SharedIndexInformer
+	// pods holds what the proof's Pod informers would: the fleet's proof Pods.
+	pods  toolscache.SharedIndexInformer
 	fleet *fleetgen.Fleet
 	plans []upgradev1.Plan
 }
 
 func newFleetCache(f *fleetgen.Fleet) *fleetCache {
-	c := &fleetCache{fleet: f, nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{})}
+	c := &fleetCache{fleet: f, nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
+		pods: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})}
+	for _, p := range f.ProofPods {
+		s, _ := StripPod(p)
+		_ = c.pods.GetStore().Add(s)
+	}
 	for _, n := range f.Nodes {
 		s, _ := StripNode(n)
 		_ = c.nodes.GetStore().Add(s)
@@ -56,7 +67,10 @@ func newFleetCache(f *fleetgen.Fleet) *fleetCache {
 	return c
 }
 
-func (c *fleetCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+func (c *fleetCache) GetInformer(_ context.Context, obj client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	if _, ok := obj.(*corev1.Pod); ok {
+		return c.pods, nil
+	}
 	return c.nodes, nil
 }
 
@@ -71,6 +85,8 @@ func (c *fleetCache) List(_ context.Context, list client.ObjectList, _ ...client
 			cm.UID, cm.ResourceVersion = types.UID("uid-"+cm.Name), "1"
 			l.Items = append(l.Items, cm)
 		}
+	case *batchv1.JobList: // no SUC Job runs in the fleet
+		l.Items = l.Items[:0]
 	default:
 		return fmt.Errorf("fleetCache: no list of %T", list)
 	}
@@ -110,6 +126,7 @@ func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...clien
 
 type benchEnv struct {
 	fleet    *fleetgen.Fleet
+	facts    *Facts
 	reviews  []fleetgen.Review
 	handlers map[string]http.Handler
 }
@@ -127,7 +144,7 @@ var benchSetup = sync.OnceValue(func() *benchEnv {
 	log := ctrlzap.New(ctrlzap.WriteTo(io.Discard))
 	s := &Server{Config: f.Config, Facts: facts, Log: log.WithName("decision"), Now: func() time.Time { return benchNow }}
 	ctrl.SetLogger(log)
-	return &benchEnv{fleet: f, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
+	return &benchEnv{fleet: f, facts: facts, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
 		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
 		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
 		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
@@ -183,5 +200,45 @@ func BenchmarkHandler(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestNodeStatusShowsProof: the node status metric carries each at-target
+// node's proof; the fleet's canaries are proven.
+func TestNodeStatusShowsProof(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 5,000-node fleet")
+	}
+	e := benchSetup()
+	srv := &Server{Config: e.fleet.Config, Facts: e.facts, Now: func() time.Time { return benchNow }}
+	(&inventoryExporter{server: srv, every: time.Minute}).refresh(context.Background())
+	canary := ""
+	for name, role := range e.fleet.Roles {
+		if role == fleetgen.RoleCanary {
+			canary = name
+			break
+		}
+	}
+	require.NotEmpty(t, canary)
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	proofs := map[string]string{}
+	for _, f := range families {
+		if f.GetName() != "gpu_upgrade_gate_node_status" {
+			continue
+		}
+		for _, m := range f.Metric {
+			l := map[string]string{}
+			for _, p := range m.Label {
+				l[p.GetName()] = p.GetValue()
+			}
+			proofs[l["node"]] = l["proof"]
+		}
+	}
+	assert.Equal(t, "proven", proofs[canary], "canary %s", canary)
+	for name, role := range e.fleet.Roles {
+		if role == fleetgen.RoleWave1 {
+			assert.Empty(t, proofs[name], "%s is not at its target", name)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -29,6 +30,8 @@ type Facts struct {
 	// Live lists Pods straight from the API server (never cached: a cluster's
 	// Pods would cost far more memory than the rest together).
 	Live client.Reader
+	// Allocations caches the allocation-check Pods only (their own label).
+	Allocations cache.Cache
 
 	serverVersion atomic.Pointer[string]
 	synced        atomic.Bool
@@ -167,7 +170,66 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if cl.DCGMExporterImage, err = f.image(ctx, &appsv1.DaemonSet{}, f.Config.DCGMExporter); err != nil {
 		return nil, err
 	}
+	if cl.Proof, err = f.proofFacts(ctx); err != nil {
+		return nil, err
+	}
 	return cl, nil
+}
+
+// proofFacts are the few objects proofs read. Pods come from their
+// informers' stores (pointers, never copied: a fleet has one validator Pod
+// per GPU node, and every review reads them); SUC's Jobs, a handful, are
+// listed.
+func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
+	var pods []*corev1.Pod
+	caches := []cache.Cache{f.Cache}
+	if f.Allocations != nil {
+		caches = append(caches, f.Allocations)
+	}
+	for _, c := range caches {
+		got, err := podsOf(ctx, c)
+		if err != nil {
+			return gate.ProofFacts{}, fmt.Errorf("proof Pods: %w", err)
+		}
+		pods = append(pods, got...)
+	}
+	var list batchv1.JobList
+	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return gate.ProofFacts{}, fmt.Errorf("SUC Jobs: %w", err)
+	}
+	jobs := make([]*batchv1.Job, len(list.Items))
+	for i := range list.Items {
+		jobs[i] = &list.Items[i]
+	}
+	// The caches hold only what the selectors picked; ProofFactsOf sorts
+	// them into validators and checks (a Pod could be both).
+	return f.Config.ProofFactsOf(pods, jobs), nil
+}
+
+// podsOf lists a cache's Pods: its informer's store when it has one, else
+// a List.
+func podsOf(ctx context.Context, c cache.Cache) ([]*corev1.Pod, error) {
+	inf, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
+		for _, o := range si.GetStore().List() {
+			if p, ok := o.(*corev1.Pod); ok {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
 }
 
 func (f *Facts) nodes(ctx context.Context) ([]*corev1.Node, error) {

@@ -54,6 +54,8 @@ func FuzzAdmissionReview(f *testing.F) {
 		// refused; anything else is allowed without facts.
 		PathDriverStep: &webhook.Admission{Handler: s.DriverStepHandler()},
 		PathOperator:   &webhook.Admission{Handler: s.OperatorHandler()},
+		// SUC's completion write needs facts: without them it is refused.
+		PathCompletions: &webhook.Admission{Handler: s.CompletionHandler()},
 	}
 	serve := func(path string, body []byte) (int, []byte) {
 		rec := httptest.NewRecorder()

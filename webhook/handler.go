@@ -33,6 +33,8 @@ const (
 	PathOperator = "/validate/operator"
 	// PathPlanStatus guards status.applying of Plans.
 	PathPlanStatus = "/validate/plan-status"
+	// PathCompletions reviews SUC's completion write of a node.
+	PathCompletions = "/validate/completions"
 )
 
 // decideFunc turns one request into a decision. An error means the request

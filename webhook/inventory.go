@@ -17,8 +17,8 @@ import (
 // node's Pods each time); `gpu-upgrade-gate inventory` shows them.
 var nodeStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gpu_upgrade_gate_node_status",
-	Help: "1 for each GPU node's inventory status (at-target, qualified, stale, no-record, hardware-mismatch), with its hardware and covering record.",
-}, []string{"node", "hardware", "status", "record"})
+	Help: "1 for each GPU node's inventory status (at-target, qualified, stale, no-record, hardware-mismatch), with its hardware, covering record and, at its target, its proof (proven, unproven; empty otherwise).",
+}, []string{"node", "hardware", "status", "record", "proof"})
 
 func init() { metrics.Registry.MustRegister(nodeStatus) }
 
@@ -28,38 +28,43 @@ type inventoryExporter struct {
 	every  time.Duration
 	// shown are the label sets exported last time; the ones that are gone
 	// are deleted after the new ones are set, so a scrape never sees a gap.
-	shown map[[4]string]bool
+	shown map[[5]string]bool
 }
 
 func (e *inventoryExporter) Start(ctx context.Context) error {
 	for {
-		wait := e.every
-		if cl, err := e.server.Facts.Cluster(ctx); err != nil {
-			wait = 5 * time.Second // caches not synced yet
-		} else {
-			now := map[[4]string]bool{}
-			for _, n := range gate.Inventory(e.server.Config, cl, nil, e.server.now()) {
-				record := ""
-				if n.Record != nil {
-					record = n.Record.ID
-				}
-				l := [4]string{n.Node, strings.Join(n.Hardware, ","), string(n.Status), record}
-				nodeStatus.WithLabelValues(l[:]...).Set(1)
-				now[l] = true
-			}
-			for l := range e.shown {
-				if !now[l] {
-					nodeStatus.DeleteLabelValues(l[:]...)
-				}
-			}
-			e.shown = now
-		}
+		wait := e.refresh(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
 	}
+}
+
+// refresh exports the inventory once and says when to refresh again.
+func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
+	cl, err := e.server.Facts.Cluster(ctx)
+	if err != nil {
+		return 5 * time.Second // caches not synced yet
+	}
+	now := map[[5]string]bool{}
+	for _, n := range gate.Inventory(e.server.Config, cl, nil, e.server.now()) {
+		record := ""
+		if n.Record != nil {
+			record = n.Record.ID
+		}
+		l := [5]string{n.Node, strings.Join(n.Hardware, ","), string(n.Status), record, n.Proof}
+		nodeStatus.WithLabelValues(l[:]...).Set(1)
+		now[l] = true
+	}
+	for l := range e.shown {
+		if !now[l] {
+			nodeStatus.DeleteLabelValues(l[:]...)
+		}
+	}
+	e.shown = now
+	return e.every
 }
 
 func (e *inventoryExporter) NeedLeaderElection() bool { return false }

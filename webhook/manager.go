@@ -11,12 +11,14 @@ import (
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -95,14 +97,28 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		return nil, nil, err
 	}
 	facts.Cache, facts.Live = mgr.GetCache(), mgr.GetAPIReader()
+	// A cache holds one selector per type: the allocation checks (any
+	// namespace, their own label) get a cache of their own.
+	if facts.Allocations, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
+		DefaultWatchErrorHandler: facts.watches.failedWatch,
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: cfg.Proof.AllocationSelector(),
+			Field: namespaceField(cfg.Proof.AllocationCheck.Namespace), Transform: StripPod}}}); err != nil {
+		return nil, nil, fmt.Errorf("allocation-check cache: %w", err)
+	}
+	if err := mgr.Add(facts.Allocations); err != nil {
+		return nil, nil, err
+	}
 	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != ""}
 	ctx := context.Background()
-	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}} {
+	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Pod{}, &batchv1.Job{}} {
 		// Registering the informers now makes the manager start and sync them
 		// before it reports ready.
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return nil, nil, fmt.Errorf("informer for %T: %w", obj, err)
 		}
+	}
+	if _, err := facts.Allocations.GetInformer(ctx, &corev1.Pod{}); err != nil {
+		return nil, nil, fmt.Errorf("informer for allocation checks: %w", err)
 	}
 	nodeInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
 	if err != nil {
@@ -115,7 +131,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.Add(&syncer{facts: facts, cache: mgr.GetCache(), disc: disc, every: opts.VersionRefresh}); err != nil {
+	if err := mgr.Add(&syncer{facts: facts, caches: []cache.Cache{mgr.GetCache(), facts.Allocations}, disc: disc, every: opts.VersionRefresh}); err != nil {
 		return nil, nil, err
 	}
 	if err := mgr.Add(&inventoryExporter{server: s, every: time.Minute}); err != nil {
@@ -135,13 +151,15 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 }
 
 // cacheOptions keep the caches to what the rules read: Nodes stripped to
-// labels, cordon, Ready and nodeInfo; Plans in the SUC namespaces; record
-// ConfigMaps of the gate's namespace only; the two workloads by name.
+// labels, cordon, conditions, GPU resources and nodeInfo; Plans and SUC's
+// Jobs in the SUC namespaces; record ConfigMaps of the gate's namespace
+// only; the two workloads by name; the validator Pods by their label.
 func cacheOptions(cfg *gate.Config, facts *Facts) cache.Options {
 	suc := map[string]cache.Config{}
 	for _, ns := range cfg.SUCNamespaces {
 		suc[ns] = cache.Config{}
 	}
+	sucJobs, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
 	return cache.Options{
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
 		DefaultTransform:         cache.TransformStripManagedFields(),
@@ -154,12 +172,56 @@ func cacheOptions(cfg *gate.Config, facts *Facts) cache.Options {
 				Field: fields.OneTermEqualSelector("metadata.name", cfg.GPUOperator.Name)},
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{cfg.DCGMExporter.Namespace: {}},
 				Field: fields.OneTermEqualSelector("metadata.name", cfg.DCGMExporter.Name)},
+			// One namespace by field selector, not Namespaces: a cluster-wide
+			// informer keeps a plain store the reviews read without copying.
+			&corev1.Pod{}:  {Label: cfg.Proof.ValidatorSelector(), Field: namespaceField(cfg.Proof.Validator.Namespace), Transform: StripPod},
+			&batchv1.Job{}: {Namespaces: suc, Label: labels.NewSelector().Add(*sucJobs), Transform: StripJob},
 		},
 	}
 }
 
+// namespaceField selects one namespace, or every namespace for "".
+func namespaceField(ns string) fields.Selector {
+	if ns == "" {
+		return fields.Everything()
+	}
+	return fields.OneTermEqualSelector("metadata.namespace", ns)
+}
+
+// StripPod keeps what a proof reads of a validator or allocation-check Pod.
+func StripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta:   p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+		}
+	}
+	return out, nil
+}
+
+// StripJob keeps SUC's Job labels and its finish conditions.
+func StripJob(obj any) (any, error) {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return obj, nil
+	}
+	return &batchv1.Job{TypeMeta: j.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion, Labels: j.Labels},
+		Status:     batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime}}, nil
+}
+
 // StripNode keeps only what the rules read, so 5,000 cached Nodes stay small:
-// no images, addresses, capacity, annotations or managed fields. The labels,
+// no images, addresses, annotations or managed fields; of the capacity only
+// the nvidia.com/ resources, of the taints only the cordon's. The labels,
 // most of what is left, are interned: the same keys and most values repeat
 // on every node, and JSON decoding gives each node its own copies (at 5,000
 // nodes, 44 MiB of live heap without, 29 MiB with).
@@ -179,35 +241,73 @@ func StripNode(obj any) (any, error) {
 		Status:     corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: n.Status.NodeInfo.KernelVersion, KubeletVersion: n.Status.NodeInfo.KubeletVersion}},
 	}
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		// Every condition, without its text: Ready and the GPU-health ones
+		// the proof reads (their set is configured; a node has a dozen).
+		out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == gate.TaintUnschedulable {
+			out.Spec.Taints = append(out.Spec.Taints, t)
 		}
 	}
-	// Extended resources by name only: a GPU resource in capacity makes a
-	// GPU node (gate/gpunode.go); the quantities are never read.
-	for name := range n.Status.Capacity {
-		if strings.Contains(string(name), "/") {
-			if out.Status.Capacity == nil {
-				out.Status.Capacity = corev1.ResourceList{}
-			}
-			out.Status.Capacity[corev1.ResourceName(unique.Make(string(name)).Value())] = resource.Quantity{}
-		}
-	}
+	out.Status.Capacity, out.Status.Allocatable = extendedResources(n.Status.Capacity), gpuResources(n.Status.Allocatable)
 	return out, nil
+}
+
+// extendedResources keeps a capacity's extended resources (a "/" in the
+// name): their names make a GPU node (gate/gpunode.go); only the nvidia.com/
+// quantities are kept, which a proof reads (gate/proof.go).
+func extendedResources(l corev1.ResourceList) corev1.ResourceList {
+	var out corev1.ResourceList
+	for k, v := range l {
+		if !strings.Contains(string(k), "/") {
+			continue
+		}
+		if out == nil {
+			out = corev1.ResourceList{}
+		}
+		if !isProofResource(k) {
+			v = resource.Quantity{}
+		}
+		out[corev1.ResourceName(unique.Make(string(k)).Value())] = v
+	}
+	return out
+}
+
+// gpuResources keeps the nvidia.com/ resources of an allocatable list, with
+// their quantities (a proof compares them with the capacity).
+func gpuResources(l corev1.ResourceList) corev1.ResourceList {
+	var out corev1.ResourceList
+	for k, v := range l {
+		if isProofResource(k) {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[corev1.ResourceName(unique.Make(string(k)).Value())] = v
+		}
+	}
+	return out
+}
+
+// isProofResource says whether a proof reads the quantity of resource k.
+func isProofResource(k corev1.ResourceName) bool {
+	return strings.HasPrefix(string(k), "nvidia.com/")
 }
 
 // syncer marks the facts ready once the caches have synced and the API
 // server's version is known, then keeps the version fresh.
 type syncer struct {
-	facts *Facts
-	cache cache.Cache
-	disc  discovery.ServerVersionInterface
-	every time.Duration
+	facts  *Facts
+	caches []cache.Cache
+	disc   discovery.ServerVersionInterface
+	every  time.Duration
 }
 
 func (s *syncer) Start(ctx context.Context) error {
-	if !s.cache.WaitForCacheSync(ctx) {
-		return errors.New("caches did not sync")
+	for _, c := range s.caches {
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("caches did not sync")
+		}
 	}
 	every := s.every
 	if every <= 0 {

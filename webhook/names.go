@@ -19,4 +19,6 @@ const (
 	WebhookOperator = "operator.gpu-upgrade-gate.io"
 	// WebhookPlanStatus reviews writes of status.applying by anyone but SUC.
 	WebhookPlanStatus = "planstatus.gpu-upgrade-gate.io"
+	// WebhookCompletions reviews SUC's completion write of a node.
+	WebhookCompletions = "completions.gpu-upgrade-gate.io"
 )

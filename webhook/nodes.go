@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // decideNode reviews a Node UPDATE (contract: nodes.md). The webhook
@@ -35,8 +36,24 @@ func (s *Server) decideNode(ctx context.Context, req admission.Request) (gate.De
 	return r.Decide(holders, herr), nil
 }
 
+// decideCompletion reviews SUC's completion write of a node (contract:
+// completions.md): the chart sends only SUC's uncordons and plan-label
+// completions of GPU nodes.
+func (s *Server) decideCompletion(ctx context.Context, req admission.Request) (gate.Decision, error) {
+	n, old, err := decodeNodePair(req)
+	if err != nil {
+		return gate.Decision{}, err
+	}
+	cl, err := s.Facts.Cluster(ctx)
+	if err != nil {
+		return gate.FactsUnavailable("Node "+n.Name, err), nil
+	}
+	return gate.DecideCompletion(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()}), nil
+}
+
 // nodeFields are the parts of a Node the rules read (what StripNode keeps,
-// plus annotations for break-glass, plus the capacity's resource names). A GPU node's review is ~40 KB, mostly
+// plus annotations for break-glass, plus the capacity's resource names). A
+// GPU node's review is ~40 KB, mostly
 // images, managed fields and status the rules never read; decoding only
 // these fields allocates a sixth as much and takes two thirds the time.
 // Fields outside them are skipped, not type-checked.
@@ -51,21 +68,46 @@ type nodeFields struct {
 		Annotations     map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
-		Unschedulable bool `json:"unschedulable"`
+		Unschedulable bool           `json:"unschedulable"`
+		Taints        []corev1.Taint `json:"taints"`
 	} `json:"spec"`
 	Status struct {
 		NodeInfo struct {
 			KernelVersion  string `json:"kernelVersion"`
 			KubeletVersion string `json:"kubeletVersion"`
 		} `json:"nodeInfo"`
-		Conditions []struct {
-			Type   corev1.NodeConditionType `json:"type"`
-			Status corev1.ConditionStatus   `json:"status"`
+		// Capacity: every resource name (a GPU resource makes a GPU node,
+		// gate/gpunode.go); only the nvidia.com/ quantities, which a proof
+		// reads, are parsed. Allocatable: only the nvidia.com/ ones.
+		Capacity    map[corev1.ResourceName]json.RawMessage `json:"capacity"`
+		Allocatable map[corev1.ResourceName]json.RawMessage `json:"allocatable"`
+		Conditions  []struct {
+			Type               corev1.NodeConditionType `json:"type"`
+			Status             corev1.ConditionStatus   `json:"status"`
+			LastTransitionTime metav1.Time              `json:"lastTransitionTime"`
 		} `json:"conditions"`
-		// Capacity: only its resource names, which make a GPU node
-		// (gate/gpunode.go); the quantities are skipped.
-		Capacity map[corev1.ResourceName]json.RawMessage `json:"capacity"`
 	} `json:"status"`
+}
+
+// decodeResources parses the nvidia.com/ quantities of a resource list, which
+// a proof reads; with allNames it keeps every other name with a zero quantity.
+func decodeResources(raw map[corev1.ResourceName]json.RawMessage, allNames bool) (corev1.ResourceList, error) {
+	var out corev1.ResourceList
+	for name, v := range raw {
+		var q resource.Quantity
+		if isProofResource(name) {
+			if err := json.Unmarshal(v, &q); err != nil {
+				return nil, fmt.Errorf("%s: %q: expected a quantity, e.g. \"8\"", name, qualification.Clip(string(v)))
+			}
+		} else if !allNames {
+			continue
+		}
+		if out == nil {
+			out = corev1.ResourceList{}
+		}
+		out[name] = q
+	}
+	return out, nil
 }
 
 // decodeNodePair decodes a Node UPDATE's object and oldObject.
@@ -94,17 +136,18 @@ func decodeNode(raw []byte) (*corev1.Node, error) {
 	n := &corev1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: f.APIVersion, Kind: f.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: f.Metadata.Name, UID: f.Metadata.UID, ResourceVersion: f.Metadata.ResourceVersion, Labels: f.Metadata.Labels, Annotations: f.Metadata.Annotations},
-		Spec:       corev1.NodeSpec{Unschedulable: f.Spec.Unschedulable},
+		Spec:       corev1.NodeSpec{Unschedulable: f.Spec.Unschedulable, Taints: f.Spec.Taints},
 		Status:     corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: f.Status.NodeInfo.KernelVersion, KubeletVersion: f.Status.NodeInfo.KubeletVersion}},
 	}
-	for name := range f.Status.Capacity {
-		if n.Status.Capacity == nil {
-			n.Status.Capacity = corev1.ResourceList{}
-		}
-		n.Status.Capacity[name] = resource.Quantity{}
+	var err error
+	if n.Status.Capacity, err = decodeResources(f.Status.Capacity, true); err != nil {
+		return nil, fmt.Errorf("status.capacity: %w", err)
+	}
+	if n.Status.Allocatable, err = decodeResources(f.Status.Allocatable, false); err != nil {
+		return nil, fmt.Errorf("status.allocatable: %w", err)
 	}
 	for _, c := range f.Status.Conditions {
-		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status})
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 	}
 	return n, nil
 }

@@ -67,6 +67,9 @@ func (s *Server) handlers() map[string]*handler {
 		PathDriverStep: s.DriverStepHandler(),
 		PathOperator:   s.OperatorHandler(),
 		PathPlanStatus: s.PlanStatusHandler(),
+		// SUC's completion write: its own webhook entry, so every other SUC
+		// write keeps the Node webhook's exemption and never waits.
+		PathCompletions: s.CompletionHandler(),
 	}
 }
 
@@ -76,6 +79,14 @@ func (s *Server) JobHandler() *handler {
 		contract: "jobs.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{batchv1.SchemeGroupVersion.WithResource("jobs")}, kinds: []schema.GroupVersionKind{batchv1.SchemeGroupVersion.WithKind("Job")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
+}
+
+// CompletionHandler guards SUC's completion write of a node.
+func (s *Server) CompletionHandler() *handler {
+	return &handler{resource: "completions", decide: s.decideCompletion, log: s.Log.WithName("completions"),
+		contract: "completions.md", reviews: []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},
+		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
+		ops: []admissionv1.Operation{admissionv1.Update}}
 }
 
 func (s *Server) PlanHandler() *handler {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
@@ -31,7 +32,16 @@ func TestStripNode(t *testing.T) {
 	assert.Equal(t, a.Labels, na.Labels)
 	assert.Equal(t, a.Status.NodeInfo.KernelVersion, na.Status.NodeInfo.KernelVersion)
 	assert.Equal(t, a.Status.NodeInfo.KubeletVersion, na.Status.NodeInfo.KubeletVersion)
-	assert.Equal(t, []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}, na.Status.Conditions)
+	require.Len(t, na.Status.Conditions, len(a.Status.Conditions))
+	for i, c := range a.Status.Conditions {
+		assert.Equal(t, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}, na.Status.Conditions[i], "conditions keep type, status and time, not their text")
+	}
+	for k := range na.Status.Capacity {
+		assert.Contains(t, string(k), "/", "only extended resources are kept")
+	}
+	if q, ok := a.Status.Capacity["nvidia.com/gpu"]; ok {
+		assert.True(t, q.Equal(na.Status.Capacity["nvidia.com/gpu"]))
+	}
 	assert.Empty(t, na.Status.Images)
 	assert.Empty(t, na.Annotations)
 
@@ -78,4 +88,38 @@ func TestDecodeErrorsNameFields(t *testing.T) {
 	err := decodeObject([]byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"qualification.yaml":7}}`), &cm, "ConfigMap")
 	require.Error(t, err)
 	assert.Equal(t, "data: expected a string, got a JSON number", err.Error(), "a map value is named by its map")
+}
+
+// TestDecodeNodeKeepsProofAndIdentity: the review decoder keeps both what
+// makes a GPU node (every capacity name, gate/gpunode.go) and what a proof
+// reads (nvidia.com/ quantities of capacity and allocatable, condition
+// times, the cordon taint); other quantities are not parsed.
+func TestDecodeNodeKeepsProofAndIdentity(t *testing.T) {
+	body := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},
+	"spec":{"unschedulable":true,"taints":[{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule","timeAdded":"2026-11-29T10:00:00Z"}]},
+	"status":{"capacity":{"cpu":"64","amd.com/gpu":"8","nvidia.com/gpu":"8"},"allocatable":{"cpu":"63","nvidia.com/gpu":"6"},
+	"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-11-29T09:00:00Z","message":"kubelet is posting ready status"}]}}`
+	n, err := decodeNode([]byte(body))
+	require.NoError(t, err)
+	assert.Equal(t, "8", n.Status.Capacity.Name("nvidia.com/gpu", resource.DecimalSI).String())
+	assert.Equal(t, "6", n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).String())
+	assert.Contains(t, n.Status.Capacity, corev1.ResourceName("amd.com/gpu"), "a GPU resource name makes a GPU node")
+	assert.True(t, n.Status.Capacity.Name("amd.com/gpu", resource.DecimalSI).IsZero(), "quantities a proof does not read are not parsed")
+	assert.NotContains(t, n.Status.Allocatable, corev1.ResourceName("cpu"))
+	require.Len(t, n.Status.Conditions, 1)
+	assert.Equal(t, time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC), n.Status.Conditions[0].LastTransitionTime.UTC())
+	require.Len(t, n.Spec.Taints, 1)
+	assert.Equal(t, "node.kubernetes.io/unschedulable", n.Spec.Taints[0].Key)
+
+	for _, tc := range []struct{ name, body, want string }{
+		{"capacity quantity", `{"apiVersion":"v1","kind":"Node","status":{"capacity":{"nvidia.com/gpu":"eight"}}}`, "status.capacity: nvidia.com/gpu"},
+		{"allocatable quantity", `{"apiVersion":"v1","kind":"Node","status":{"allocatable":{"nvidia.com/gpu":true}}}`, "status.allocatable: nvidia.com/gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeNode([]byte(tc.body))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "expected a quantity")
+		})
+	}
 }

@@ -149,7 +149,7 @@ var inventoryColumns = func() []string {
 	for _, c := range gate.ComponentTable() {
 		cols = append(cols, strings.ToUpper(c.Flag))
 	}
-	return append(cols, "RECORD", "AGE", "EXPIRES", "TARGET", "STATUS", "ROLLBACK", "HOLDERS", "CORDONED")
+	return append(cols, "RECORD", "AGE", "EXPIRES", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED")
 }()
 
 func inventoryRow(n gate.NodeInventory) []string {
@@ -173,6 +173,10 @@ func inventoryRow(n gate.NodeInventory) []string {
 	for i, h := range n.Holders {
 		holders[i] = h.String()
 	}
+	proof := orDash(n.Proof)
+	if len(n.ProofMissing) > 0 {
+		proof = "missing: " + strings.Join(n.ProofMissing, "; ")
+	}
 	hw := strings.Join(n.Hardware, ",")
 	if hw == "" {
 		hw = "<no identity label>"
@@ -181,7 +185,7 @@ func inventoryRow(n gate.NodeInventory) []string {
 	for _, c := range gate.ComponentTable() {
 		row = append(row, c.Value(n.Current))
 	}
-	return append(row, record, age, expires, target, string(n.Status), n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
+	return append(row, record, age, expires, target, string(n.Status), proof, n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
 }
 
 func orDash(s string) string {

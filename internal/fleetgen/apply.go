@@ -44,6 +44,17 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 	}); err != nil {
 		return err
 	}
+	// The canaries' proof Pods, with the status their kubelet would write.
+	if err := parallel(ctx, workers, len(f.ProofPods), func(i int) error {
+		obj := f.ProofPods[i].DeepCopy()
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create Pod %s/%s: %w", obj.Namespace, obj.Name, err)
+		}
+		obj.Status = *f.ProofPods[i].Status.DeepCopy()
+		return c.Status().Update(ctx, obj)
+	}); err != nil {
+		return err
+	}
 	return parallel(ctx, workers, len(f.Plans), func(i int) error {
 		return c.Create(ctx, f.Plans[i].DeepCopy())
 	})

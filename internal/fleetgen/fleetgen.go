@@ -91,6 +91,8 @@ type Fleet struct {
 	DCGMExporter     *appsv1.DaemonSet
 	// Pods are GPU holders (training Jobs' Pods) bound to a few GPU nodes.
 	Pods []*corev1.Pod
+	// ProofPods prove the canaries (validator and allocation-check Pods).
+	ProofPods []*corev1.Pod
 
 	byName map[string]*corev1.Node
 }
@@ -145,6 +147,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 		}
 		cl.Nodes = append(cl.Nodes, n)
 	}
+	cl.Proof = f.Config.ProofFactsOf(f.ProofPods, nil)
 	// Stored Plans carry a UID and resourceVersion, as in the informer, and
 	// their converted selectors, as the webhook keeps them.
 	for i, p := range f.Plans {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -335,7 +336,41 @@ func (g *generator) gpuNode(hw Hardware, name, zone string, role Role) *corev1.N
 	if n.Spec.Unschedulable {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 	}
+	g.proof(n, hw, role)
 	return n
+}
+
+// proof gives a GPU node what a proof of an upgraded node reads (no random
+// draws, so the fleet's structure does not move): its GPUs advertised, Ready
+// since three days before Now, and for the canary a Ready validator Pod and
+// a Succeeded allocation check after that.
+func (g *generator) proof(n *corev1.Node, hw Hardware, role Role) {
+	since := metav1.NewTime(g.f.Options.Now.Add(-72 * time.Hour))
+	n.Status.Conditions[0].LastTransitionTime = since
+	if _, ok := n.Status.Capacity["nvidia.com/gpu"]; !ok {
+		gpus := resource.MustParse(strconv.Itoa(hw.Count))
+		n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": gpus}
+		n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": gpus}
+	}
+	if role != RoleCanary {
+		return
+	}
+	started := metav1.NewTime(since.Add(time.Hour))
+	g.f.ProofPods = append(g.f.ProofPods,
+		&corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceOperator, Name: "nvidia-operator-validator-" + n.Name, Labels: map[string]string{"app": "nvidia-operator-validator"}},
+			Spec:       corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}},
+		},
+		&corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceGate, Name: "allocation-check-" + n.Name, Labels: map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}},
+			Spec: corev1.PodSpec{NodeName: n.Name, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "check", Image: "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, StartTime: &started},
+		})
 }
 
 // setTuple moves a node's facts to kernel, RKE2 and driver.

@@ -264,11 +264,17 @@ func wholeList(data []byte, each func(int, []byte) error) error {
 	return nil
 }
 
-// stripPod keeps what makes a Pod a GPU holder and names it: a cluster's
-// Pods outnumber its Nodes tenfold.
+// stripPod keeps what makes a Pod a GPU holder and names it, and what a
+// proof reads of a validator or allocation-check Pod (labels, start time,
+// condition states; gate/proof.go): a cluster's Pods outnumber its Nodes
+// tenfold.
 func stripPod(p corev1.Pod) corev1.Pod {
-	p.ManagedFields, p.Annotations, p.Labels = nil, nil, nil
-	p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+	p.ManagedFields, p.Annotations = nil, nil
+	conds := make([]corev1.PodCondition, 0, len(p.Status.Conditions))
+	for _, c := range p.Status.Conditions {
+		conds = append(conds, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+	}
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: conds}
 	p.Spec.Volumes, p.Spec.Affinity, p.Spec.Tolerations = nil, nil, nil
 	for _, set := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range set {
@@ -579,6 +585,11 @@ func (s *Snapshot) Cluster(cfg *gate.Config) *gate.Cluster {
 		}
 	}
 	cl.GPUOperatorImage, cl.DCGMExporterImage = s.Images(cfg)
+	pods := make([]*corev1.Pod, len(s.Pods))
+	for i := range s.Pods {
+		pods[i] = &s.Pods[i]
+	}
+	cl.Proof = cfg.ProofFactsOf(pods, nil)
 	return cl
 }
 

@@ -22,7 +22,7 @@ func TestParseExampleSnapshot(t *testing.T) {
 	s, err := Parse(data)
 	require.NoError(t, err)
 	assert.Len(t, s.Nodes, 9)
-	assert.Len(t, s.Pods, 4)
+	assert.Len(t, s.Pods, 6)
 	assert.Len(t, s.Deployments, 1)
 	assert.Len(t, s.DaemonSets, 1)
 	assert.Len(t, s.ConfigMaps, 5)

@@ -175,3 +175,35 @@ func Holder(name, node string) *corev1.Pod {
 		Containers: []corev1.Container{{Name: "train", Image: "nvcr.io/nvidia/pytorch:25.01-py3",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}}}}
 }
+
+// ProofPods are a Ready validator Pod and a Succeeded allocation check on
+// node (docs/proof.md), the validator Ready since readyAt and the check
+// started a minute later.
+func ProofPods(node string, readyAt time.Time) []*corev1.Pod {
+	gpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+	return []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-operator-validator-" + node, Namespace: "gpu-operator", Labels: map[string]string{"app": "nvidia-operator-validator"}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: readyAt},
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(readyAt)}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "allocation-check-" + node, Namespace: "gpu-upgrade-gate", Labels: map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}},
+			Spec:   corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "check", Image: "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04", Resources: gpu}}},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, StartTime: &metav1.Time{Time: readyAt.Add(time.Minute)}}},
+	}
+}
+
+// ProveNode creates the proof Pods of node with their status, as the
+// kubelet would write it (no kubelet runs here).
+func (e *Env) ProveNode(ctx context.Context, node string, readyAt time.Time) error {
+	for _, p := range ProofPods(node, readyAt) {
+		status := p.Status
+		if err := e.Admin.Create(ctx, p); err != nil {
+			return fmt.Errorf("create Pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		p.Status = status
+		if err := e.Admin.Status().Update(ctx, p); err != nil {
+			return fmt.Errorf("write the status of Pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	return nil
+}

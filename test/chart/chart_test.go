@@ -32,7 +32,8 @@ func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
 		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptUsers: defaultExemptUsers, exemptGroups: defaultExemptGroups,
-		antiAffinity: true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
+		sucServiceAccounts: []string{"system:serviceaccount:system-upgrade:system-upgrade"},
+		antiAffinity:       true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
 		gpuOperator: [2]string{"gpu-operator", "gpu-operator"}, dcgm: [2]string{"gpu-operator", "nvidia-dcgm-exporter"},
 	}
 }
@@ -291,7 +292,7 @@ func TestChecksCanFail(t *testing.T) {
 			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}})
 		}, "/configmaps in cluster"},
 		{"nodes writable", "", func(o []Object) { cr(o).Rules[0].Verbs = append(cr(o).Rules[0].Verbs, "patch") }, "may patch /nodes"},
-		{"pods watched", "", func(o []Object) { cr(o).Rules[2].Verbs = append(cr(o).Rules[2].Verbs, "watch") }, "may watch /pods"},
+		{"pods read one by one", "", func(o []Object) { cr(o).Rules[2].Verbs = append(cr(o).Rules[2].Verbs, "get") }, "may get /pods"},
 		{"wildcard", "", func(o []Object) { cr(o).Rules[0].Resources = []string{"*"} }, "wildcard"},
 		{"leases readable", "", func(o []Object) {
 			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})

@@ -29,23 +29,24 @@ import (
 // expect is what one values variant must render. The safety properties hold
 // for every variant; these are the parts the values choose.
 type expect struct {
-	namespace         string
-	replicas          int32
-	nodePolicy        admissionregistrationv1.FailurePolicyType
-	timeout           int32
-	sucNamespaces     []string
-	gpuVendors        []string
-	exemptUsers       []string // the users of Node exemptions not narrowed by namespaces or matchLabels
-	exemptGroups      []string // and their groups
-	ownCA             bool
-	url               string   // webhook.url: the API server calls it instead of the Service
-	extraDNSNames     []string // tls.extraDNSNames
-	ipAddresses       []string // tls.ipAddresses
-	antiAffinity      bool
-	zoneSpread        bool
-	priorityClassName string
-	nfd               bool
-	networkPolicy     bool
+	namespace          string
+	replicas           int32
+	nodePolicy         admissionregistrationv1.FailurePolicyType
+	timeout            int32
+	sucNamespaces      []string
+	gpuVendors         []string
+	exemptUsers        []string // the users of Node exemptions not narrowed by namespaces or matchLabels
+	exemptGroups       []string // and their groups
+	sucServiceAccounts []string // whose completion writes the completions webhook reviews
+	ownCA              bool
+	url                string   // webhook.url: the API server calls it instead of the Service
+	extraDNSNames      []string // tls.extraDNSNames
+	ipAddresses        []string // tls.ipAddresses
+	antiAffinity       bool
+	zoneSpread         bool
+	priorityClassName  string
+	nfd                bool
+	networkPolicy      bool
 	// webhookFrom: the CIDRs the NetworkPolicy admits to the webhook port.
 	webhookFrom []string
 	// clientCA: the ConfigMap holding the API server's client CA, "" none.
@@ -111,6 +112,7 @@ func (r *rendered) checkNamespaces() []string {
 			}
 		case ns == r.e.namespace:
 		case (kind == "Role" || kind == "RoleBinding") && slices.Contains(others, ns):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-suc-jobs") && slices.Contains(r.e.sucNamespaces, ns):
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s: namespace %q, expected the release namespace %q", kind, o.GetName(), ns, r.e.namespace))
 		}
@@ -512,7 +514,10 @@ func (r *rendered) checkRBAC() []string {
 	}{
 		"/nodes":                  {readOnly, func(ns string) bool { return ns == "cluster" }, nil},
 		"upgrade.cattle.io/plans": {readOnly, func(string) bool { return true }, nil},
-		"/pods":                   {[]string{"list"}, func(string) bool { return true }, nil},
+		// Pods: holders listed live, and the proof's two label-selected informers.
+		"/pods": {[]string{"list", "watch"}, func(string) bool { return true }, nil},
+		// SUC's upgrade Jobs (the proof dates a node's upgrade by them).
+		"batch/jobs": {[]string{"list", "watch"}, func(ns string) bool { return slices.Contains(r.e.sucNamespaces, ns) }, nil},
 		// The driver path reads the upgrade policy live (webhook/driver.md).
 		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
@@ -568,7 +573,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}
@@ -611,8 +616,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != 8 {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, records, driver, jobs, driverstep, operator and planstatus", len(v.Webhooks)))
+	if len(v.Webhooks) != 9 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, completions, records, driver, jobs, driverstep, operator and planstatus", len(v.Webhooks)))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -640,15 +645,16 @@ func (r *rendered) checkWebhooks() []string {
 		}
 		for _, rule := range w.Rules {
 			for _, res := range rule.Resources {
-				// nodes/status only where labels change: the Node webhook, and
-				// the driver step (a label transition). plans/status only on
-				// the Plan status webhook, which guards SUC's status.applying
-				// on purpose (its match conditions, TestCoherence, keep SUC and
-				// every other status write away from the gate).
-				statusOK := (res == "nodes/status" && (w.Name == "nodes.gpu-upgrade-gate.io" || w.Name == "driverstep.gpu-upgrade-gate.io")) ||
+				// nodes/status only where labels change: the Node webhook, the
+				// completions webhook (a plan label) and the driver step (a
+				// label transition). plans/status only on the Plan status
+				// webhook, which guards SUC's status.applying on purpose (its
+				// match conditions, TestCoherence, keep SUC and every other
+				// status write away from the gate).
+				statusOK := (res == "nodes/status" && slices.Contains([]string{"nodes.gpu-upgrade-gate.io", "completions.gpu-upgrade-gate.io", "driverstep.gpu-upgrade-gate.io"}, w.Name)) ||
 					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io")
 				if res == "*" || (strings.Contains(res, "/") && !statusOK) || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
-					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node and driver-step webhooks), leases, endpoints or events", res)
+					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node, completions and driver-step webhooks), leases, endpoints or events", res)
 				}
 			}
 			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
@@ -691,6 +697,7 @@ func (r *rendered) checkWebhooks() []string {
 	for _, wt := range []want{
 		{"plans.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, r.e.nodePolicy, nil},
+		{"completions.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
 		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, cud}},
 			admissionregistrationv1.Fail, nil},
@@ -755,7 +762,7 @@ func (r *rendered) checkWebhooks() []string {
 			conds += c.Expression + "\n"
 		}
 		switch wt.name {
-		case "nodes.gpu-upgrade-gate.io", "jobs.gpu-upgrade-gate.io", "planstatus.gpu-upgrade-gate.io":
+		case "nodes.gpu-upgrade-gate.io", "completions.gpu-upgrade-gate.io", "jobs.gpu-upgrade-gate.io", "planstatus.gpu-upgrade-gate.io":
 			// These are compared with the configuration in TestCoherence.
 		case "driver.gpu-upgrade-gate.io":
 			// Only changes of what runs on GPU nodes may reach the gate (the
@@ -848,6 +855,17 @@ func expectedNodeMatchConditions(gpuVendors, exemptUsers, exemptGroups []string)
 	return conds
 }
 
+// expectedCompletionMatchConditions are the completions webhook's match
+// conditions: only SUC's uncordon or plan-label completion of a GPU node.
+func expectedCompletionMatchConditions(gpuVendors, sucUsers []string) []admissionregistrationv1.MatchCondition {
+	gpu := admissionregistrationv1.MatchCondition{Name: "gpu-node", Expression: (&gate.Config{GPUVendors: gpuVendors}).GPUNodeCondition()}
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "suc-service-account", Expression: "request.userInfo.username in [" + celList(sucUsers) + "]"},
+		gpu,
+		{Name: "uncordon-or-marked-done", Expression: "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])"},
+	}
+}
+
 func (r *rendered) checkNodeMatchConditions() []string {
 	var problems []string
 	v := r.vwc(&problems)
@@ -861,6 +879,11 @@ func (r *rendered) checkNodeMatchConditions() []string {
 	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptUsers, r.e.exemptGroups)
 	if !slices.Equal(w.MatchConditions, want) {
 		problems = append(problems, fmt.Sprintf("nodes.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", w.MatchConditions, want))
+	}
+	if c := hook(v, "completions.gpu-upgrade-gate.io"); c != nil {
+		if want := expectedCompletionMatchConditions(r.e.gpuVendors, r.e.sucServiceAccounts); !slices.Equal(c.MatchConditions, want) {
+			problems = append(problems, fmt.Sprintf("completions.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", c.MatchConditions, want))
+		}
 	}
 	return problems
 }

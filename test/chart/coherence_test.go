@@ -70,14 +70,15 @@ func TestCoherence(t *testing.T) {
 	rec := &registrations{}
 	(&webhook.Server{}).Register(rec)
 	served := map[string]string{
-		webhook.WebhookPlans:      webhook.PathPlans,
-		webhook.WebhookNodes:      webhook.PathNodes,
-		webhook.WebhookRecords:    webhook.PathRecords,
-		webhook.WebhookDriver:     webhook.PathDriver,
-		webhook.WebhookDriverStep: webhook.PathDriverStep,
-		webhook.WebhookOperator:   webhook.PathOperator,
-		webhook.WebhookJobs:       webhook.PathJobs,
-		webhook.WebhookPlanStatus: webhook.PathPlanStatus,
+		webhook.WebhookPlans:       webhook.PathPlans,
+		webhook.WebhookNodes:       webhook.PathNodes,
+		webhook.WebhookRecords:     webhook.PathRecords,
+		webhook.WebhookDriver:      webhook.PathDriver,
+		webhook.WebhookDriverStep:  webhook.PathDriverStep,
+		webhook.WebhookOperator:    webhook.PathOperator,
+		webhook.WebhookJobs:        webhook.PathJobs,
+		webhook.WebhookPlanStatus:  webhook.PathPlanStatus,
+		webhook.WebhookCompletions: webhook.PathCompletions,
 	}
 	var servedPaths []string
 	for _, p := range served {
@@ -129,6 +130,8 @@ func TestCoherence(t *testing.T) {
 			}
 			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, users, groups), hook(v, webhook.WebhookNodes).MatchConditions,
 				"Node match conditions vs config gpuVendors (the engine's GPU-node definition) and unnarrowed Node exemptions")
+			assert.Equal(t, expectedCompletionMatchConditions(cfg.GPUVendors, r.e.sucServiceAccounts), hook(v, webhook.WebhookCompletions).MatchConditions,
+				"completion match conditions vs config gpuVendors and webhook.sucServiceAccounts")
 
 			// The workload Roles name exactly the configured workloads.
 			names := map[string][]string{}

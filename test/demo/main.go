@@ -216,6 +216,14 @@ func (d *demo) setup() error {
 	if err := env.CreateNodes(ctx, specs); err != nil {
 		return err
 	}
+	// gpu-v100-03, the canary at the target, is proven (docs/proof.md): its
+	// validator Pod Ready and an allocation check Succeeded two hours ago, the
+	// status a kubelet would write.
+	if err := env.ProveNode(ctx, "gpu-v100-03", time.Now().Add(-2*time.Hour)); err != nil {
+		return fmt.Errorf("prove gpu-v100-03: %w", err)
+	}
+	p.para("gpu-v100-03, the canary already at the target, is proven (docs/proof.md): a Ready validator Pod and a " +
+		"Succeeded allocation check on it, their status written as a kubelet would.")
 	if err := env.Admin.Create(ctx, testenv.Holder(holderPod, "gpu-v100-02")); err != nil {
 		return fmt.Errorf("create holder pod: %w", err)
 	}

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 func run(ctx context.Context, m *testing.M) (int, error) {
 	cfg := gate.DefaultConfig()
 	cfg.WaveSize = 2
+	// A short soak, so a test that plays a whole SUC wave can wait it out;
+	// every other proof requirement keeps its default.
+	cfg.Proof.Soak.Duration = 3 * time.Second
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{Config: cfg})
 	if err != nil {
@@ -135,6 +138,10 @@ func setup(ctx context.Context) error {
 		return err
 	}
 	if err := env.Admin.Create(ctx, testenv.Holder("train-0", "gpu-v100-holder")); err != nil {
+		return err
+	}
+	// The canary at the target is proven (docs/proof.md).
+	if err := proveNode(ctx, "gpu-v100-03", now.Add(-2*time.Hour)); err != nil {
 		return err
 	}
 	// Give the informers a moment to see the fleet.

@@ -163,7 +163,8 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeSelfApproved, gate.CodeHardwareUnknown, gate.CodeHardwareNotQualified, gate.CodeFactsMissing, gate.CodeTargetNotQualified, gate.CodeSourceMismatch,
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
-	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged}
+	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
+	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof}
 
 func TestVersionEditInFlight(t *testing.T) {
 	ctx := context.Background()

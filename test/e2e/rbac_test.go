@@ -73,6 +73,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc},
 		{Verb: "watch", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc},
 		{Verb: "list", Resource: "pods"},
+		{Verb: "watch", Resource: "pods"}, // the proof's label-selected informers
+		{Verb: "watch", Group: "batch", Resource: "jobs", Namespace: suc},
 		{Verb: "list", Resource: "configmaps", Namespace: gate},
 		{Verb: "watch", Resource: "configmaps", Namespace: gate},
 		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: op.Namespace, Name: op.Name},
@@ -101,9 +103,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "create", Resource: "configmaps", Namespace: gate},
 		{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "gpu-upgrade-gate"},
 		{Verb: "update", Resource: "plans", Group: "upgrade.cattle.io", Subresource: "status", Namespace: suc, Name: "x"},
-		// Pods: list only (holders); no get, watch or exec.
-		{Verb: "watch", Resource: "pods"},
+		// Pods: list and watch only (holders, the proof's informers); no get or exec.
 		{Verb: "get", Resource: "pods", Namespace: "ml", Name: "train-0"},
+		{Verb: "list", Group: "batch", Resource: "jobs", Namespace: "ml"},
 		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "ml", Name: "train-0"},
 		// The GPU Operator's workloads by name only.
 		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: op.Namespace},

@@ -189,6 +189,12 @@ func v100Spec(name string, mut func(*corev1.Node)) testenv.NodeSpec {
 }
 
 // gateReviewed says whether one of the gate's webhooks answered the request.
+// reviewedBy says whether the webhook named reviewed the request.
+func reviewedBy(e controlplane.AuditEvent, name string) bool {
+	_, ok := e.Annotations[name+"/decision"]
+	return ok
+}
+
 func gateReviewed(e controlplane.AuditEvent) bool {
 	for k := range e.Annotations {
 		if strings.HasSuffix(k, ".gpu-upgrade-gate.io/decision") {
@@ -258,8 +264,9 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 		}
 		if gateReviewed(e) {
 			what += " reviewed"
-			if strings.HasPrefix(what, "suc ") {
-				// A reviewed SUC write is a Job start of one of these Plans.
+			if strings.HasPrefix(what, "suc ") && !reviewedBy(e, webhook.WebhookCompletions) {
+				// A reviewed SUC write is a Job start of one of these Plans,
+				// or its completion write of a node (the proof, docs/proof.md).
 				assert.Equal(t, "jobs", e.ObjectRef.Resource, "%s %s", what, e.ObjectRef.Name)
 			}
 		}
@@ -271,7 +278,8 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 	}
 	for w, n := range counts {
 		if strings.HasSuffix(w, " reviewed") {
-			assert.True(t, strings.HasPrefix(w, "suc ") && strings.Contains(w, " jobs "), "%d reviews of %q: only SUC's Job starts may reach the gate", n, w)
+			assert.True(t, strings.HasPrefix(w, "suc ") && (strings.Contains(w, " jobs ") || w == "suc update nodes reviewed"),
+				"%d reviews of %q: only SUC's Job starts and completion writes may reach the gate", n, w)
 		}
 	}
 	assert.GreaterOrEqual(t, counts["suc patch jobs reviewed"]+counts["suc update jobs reviewed"]+counts["suc create jobs reviewed"], 4,
@@ -396,6 +404,10 @@ func TestSUCSelectionEqualsGatePending(t *testing.T) {
 		v100Spec("suc-pend-disabled", func(n *corev1.Node) { n.Labels[upgradev1.LabelPlanPrefix+name] = upgradev1.LabelPlanValueDisabled }),
 	}))
 	nodes := []string{"suc-pend-source", "suc-pend-at-target", "suc-pend-disabled"}
+	// The node at the target is proven (validator Ready, allocation check
+	// Succeeded, written as its kubelet would), so SUC's completion write of
+	// it passes the proof (docs/proof.md).
+	require.NoError(t, proveNode(ctx, "suc-pend-at-target", now.Add(-2*time.Hour)))
 	alice, _ := as(t, "alice")
 	p := sucPlan(name, "v100-r580", nodes...)
 	require.NoError(t, alice.Create(ctx, p))
@@ -425,6 +437,10 @@ func TestSUCSelectionEqualsGatePending(t *testing.T) {
 			}
 			if running(j) && j.Status.CompletionTime == nil {
 				require.NoError(t, env.FinishJob(ctx, j, true))
+				if node == "suc-pend-at-target" {
+					// The upgrade ran again: a new allocation check proves it.
+					require.NoError(t, reproveAllocation(ctx, node))
+				}
 			}
 		}
 		var cur upgradev1.Plan

@@ -108,6 +108,24 @@ namespaces and matchLabels do not narrow), non-GPU nodes (gug.gpuNodeCondition,
 generated from the engine's definition), and changes that neither touch labels
 nor uncordon never leave the API server.
 */}}
+{{/*
+Match conditions of SUC's completion write (webhook/completions.md): SUC's
+ServiceAccounts, a GPU node, and an uncordon or a plan.upgrade.cattle.io/<plan>
+label set to a new value other than "disabled" (SUC v0.20.1 handle_batch.go).
+*/}}
+{{- define "gug.completionMatchConditions" -}}
+{{- $users := list }}
+{{- range .Values.webhook.sucServiceAccounts }}
+{{- $users = append $users (include "gug.celString" .) }}
+{{- end }}
+- name: suc-service-account
+  expression: {{ printf "request.userInfo.username in [%s]" (join ", " $users) | quote }}
+- name: gpu-node
+  expression: {{ include "gug.gpuNodeCondition" . | quote }}
+- name: uncordon-or-marked-done
+  expression: {{ "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])" | quote }}
+{{- end }}
+
 {{- define "gug.nodeMatchConditions" -}}
 {{- $users := list }}
 {{- $groups := list }}

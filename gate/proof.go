@@ -1,0 +1,425 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+// Proof of an upgraded node: what must hold, read from the cluster's own
+// objects, before the node counts as proven (docs/proof.md). Nothing is
+// remembered between reviews, so a restart of the gate changes nothing.
+
+// ProofRequirement names one requirement of a proof; each can be switched
+// off in the config (proof.disabled), and every decision that relied on a proof
+// names the requirements that were off.
+type ProofRequirement string
+
+const (
+	ProofReady       ProofRequirement = "ready"
+	ProofValidator   ProofRequirement = "validator"
+	ProofResources   ProofRequirement = "resources"
+	ProofDriverState ProofRequirement = "driverUpgradeState"
+	ProofHealth      ProofRequirement = "healthConditions"
+	ProofAllocation  ProofRequirement = "allocation"
+	ProofSoak        ProofRequirement = "soak"
+)
+
+// ProofRequirements lists every requirement, in the order proofs report them.
+var ProofRequirements = []ProofRequirement{ProofReady, ProofValidator, ProofResources, ProofDriverState, ProofHealth, ProofAllocation, ProofSoak}
+
+// Labels and prefixes a proof reads.
+const (
+	labelGPUCount     = "nvidia.com/gpu.count"
+	labelGPUReplicas  = "nvidia.com/gpu.replicas"
+	labelMIGStrategy  = "nvidia.com/mig.strategy"
+	resourceGPU       = corev1.ResourceName("nvidia.com/gpu")
+	gpuResourcePrefix = "nvidia.com/"
+	driverUpgradeDone = "upgrade-done"
+	// TaintUnschedulable is the taint the node lifecycle controller adds on a
+	// cordon; its timeAdded says when the node was cordoned.
+	TaintUnschedulable = "node.kubernetes.io/unschedulable"
+)
+
+// PodSelector picks Pods by namespace (empty: every namespace) and a label
+// selector in kubectl's syntax.
+type PodSelector struct {
+	Namespace string `json:"namespace,omitempty"`
+	Selector  string `json:"selector"`
+}
+
+// HealthCondition is a node condition a GPU health tool writes, and the
+// status that means unhealthy.
+type HealthCondition struct {
+	Type string `json:"type"`
+	// UnhealthyStatus is "True" (a problem condition) or "False" (a
+	// readiness condition such as EKS's AcceleratedHardwareReady).
+	UnhealthyStatus corev1.ConditionStatus `json:"unhealthyStatus"`
+}
+
+// ProofConfig is the `proof` section of the config.
+type ProofConfig struct {
+	// Off lists requirements switched off; none is off by default.
+	Off []ProofRequirement `json:"disabled,omitempty"`
+	// Validator: the GPU Operator's validator Pods.
+	Validator PodSelector `json:"validator"`
+	// AllocationCheck: Pods that request a GPU and prove a real allocation.
+	AllocationCheck PodSelector `json:"allocationCheck"`
+	// HealthConditions: node conditions that mean the GPUs are unhealthy.
+	HealthConditions []HealthCondition `json:"healthConditions"`
+	// Soak is how long every requirement must have held.
+	Soak metav1.Duration `json:"soak"`
+}
+
+// DefaultProofConfig: every requirement on, the GPU Operator's validator, the
+// health conditions of NVIDIA's and the clouds' GPU health tools (cited in
+// docs/proof.md), a 30 minute soak.
+func DefaultProofConfig() ProofConfig {
+	return ProofConfig{
+		Validator:       PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"},
+		AllocationCheck: PodSelector{Selector: "gpu-upgrade-gate.io/allocation-check=true"},
+		HealthConditions: []HealthCondition{
+			{Type: "GpuXidError", UnhealthyStatus: corev1.ConditionTrue},               // NVIDIA NVSentinel
+			{Type: "GPUMissing", UnhealthyStatus: corev1.ConditionTrue},                // AKS node-problem-detector
+			{Type: "GPUXIDErrors", UnhealthyStatus: corev1.ConditionTrue},              // AKS node-problem-detector
+			{Type: "AcceleratedHardwareReady", UnhealthyStatus: corev1.ConditionFalse}, // EKS node monitoring agent
+		},
+		Soak: metav1.Duration{Duration: 30 * time.Minute},
+	}
+}
+
+// on says whether a requirement is checked.
+func (p *ProofConfig) on(r ProofRequirement) bool { return !slices.Contains(p.Off, r) }
+
+func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, r := range p.Off {
+		if !slices.Contains(ProofRequirements, r) {
+			errs = append(errs, field.NotSupported(path.Child("disabled").Index(i), r, ProofRequirements))
+		}
+	}
+	for _, s := range []struct {
+		sel  PodSelector
+		path *field.Path
+	}{{p.Validator, path.Child("validator")}, {p.AllocationCheck, path.Child("allocationCheck")}} {
+		if s.sel.Namespace != "" {
+			if msgs := validation.IsDNS1123Label(s.sel.Namespace); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(s.path.Child("namespace"), s.sel.Namespace, msgs[0]))
+			}
+		}
+		if sel, err := labels.Parse(s.sel.Selector); err != nil {
+			errs = append(errs, field.Invalid(s.path.Child("selector"), s.sel.Selector, "expected a label selector, e.g. app=nvidia-operator-validator: "+err.Error()))
+		} else if sel.Empty() {
+			errs = append(errs, field.Required(s.path.Child("selector"), "a selector that picks only these Pods (an empty one would watch every Pod)"))
+		}
+	}
+	for i, h := range p.HealthConditions {
+		if h.Type == "" {
+			errs = append(errs, field.Required(path.Child("healthConditions").Index(i).Child("type"), "the node condition type"))
+		}
+		if h.UnhealthyStatus != corev1.ConditionTrue && h.UnhealthyStatus != corev1.ConditionFalse {
+			errs = append(errs, field.NotSupported(path.Child("healthConditions").Index(i).Child("unhealthyStatus"), h.UnhealthyStatus, []string{"True", "False"}))
+		}
+	}
+	if p.Soak.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("soak"), p.Soak.Duration.String(), "must not be negative"))
+	}
+	return errs
+}
+
+// ValidatorSelector and AllocationSelector are the parsed selectors (the
+// config is validated, so they parse).
+func (p *ProofConfig) ValidatorSelector() labels.Selector { return mustSelector(p.Validator.Selector) }
+func (p *ProofConfig) AllocationSelector() labels.Selector {
+	return mustSelector(p.AllocationCheck.Selector)
+}
+
+func mustSelector(s string) labels.Selector {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return sel
+}
+
+// ProofFacts are the objects a proof reads besides the Node: the adapter
+// caches them by label, so they are few.
+type ProofFacts struct {
+	// Validators are the Pods the validator selector picks.
+	Validators []*corev1.Pod
+	// AllocationChecks are the Pods the allocation-check selector picks.
+	AllocationChecks []*corev1.Pod
+	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).
+	UpgradeJobs []*batchv1.Job
+}
+
+// ProofFactsOf picks, from Pods and Jobs listed some other way (a snapshot),
+// the ones a proof reads: the validator and allocation-check Pods by the
+// configured selectors, SUC's Jobs by their node label.
+func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFacts {
+	var out ProofFacts
+	v, a := c.Proof.ValidatorSelector(), c.Proof.AllocationSelector()
+	for _, p := range pods {
+		set := labels.Set(p.Labels)
+		if v.Matches(set) && (c.Proof.Validator.Namespace == "" || p.Namespace == c.Proof.Validator.Namespace) {
+			out.Validators = append(out.Validators, p)
+		}
+		if a.Matches(set) && (c.Proof.AllocationCheck.Namespace == "" || p.Namespace == c.Proof.AllocationCheck.Namespace) {
+			out.AllocationChecks = append(out.AllocationChecks, p)
+		}
+	}
+	for _, j := range jobs {
+		if _, ok := j.Labels[upgradev1.LabelNode]; ok {
+			out.UpgradeJobs = append(out.UpgradeJobs, j)
+		}
+	}
+	return out
+}
+
+// NodeProof is what a proof found for one node.
+type NodeProof struct {
+	Node string
+	// Missing lists each requirement not met, with the value seen.
+	Missing []string
+	// ReachedAt is when the node reached the tuple it runs, as far as the
+	// objects' timestamps say; HeldSince when every condition last began to hold.
+	ReachedAt, HeldSince time.Time
+}
+
+// Proven says whether every requirement that is on holds.
+func (p NodeProof) Proven() bool { return len(p.Missing) == 0 }
+
+// State is "proven" or "unproven", for audit annotations and metrics.
+func (p NodeProof) State() string {
+	if p.Proven() {
+		return "proven"
+	}
+	return "unproven"
+}
+
+// Prove judges one node at now. Missing facts (no validator Pod, no
+// allocation Pod) are named, never taken as proof.
+func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
+	p := &c.Proof
+	out := NodeProof{Node: n.Name}
+	miss := func(format string, args ...any) { out.Missing = append(out.Missing, fmt.Sprintf(format, args...)) }
+
+	ready := condition(n, corev1.NodeReady)
+	out.ReachedAt = later(out.ReachedAt, ready.LastTransitionTime.Time)
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintUnschedulable && t.TimeAdded != nil {
+			out.ReachedAt = later(out.ReachedAt, t.TimeAdded.Time)
+		}
+	}
+	for _, j := range cl.Proof.UpgradeJobs {
+		if j.Labels[upgradev1.LabelNode] == n.Name {
+			out.ReachedAt = later(out.ReachedAt, jobCompletion(j))
+		}
+	}
+	validators := podsOn(cl.Proof.Validators, n.Name)
+	for _, v := range validators {
+		out.ReachedAt = later(out.ReachedAt, podCondition(v, corev1.PodReady).LastTransitionTime.Time)
+	}
+	out.HeldSince = out.ReachedAt
+
+	if p.on(ProofReady) && ready.Status != corev1.ConditionTrue {
+		miss("node Ready is %s (want True)", orNone(string(ready.Status)))
+	}
+	if p.on(ProofValidator) {
+		c.validatorProof(validators, miss)
+	}
+	if p.on(ProofResources) {
+		resourceProof(n, miss)
+	}
+	if p.on(ProofDriverState) {
+		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != driverUpgradeDone {
+			miss("label %s=%s (want absent or %s)", LabelDriverUpgradeState, s, driverUpgradeDone)
+		}
+	}
+	if p.on(ProofHealth) {
+		for _, h := range p.HealthConditions {
+			cond := condition(n, corev1.NodeConditionType(h.Type))
+			if cond.Status == h.UnhealthyStatus {
+				miss("condition %s %s since %s", h.Type, cond.Status, stamp(cond.LastTransitionTime.Time))
+			} else if cond.Status != "" {
+				out.HeldSince = later(out.HeldSince, cond.LastTransitionTime.Time)
+			}
+		}
+	}
+	if p.on(ProofAllocation) {
+		c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+	}
+	if p.on(ProofSoak) {
+		if held := now.Sub(out.HeldSince); out.HeldSince.IsZero() || held < p.Soak.Duration {
+			if out.HeldSince.IsZero() || held < 0 {
+				held = 0
+			}
+			miss("soak %s of %s", held.Truncate(time.Second), p.Soak.Duration)
+		}
+	}
+	return out
+}
+
+func (c *Config) validatorProof(pods []*corev1.Pod, miss func(string, ...any)) {
+	v := c.Proof.Validator
+	if len(pods) == 0 {
+		miss("no validator Pod (namespace %s, %s) on the node", orNone(v.Namespace), v.Selector)
+		return
+	}
+	for _, pod := range pods {
+		if podCondition(pod, corev1.PodReady).Status != corev1.ConditionTrue {
+			miss("validator Pod %s/%s is not Ready (phase %s)", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase)))
+		}
+	}
+}
+
+// resourceProof: every nvidia.com/ resource in capacity is fully allocatable
+// and above zero, and nvidia.com/gpu agrees with GFD's count (times its
+// replicas when the GPUs are shared; MIG's single strategy advertises MIG
+// devices, so the count does not apply).
+func resourceProof(n *corev1.Node, miss func(string, ...any)) {
+	var names []string
+	for name := range n.Status.Capacity {
+		if strings.HasPrefix(string(name), gpuResourcePrefix) {
+			names = append(names, string(name))
+		}
+	}
+	slices.Sort(names)
+	found := len(names) > 0
+	for _, name := range names {
+		capQ := n.Status.Capacity[corev1.ResourceName(name)]
+		alloc := n.Status.Allocatable[corev1.ResourceName(name)]
+		if capQ.Sign() <= 0 || alloc.Cmp(capQ) != 0 {
+			miss("allocatable %s %s of %s", name, alloc.String(), capQ.String())
+		}
+	}
+	if !found {
+		miss("no %s GPU resource in the node's capacity (device plugin not advertising)", gpuResourcePrefix)
+		return
+	}
+	countLabel, ok := n.Labels[labelGPUCount]
+	gpu, has := n.Status.Capacity[resourceGPU]
+	if !ok || !has || n.Labels[labelMIGStrategy] == "single" {
+		return
+	}
+	count, err := strconv.ParseInt(countLabel, 10, 64)
+	replicas, rerr := int64(1), error(nil)
+	if r, set := n.Labels[labelGPUReplicas]; set {
+		replicas, rerr = strconv.ParseInt(r, 10, 64)
+	}
+	if err != nil || rerr != nil || replicas < 1 {
+		miss("labels %s=%q %s=%q do not parse as counts", labelGPUCount, countLabel, labelGPUReplicas, n.Labels[labelGPUReplicas])
+		return
+	}
+	if gpu.Value() != count*replicas {
+		miss("capacity %s %d but %s=%d (x%d replicas)", resourceGPU, gpu.Value(), labelGPUCount, count, replicas)
+	}
+}
+
+// allocationProof: a Pod that requested a GPU started and Succeeded on the
+// node after it reached its tuple.
+func (c *Config) allocationProof(pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
+	var seen []string
+	for _, pod := range pods {
+		started := pod.Status.StartTime
+		switch {
+		case !requestsGPU(pod):
+			seen = append(seen, pod.Namespace+"/"+pod.Name+" requests no GPU")
+		case pod.Status.Phase != corev1.PodSucceeded:
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+		case started == nil || started.Time.Before(reached):
+			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
+		default:
+			return
+		}
+	}
+	detail := "none on the node"
+	if len(seen) > 0 {
+		slices.Sort(seen)
+		detail = nodeList(seen)
+	}
+	miss("no allocation check (%s) Succeeded after %s: %s", c.Proof.AllocationCheck.Selector, stamp(reached), detail)
+}
+
+func requestsGPU(pod *corev1.Pod) bool {
+	for _, ct := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, l := range []corev1.ResourceList{ct.Resources.Limits, ct.Resources.Requests} {
+			for name, q := range l {
+				if strings.HasPrefix(string(name), gpuResourcePrefix) && q.Sign() > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// jobCompletion is when SUC's Job finished (its Complete condition, as SUC
+// reads it), zero when it has not.
+func jobCompletion(j *batchv1.Job) time.Time {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	if j.Status.CompletionTime != nil {
+		return j.Status.CompletionTime.Time
+	}
+	return time.Time{}
+}
+
+func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
+	var out corev1.NodeCondition
+	for _, c := range n.Status.Conditions {
+		if c.Type == t {
+			out = c
+		}
+	}
+	return out
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return corev1.PodCondition{}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown time>"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orNone(s string) string { return quoteOrNone(s) }

@@ -1,0 +1,318 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+// reachedAt is when the fixtures' upgraded nodes finished their SUC Job.
+var reachedAt = testNow.Add(-2 * time.Hour)
+
+// prove gives a node everything a proof asks: a completed SUC Job, a Ready
+// validator Pod and a Succeeded allocation check after it, an hour ago.
+func prove(s *scenario, node string) {
+	s.cluster.Proof.UpgradeJobs = append(s.cluster.Proof.UpgradeJobs, upgradeJob(node, batchv1.JobComplete, reachedAt))
+	s.cluster.Proof.Validators = append(s.cluster.Proof.Validators, validatorPod(node, corev1.ConditionTrue, reachedAt.Add(time.Minute)))
+	s.cluster.Proof.AllocationChecks = append(s.cluster.Proof.AllocationChecks, allocationPod(node, corev1.PodSucceeded, reachedAt.Add(2*time.Minute)))
+}
+
+func upgradeJob(node string, cond batchv1.JobConditionType, at time.Time) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-gpu-v100-canary-on-" + node, Labels: map[string]string{upgradev1.LabelNode: node, upgradev1.LabelPlan: "gpu-v100-canary"}},
+		Status:     batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}},
+	}
+}
+
+func validatorPod(node string, ready corev1.ConditionStatus, at time.Time) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node, Labels: map[string]string{"app": "nvidia-operator-validator"}},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.NewTime(at)}}},
+	}
+}
+
+func allocationPod(node string, phase corev1.PodPhase, started time.Time) *corev1.Pod {
+	st := metav1.NewTime(started)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-upgrade-gate", Name: "allocation-check-" + node, Labels: map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "check",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: phase, StartTime: &st},
+	}
+}
+
+// TestProof: each requirement, unmet, is named with the value seen; met, the
+// node is proven; switched off, it is not checked.
+func TestProof(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *scenario, n *corev1.Node)
+		want   string // "" = proven
+	}{
+		{name: "every requirement met", mutate: func(*scenario, *corev1.Node) {}},
+		{name: "not Ready", mutate: func(_ *scenario, n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, want: "node Ready is False (want True)"},
+		{name: "no validator Pod", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.Validators = nil },
+			want: "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node"},
+		{name: "validator on another node does not count", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.Validators[0].Spec.NodeName = "gpu-v100-02" },
+			want: "no validator Pod"},
+		{name: "validator not Ready", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.Validators[0].Status.Conditions[0].Status = corev1.ConditionFalse
+		}, want: "validator Pod gpu-operator/nvidia-operator-validator-gpu-v100-03 is not Ready (phase Running)"},
+		{name: "allocatable below capacity", mutate: func(_ *scenario, n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("6") },
+			want: "allocatable nvidia.com/gpu 6 of 8"},
+		{name: "zero GPUs", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Status.Allocatable["nvidia.com/gpu"], n.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("0"), resource.MustParse("0")
+		}, want: "allocatable nvidia.com/gpu 0 of 0"},
+		{name: "no GPU resource at all", mutate: func(_ *scenario, n *corev1.Node) {
+			delete(n.Status.Allocatable, "nvidia.com/gpu")
+			delete(n.Status.Capacity, "nvidia.com/gpu")
+		}, want: "no nvidia.com/ GPU resource in the node's capacity"},
+		{name: "capacity disagrees with GFD's count", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Labels["nvidia.com/gpu.count"], n.Labels["nvidia.com/mig.strategy"] = "7", "none"
+		},
+			want: "capacity nvidia.com/gpu 8 but nvidia.com/gpu.count=7 (x1 replicas)"},
+		{name: "time-sliced: count times replicas", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Labels["nvidia.com/gpu.count"], n.Labels["nvidia.com/gpu.replicas"], n.Labels["nvidia.com/mig.strategy"] = "2", "4", "none"
+		}},
+		{name: "MIG single strategy: count does not apply", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Labels["nvidia.com/gpu.count"], n.Labels["nvidia.com/mig.strategy"] = "1", "single"
+		}},
+		{name: "driver upgrade failed", mutate: func(_ *scenario, n *corev1.Node) { n.Labels[LabelDriverUpgradeState] = "upgrade-failed" },
+			want: "label nvidia.com/gpu-driver-upgrade-state=upgrade-failed (want absent or upgrade-done)"},
+		{name: "driver upgrade state absent", mutate: func(_ *scenario, n *corev1.Node) { delete(n.Labels, LabelDriverUpgradeState) }},
+		{name: "GPU health condition True", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(reachedAt)})
+		}, want: "condition GpuXidError True since " + reachedAt.Format(time.RFC3339)},
+		{name: "EKS accelerated hardware not ready", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse})
+		}, want: "condition AcceleratedHardwareReady False"},
+		{name: "health condition recovered restarts the soak", mutate: func(_ *scenario, n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "GPUXIDErrors", Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(testNow.Add(-12 * time.Minute))})
+		}, want: "soak 12m0s of 30m0s"},
+		{name: "no allocation check", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.AllocationChecks = nil },
+			want: "no allocation check (gpu-upgrade-gate.io/allocation-check=true) Succeeded after " + reachedAt.Add(time.Minute).Format(time.RFC3339) + ": none on the node"},
+		{name: "allocation check failed", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.AllocationChecks[0].Status.Phase = corev1.PodFailed },
+			want: "gpu-upgrade-gate/allocation-check-gpu-v100-03 is Failed"},
+		{name: "allocation check before the upgrade", mutate: func(s *scenario, _ *corev1.Node) {
+			st := metav1.NewTime(reachedAt.Add(-time.Hour))
+			s.cluster.Proof.AllocationChecks[0].Status.StartTime = &st
+		}, want: "started before the node reached its tuple"},
+		{name: "allocation check that requested no GPU", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.AllocationChecks[0].Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+		}, want: "requests no GPU"},
+		{name: "soak not elapsed", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs[0].Status.Conditions[0].LastTransitionTime = metav1.NewTime(testNow.Add(-12 * time.Minute))
+			s.cluster.Proof.Validators[0].Status.Conditions[0].LastTransitionTime = metav1.NewTime(testNow.Add(-12 * time.Minute))
+			st := metav1.NewTime(testNow.Add(-11 * time.Minute))
+			s.cluster.Proof.AllocationChecks[0].Status.StartTime = &st
+		}, want: "soak 12m0s of 30m0s"},
+		{name: "a cordon after the allocation check voids it", mutate: func(_ *scenario, n *corev1.Node) {
+			at := metav1.NewTime(reachedAt.Add(5 * time.Minute))
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &at})
+		}, want: "started before the node reached its tuple"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			n := v100(t, "gpu-v100-03", tupleTarget)
+			s.cluster.Nodes = append(s.cluster.Nodes, n)
+			prove(s, "gpu-v100-03")
+			tc.mutate(s, n)
+			p := s.cfg.Prove(s.cluster, n, testNow)
+			if tc.want == "" {
+				assert.True(t, p.Proven(), "%v", p.Missing)
+				return
+			}
+			require.False(t, p.Proven())
+			assert.Contains(t, p.Missing[0], tc.want, "%v", p.Missing)
+			// Switched off, the requirement is not checked.
+			for _, r := range ProofRequirements {
+				s.cfg.Proof.Off = []ProofRequirement{r}
+				if off := s.cfg.Prove(s.cluster, n, testNow); len(off.Missing) == len(p.Missing)-1 {
+					return
+				}
+			}
+			t.Fatalf("no single requirement switched off removes %q", p.Missing[0])
+		})
+	}
+}
+
+// upgraded: gpu-v100-02 already runs the target tuple (SUC applied the
+// canary Plan there); the Plan under review moves gpu-v100-01.
+func upgraded(s *scenario) {
+	setTuple(s.node("gpu-v100-02"), tupleTarget)
+}
+
+func TestPreviousNodeUnproven(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*scenario)
+		want   []Code
+		msg    string
+	}{
+		{name: "the previous node is proven: allowed", mutate: func(s *scenario) { upgraded(s); prove(s, "gpu-v100-02") }},
+		{name: "no node at the destination yet: allowed", mutate: func(*scenario) {}},
+		{name: "previous node without an allocation check", mutate: func(s *scenario) {
+			upgraded(s)
+			prove(s, "gpu-v100-02")
+			s.cluster.Proof.AllocationChecks = nil
+		}, want: []Code{CodePreviousNodeUnproven}, msg: "node gpu-v100-02 already runs the destination tuple of record v100-r580-canary-1 but is not proven: no allocation check"},
+		{name: "previous node lost GPUs", mutate: func(s *scenario) {
+			upgraded(s)
+			prove(s, "gpu-v100-02")
+			s.node("gpu-v100-02").Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("6")
+		}, want: []Code{CodePreviousNodeUnproven}, msg: "allocatable nvidia.com/gpu 6 of 8"},
+		{name: "previous node soaking", mutate: func(s *scenario) {
+			upgraded(s)
+			prove(s, "gpu-v100-02")
+			s.req.Now = reachedAt.Add(12 * time.Minute)
+		}, want: []Code{CodePreviousNodeUnproven}, msg: "soak 11m0s of 30m0s"},
+		{name: "the requirement switched off: allowed, and the decision says so", mutate: func(s *scenario) {
+			upgraded(s)
+			prove(s, "gpu-v100-02")
+			s.cluster.Proof.AllocationChecks = nil
+			s.cfg.Proof.Off = []ProofRequirement{ProofAllocation}
+		}},
+		{name: "another hardware's node at its target does not count", mutate: func(s *scenario) {
+			setTuple(s.node("gpu-h200-01"), tupleTarget)
+		}},
+		{name: "a rollback Plan is not held by nodes on the source", mutate: rollbackScenario},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Contains(t, d.Message(), tc.msg)
+			if tc.want == nil {
+				return
+			}
+			assert.Equal(t, "gpu-v100-02=unproven", d.AuditAnnotations()[AuditProofs])
+		})
+	}
+	t.Run("audit annotations name the proofs relied on and what was off", func(t *testing.T) {
+		s := safeScenario(t)
+		upgraded(s)
+		prove(s, "gpu-v100-02")
+		s.cfg.Proof.Off = []ProofRequirement{ProofSoak}
+		d := s.decide()
+		a := d.AuditAnnotations()
+		assert.Equal(t, "gpu-v100-02=proven", a[AuditProofs])
+		assert.Equal(t, "soak", a[AuditProofOff])
+	})
+	t.Run("the per-node step is held the same way", func(t *testing.T) {
+		s := safeScenario(t)
+		upgraded(s)
+		r := PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-01")
+		d := r.Decide(nil, nil)
+		assert.Equal(t, []Code{CodePreviousNodeUnproven}, d.Codes(), d.Message())
+		prove(s, "gpu-v100-02")
+		d = PrepareNodeStep(s.cfg, s.cluster, s.req, "gpu-v100-01").Decide(nil, nil)
+		assert.True(t, d.Allowed, d.Message())
+	})
+}
+
+func TestCanaryNotProvenNeedsProof(t *testing.T) {
+	s := safeScenario(t)
+	waveScenario(s)
+	s.cluster.Proof = ProofFacts{}
+	d := s.decide()
+	assert.Contains(t, d.Codes(), CodeCanaryNotProven, d.Message())
+	prove(s, "gpu-v100-03")
+	d = s.decide()
+	assert.True(t, d.Allowed, d.Message())
+}
+
+// completionScenario: gpu-v100-01 finished the canary Plan's Job and runs
+// the target tuple, still cordoned; the update uncordons it and marks it
+// done, as SUC's completion write does.
+func completionScenario(t *testing.T) (*scenario, *corev1.Node, *corev1.Node) {
+	s := safeScenario(t)
+	s.cluster.Plans = []*upgradev1.Plan{s.req.Plan}
+	old := s.node("gpu-v100-01")
+	setTuple(old, tupleTarget)
+	old.Spec.Unschedulable = true
+	n := old.DeepCopy()
+	n.Spec.Unschedulable = false
+	n.Labels[upgradev1.LabelPlanName(s.req.Plan.Name)] = "0123abcd"
+	return s, old, n
+}
+
+func TestUncordonBeforeProof(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *scenario, old, n *corev1.Node)
+		want   []Code
+		msg    string
+	}{
+		{name: "SUC's completion write without proof", want: []Code{CodeUncordonBeforeProof},
+			msg: "node gpu-v100-01 runs the destination tuple of Plan system-upgrade/gpu-v100-canary (record v100-r580-canary-1) but is not proven, so it may not uncordon yet: no validator Pod"},
+		{name: "proven: allowed", mutate: func(s *scenario, _, _ *corev1.Node) { prove(s, "gpu-v100-01") }},
+		{name: "marking done alone (no cordon) without proof", mutate: func(_ *scenario, old, n *corev1.Node) {
+			old.Spec.Unschedulable, n.Spec.Unschedulable = false, false
+		}, want: []Code{CodeUncordonBeforeProof}, msg: "may not mark done (plan.upgrade.cattle.io/gpu-v100-canary)"},
+		{name: "uncordon alone (SUC during postCompleteDelay) without proof", mutate: func(_ *scenario, old, n *corev1.Node) {
+			n.Labels = old.Labels
+		}, want: []Code{CodeUncordonBeforeProof}},
+		{name: "a node not at the Plan's destination: allowed", mutate: func(_ *scenario, old, n *corev1.Node) {
+			setTuple(old, tupleSource)
+			setTuple(n, tupleSource)
+		}},
+		{name: "opting out with disabled is not a completion", mutate: func(_ *scenario, old, n *corev1.Node) {
+			n.Spec.Unschedulable = true
+			n.Labels[upgradev1.LabelPlanName("gpu-v100-canary")] = "disabled"
+		}},
+		{name: "a cordon is not judged", mutate: func(_ *scenario, old, n *corev1.Node) {
+			old.Spec.Unschedulable = false
+			n.Spec.Unschedulable = true
+			n.Labels = old.Labels
+		}},
+		{name: "a CPU node: allowed", mutate: func(s *scenario, old, n *corev1.Node) {
+			c := cpuNode("gpu-v100-01")
+			*old, *n = *c.DeepCopy(), *c.DeepCopy()
+			old.Spec.Unschedulable = true
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, old, n := completionScenario(t)
+			if tc.mutate != nil {
+				tc.mutate(s, old, n)
+			}
+			req := NodeRequest{Node: n, OldNode: old, User: UserInfo{Name: "system:serviceaccount:system-upgrade:system-upgrade"}, Now: testNow}
+			d := DecideCompletion(s.cfg, s.cluster, req)
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Contains(t, d.Message(), tc.msg)
+			// A person's write of the same change is judged the same way by
+			// the Node review.
+			req.User = s.req.User
+			pd := PrepareNode(s.cfg, s.cluster, req).Decide(nil, nil)
+			assert.ElementsMatch(t, tc.want, pd.Codes(), pd.Message())
+		})
+	}
+}
+
+// TestPreviousNodeUnprovenOnTheDriverPath: a node the operator already
+// moved to the new driver is proven before the change reaches the others.
+func TestPreviousNodeUnprovenOnTheDriverPath(t *testing.T) {
+	s := safeDriverScenario(t)
+	s.node("gpu-v100-02").Labels[labelDriverFull] = "580.130.00"
+	d := s.decide()
+	assert.Equal(t, []Code{CodePreviousNodeUnproven}, d.Codes(), d.Message())
+	assert.Contains(t, d.Message(), "node gpu-v100-02 already runs the destination tuple of record v100-driver-580-130")
+	prove(s.scenario, "gpu-v100-02")
+	d = s.decide()
+	assert.True(t, d.Allowed, d.Message())
+	assert.Equal(t, "gpu-v100-02=proven", d.AuditAnnotations()[AuditProofs])
+}

@@ -1,0 +1,217 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+)
+
+// The proof of an upgraded node through the real API server. No kubelet,
+// GPU Operator or scheduler runs: the test writes what they would (the
+// validator Pod's Ready condition, an allocation check's Succeeded phase,
+// the node's allocatable GPUs) through the status subresources.
+
+const sucUser = "system:serviceaccount:system-upgrade:system-upgrade"
+
+// proveNode creates the proof Pods of node with their status, as the
+// kubelet would write it.
+func proveNode(ctx context.Context, node string, readyAt time.Time) error {
+	return env.ProveNode(ctx, node, readyAt)
+}
+
+// reproveAllocation replaces node's allocation check by one that started
+// now, after its SUC Job completed (played by the test as the kubelet).
+func reproveAllocation(ctx context.Context, node string) error {
+	check := testenv.ProofPods(node, time.Now())[1]
+	if err := client.IgnoreNotFound(env.Admin.Delete(ctx, check.DeepCopy(), client.GracePeriodSeconds(0))); err != nil {
+		return err
+	}
+	status := check.Status
+	status.StartTime = &metav1.Time{Time: time.Now().Add(time.Second)}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := env.Admin.Create(ctx, check)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			return err
+		}
+	}
+	check.Status = status
+	return env.Admin.Status().Update(ctx, check)
+}
+
+func deletePod(t *testing.T, ns, name string) {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(context.Background(), p, client.GracePeriodSeconds(0))))
+}
+
+// webhookRequests counts the reviews the webhook server received at path.
+func webhookRequests(t *testing.T, path string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() == "controller_runtime_webhook_requests_total" {
+			for _, m := range f.Metric {
+				if label(m, "webhook") == path {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// eventuallyWrite retries a write until it fails with exactly codes (or
+// succeeds, for none): the caches see a change a moment after it is made.
+func eventuallyWrite(t *testing.T, write func() error, codes ...gate.Code) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		err = write()
+		if len(codes) == 0 && err == nil {
+			return
+		}
+		if len(codes) > 0 && err != nil && apierrors.IsForbidden(err) && containsAll(err.Error(), codes) {
+			break
+		}
+	}
+	if len(codes) == 0 {
+		require.NoError(t, err)
+		return
+	}
+	requireDenied(t, err, codes...)
+}
+
+func containsAll(msg string, codes []gate.Code) bool {
+	for _, c := range codes {
+		if !strings.Contains(msg, "["+string(c)+"]") {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPreviousNodeUnprovenThroughAPIServer: a V100 node at the target tuple
+// without proof holds every V100 Plan; its proof, written as the kubelet
+// and the GPU Operator would, releases them; a lost GPU holds them again.
+func TestPreviousNodeUnprovenThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	const node = "gpu-v100-05"
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: node, Fixture: "node-v100.json", Tuple: testenv.Target, Zone: "zone-a"}}))
+	t.Cleanup(func() {
+		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+node)
+		deletePod(t, "gpu-upgrade-gate", "allocation-check-"+node)
+		require.NoError(t, env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}))
+		// Later tests must not see the node: wait until the caches drop it.
+		c, _ := as(t, "alice")
+		eventuallyWrite(t, func() error { return c.Create(ctx, plan("after-proof", "v100-r580", "gpu-v100-01"), client.DryRunAll) })
+	})
+	alice, _ := as(t, "alice")
+	canary := func() error {
+		return alice.Create(ctx, plan("next-canary", "v100-r580", "gpu-v100-01"), client.DryRunAll)
+	}
+
+	eventuallyWrite(t, canary, gate.CodePreviousNodeUnproven)
+	err := canary()
+	assert.Contains(t, err.Error(), "node gpu-v100-05 already runs the destination tuple of record v100-r580-canary-1 but is not proven")
+	assert.Contains(t, err.Error(), "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node")
+	assert.Contains(t, err.Error(), "no allocation check (gpu-upgrade-gate.io/allocation-check=true) Succeeded")
+
+	// The neighbouring safe case: the same node, proven.
+	require.NoError(t, proveNode(ctx, node, now.Add(-2*time.Hour)))
+	eventuallyWrite(t, canary)
+
+	// The device plugin advertises 6 of 8 GPUs (written as the kubelet would).
+	var n corev1.Node
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
+	n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("6")
+	require.NoError(t, env.Admin.Status().Update(ctx, &n))
+	eventuallyWrite(t, canary, gate.CodePreviousNodeUnproven)
+	assert.Contains(t, canary().Error(), "allocatable nvidia.com/gpu 6 of 8")
+	n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("8")
+	require.NoError(t, env.Admin.Status().Update(ctx, &n))
+	eventuallyWrite(t, canary)
+}
+
+// TestUncordonBeforeProofThroughAPIServer: SUC's completion write (uncordon
+// and plan label in one UPDATE) and a person's uncordon of a GPU node at the
+// Plan's destination are denied until the node is proven; SUC's cordon never
+// reaches the completions webhook.
+func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	const node = "gpu-v100-06"
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: node, Fixture: "node-v100.json", Tuple: testenv.Source, Zone: "zone-a"}}))
+	alice, _ := as(t, "alice")
+	p := plan("canary-06", "v100-r580", node)
+	eventuallyWrite(t, func() error { return alice.Create(ctx, p) })
+	t.Cleanup(func() {
+		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+node)
+		deletePod(t, "gpu-upgrade-gate", "allocation-check-"+node)
+		require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, p)))
+		require.NoError(t, env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}))
+		eventuallyWrite(t, func() error {
+			return alice.Create(ctx, plan("after-uncordon", "v100-r580", "gpu-v100-01"), client.DryRunAll)
+		})
+	})
+	suc, _ := as(t, sucUser)
+
+	// SUC cordons the node and runs its Job: never reviewed by the
+	// completions webhook (match conditions).
+	before := webhookRequests(t, "/validate/completions")
+	require.NoError(t, patchNode(suc, node, `{"spec":{"unschedulable":true}}`))
+	assert.Equal(t, before, webhookRequests(t, "/validate/completions"), "SUC's cordon reached the completions webhook")
+
+	// The Job completed (played here): the node runs the target tuple.
+	var n corev1.Node
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
+	n.Status.NodeInfo.KernelVersion, n.Status.NodeInfo.KubeletVersion = testenv.Target.Kernel, testenv.Target.RKE2
+	require.NoError(t, env.Admin.Status().Update(ctx, &n))
+	require.NoError(t, patchNode(env.Admin, node, `{"metadata":{"labels":{"feature.node.kubernetes.io/kernel-version.full":"`+testenv.Target.Kernel+`","nvidia.com/cuda.driver-version.full":"`+testenv.Target.Driver+`"}}}`))
+
+	// SUC's completion write, as SUC v0.20.1 makes it: one Node update that
+	// uncordons and sets the Plan's label.
+	completion := func() error {
+		var cur corev1.Node
+		if err := env.Admin.Get(ctx, client.ObjectKey{Name: node}, &cur); err != nil {
+			return err
+		}
+		cur.Spec.Unschedulable = false
+		cur.Labels[upgradev1.LabelPlanName(p.Name)] = "0123abcd"
+		return suc.Update(ctx, &cur)
+	}
+	eventuallyWrite(t, completion, gate.CodeUncordonBeforeProof)
+	err := completion()
+	assert.Contains(t, err.Error(), `admission webhook "completions.gpu-upgrade-gate.io" denied the request`)
+	assert.Contains(t, err.Error(), "node gpu-v100-06 runs the destination tuple of Plan system-upgrade/canary-06")
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
+	assert.True(t, n.Spec.Unschedulable, "the node stays cordoned")
+
+	// A person's uncordon of the same node is denied too.
+	requireDenied(t, patchNode(alice, node, `{"spec":{"unschedulable":false}}`), gate.CodeUncordonBeforeProof)
+
+	// Proof arrives: SUC's retry passes.
+	require.NoError(t, proveNode(ctx, node, now.Add(-2*time.Hour)))
+	eventuallyWrite(t, completion)
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
+	assert.False(t, n.Spec.Unschedulable)
+}
