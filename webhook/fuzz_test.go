@@ -44,18 +44,12 @@ func FuzzAdmissionReview(f *testing.F) {
 	// Live reads find nothing: a Job start can then only be denied.
 	s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig(), Live: liveObjects{}}, Log: logr.Discard(),
 		Now: func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) }}
-	paths := map[string]http.Handler{
-		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
-		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
-		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
-		PathJobs:    &webhook.Admission{Handler: s.JobHandler()},
-		PathDriver:  &webhook.Admission{Handler: s.DriverHandler()},
-		// Facts never sync here, so a reload step or an operator upgrade is
-		// refused; anything else is allowed without facts.
-		PathDriverStep: &webhook.Admission{Handler: s.DriverStepHandler()},
-		PathOperator:   &webhook.Admission{Handler: s.OperatorHandler()},
-		// SUC's completion write needs facts: without them it is refused.
-		PathCompletions: &webhook.Admission{Handler: s.CompletionHandler()},
+	// Every served path, from the one list the server registers: facts never
+	// sync here, so a Job start, a reload step, an operator upgrade or SUC's
+	// completion write is refused; anything else is allowed without facts.
+	paths := map[string]http.Handler{}
+	for path, h := range s.handlers() {
+		paths[path] = &webhook.Admission{Handler: h}
 	}
 	serve := func(path string, body []byte) (int, []byte) {
 		rec := httptest.NewRecorder()
