@@ -18,6 +18,11 @@ const (
 	CodeEvidenceStale        Code = "EvidenceStale"
 	CodeEvidenceFromFuture   Code = "EvidenceFromFuture"
 	CodeSelfApproved         Code = "SelfApproved"
+	// CodeRecordNotApproved: no attested approval of the record's data.
+	CodeRecordNotApproved Code = "RecordNotApproved"
+	// CodeAttestationForged: a record write's author or approval
+	// annotations are not the requester's own.
+	CodeAttestationForged    Code = "AttestationForged"
 	CodeHardwareUnknown      Code = "HardwareUnknown"
 	CodeHardwareNotQualified Code = "HardwareNotQualified"
 	CodeFactsMissing         Code = "FactsMissing"

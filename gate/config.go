@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -97,6 +98,10 @@ type Config struct {
 	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
 	// Proof says what proves an upgraded node (proof.go).
 	Proof ProofConfig `json:"proof"`
+	// ApproverAliases map a record's approvedBy text to the username the
+	// API server authenticates that approver as (e.g. bob:
+	// bob@corp.example); without an entry the two must be equal.
+	ApproverAliases map[string]string `json:"approverAliases,omitempty"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -249,6 +254,11 @@ func (c *Config) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
+	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {
+		if v := c.ApproverAliases[k]; strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" || strings.TrimSpace(v) != v {
+			errs = append(errs, field.Invalid(field.NewPath("approverAliases").Key(k), v, "expected a record's approvedBy text mapped to a username exactly as the API server authenticates it, e.g. bob: bob@corp.example"))
+		}
+	}
 	return errs
 }
 

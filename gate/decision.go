@@ -58,8 +58,10 @@ type RecordInfo struct {
 	ID             string `json:"id"`
 	SourceRevision string `json:"sourceRevision"`
 	ApprovedBy     string `json:"approvedBy,omitempty"`
-	CompletedAt    string `json:"completedAt,omitempty"`
-	Expires        string `json:"expires,omitempty"`
+	// Approval is the attested approval state of the record's ConfigMap.
+	Approval    string `json:"approval,omitempty"`
+	CompletedAt string `json:"completedAt,omitempty"`
+	Expires     string `json:"expires,omitempty"`
 }
 
 // Ref is "id@sourceRevision", the record's identity in audit annotations.

@@ -14,11 +14,11 @@ import (
 // driverRecord qualifies moving hardware hw from the source tuple to the
 // same tuple with driver 580.130.00: what a driver-only change needs.
 func driverRecord(id, hw string, mod ...func(*qualification.Record)) RecordEntry {
-	return RecordEntry{Record: record(append([]func(*qualification.Record){func(r *qualification.Record) {
+	return approved(record(append([]func(*qualification.Record){func(r *qualification.Record) {
 		r.ID, r.Hardware = id, []string{hw}
 		r.Target = tupleSource
 		r.Target.Driver = "580.130.00"
-	}}, mod...)...)}
+	}}, mod...)...))
 }
 
 type driverScenario struct {

@@ -110,11 +110,11 @@ func TestDriverPathFields(t *testing.T) {
 
 // operatorRecord qualifies hw on the source tuple with GPU Operator v26.6.0.
 func operatorRecord(id, hw string) RecordEntry {
-	return RecordEntry{Record: record(func(r *qualification.Record) {
+	return approved(record(func(r *qualification.Record) {
 		r.ID, r.Hardware = id, []string{hw}
 		r.Target = tupleSource
 		r.Target.GPUOperator = "v26.6.0"
-	})}
+	}))
 }
 
 // TestOperatorUpgrade: a new GPU Operator version changes every GPU node's

@@ -54,6 +54,9 @@ type Cluster struct {
 type RecordEntry struct {
 	Record *qualification.Record
 	Err    error
+	// Attestation is who wrote and who approved the ConfigMap's data, as the
+	// record webhook attested it (empty for a record file).
+	Attestation qualification.Attestation
 }
 
 // NodeFacts is what the rules know about one node.

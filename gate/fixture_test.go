@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -131,7 +132,7 @@ func safeScenario(t testing.TB) *scenario {
 		cfg: DefaultConfig(),
 		cluster: &Cluster{
 			Nodes:             []*corev1.Node{v100(t, "gpu-v100-01", tupleSource), v100(t, "gpu-v100-02", tupleSource), h200(t, "gpu-h200-01"), cpuNode("cpu-01")},
-			Records:           map[string]RecordEntry{"v100-r580": {Record: record()}},
+			Records:           map[string]RecordEntry{"v100-r580": approved(record())},
 			ServerVersion:     "v1.36.2+rke2r1",
 			GPUOperatorImage:  "nvcr.io/nvidia/gpu-operator:v26.3.3",
 			DCGMExporterImage: "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless",
@@ -153,4 +154,30 @@ func (s *scenario) node(name string) *corev1.Node {
 func (s *scenario) decide() Decision {
 	r := PreparePlan(s.cfg, s.cluster, s.req)
 	return r.Decide(s.holders, nil)
+}
+
+// recordAuthor wrote the fixtures' records; their approvedBy, bob,
+// approved them (as the record webhook attests in a cluster).
+const recordAuthor = "carol"
+
+// approved is rec as a record ConfigMap that carol wrote and rec's
+// approvedBy approved, through the record webhook.
+func approved(rec *qualification.Record) RecordEntry {
+	cm := qualification.Attest(recordConfigMap(rec), recordAuthor, rec.ApprovedBy)
+	return RecordEntry{Record: rec, Attestation: qualification.AttestationOf(cm)}
+}
+
+// written is rec in its ConfigMap as carol wrote it, not yet approved.
+func written(rec *qualification.Record) *corev1.ConfigMap {
+	return qualification.Attest(recordConfigMap(rec), recordAuthor, "")
+}
+
+// recordConfigMap is rec in its ConfigMap, without annotations.
+func recordConfigMap(rec *qualification.Record) *corev1.ConfigMap {
+	data, err := yaml.Marshal(rec)
+	if err != nil {
+		panic(err)
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "v100-r580", Namespace: "gpu-upgrade-gate", Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
+		Data: map[string]string{qualification.ConfigMapKey: string(data)}}
 }

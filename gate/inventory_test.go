@@ -24,7 +24,7 @@ func TestInventoryStatuses(t *testing.T) {
 		{name: "holders", mutate: func(*scenario) {}, holders: map[string][]Holder{"gpu-v100-01": holder}, want: StatusHolders, rollbk: "proven by record source"},
 		{name: "stale", mutate: func(s *scenario) { s.req.Now = completedAt.Add(800 * time.Hour) }, want: StatusStale, rollbk: "proven by record source"},
 		{name: "no record: not on the source tuple", mutate: func(s *scenario) { s.node("gpu-v100-01").Status.NodeInfo.KernelVersion = "6.8.0-99-generic" }, want: StatusNoRecord, rollbk: "not proven"},
-		{name: "kube-dc record: rollback not proven", mutate: func(s *scenario) { s.cluster.Records["v100-r580"] = RecordEntry{Record: record(kubeDC)} }, want: StatusQualified, rollbk: "not proven"},
+		{name: "kube-dc record: rollback not proven", mutate: func(s *scenario) { s.cluster.Records["v100-r580"] = approved(record(kubeDC)) }, want: StatusQualified, rollbk: "not proven"},
 		{name: "hardware mismatch: a node with a V100 and an H200", mutate: func(s *scenario) {
 			s.node("gpu-v100-01").Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18bf.present"] = "true"
 		}, want: StatusHardwareMismatch, rollbk: "not proven"},
@@ -53,10 +53,10 @@ func TestInventoryStatuses(t *testing.T) {
 	})
 	t.Run("a usable record wins over a newer stale one", func(t *testing.T) {
 		s := safeScenario(t)
-		s.cluster.Records["v100-newer-draft"] = RecordEntry{Record: record(func(r *qualification.Record) {
+		s.cluster.Records["v100-newer-draft"] = approved(record(func(r *qualification.Record) {
 			r.ID, r.State = "draft", "draft"
 			r.Canary.CompletedAt = completedAt.Add(time.Hour).Format(time.RFC3339)
-		})}
+		}))
 		inv := Inventory(s.cfg, s.cluster, nil, testNow)[1]
 		assert.Equal(t, "v100-r580", inv.Record.ConfigMap)
 		assert.Equal(t, StatusQualified, inv.Status)

@@ -218,6 +218,7 @@ func (r *PlanReview) recordRules(f *findings, d *Decision) {
 		return
 	}
 	d.Record = recordInfo(rec, r.recordName, r.cfg.MaxCanaryAge.Duration)
+	d.Record.Approval = r.cfg.approvalState(rec, r.entry.Attestation)
 	if exp, err := rec.Expiry(r.cfg.MaxCanaryAge.Duration); err == nil && r.req.Now.Before(exp) && exp.Sub(r.req.Now) <= r.cfg.ExpiryWarning.Duration {
 		f.warn("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(r.req.Now).Round(time.Minute))
 	}

@@ -22,7 +22,7 @@ func nonRKE2(s *scenario) {
 }
 
 func useRecord(mod ...func(*qualification.Record)) func(*scenario) {
-	return func(s *scenario) { s.cluster.Records["v100-r580"] = RecordEntry{Record: record(mod...)} }
+	return func(s *scenario) { s.cluster.Records["v100-r580"] = approved(record(mod...)) }
 }
 
 func TestPlanRules(t *testing.T) {

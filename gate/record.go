@@ -16,14 +16,35 @@ type RecordRequest struct {
 	ConfigMap *corev1.ConfigMap
 	// Update: the write edits a record that exists (the webhook's UPDATE).
 	Update bool
-	User   UserInfo
-	Now    time.Time
+	// Old is the stored ConfigMap of an UPDATE (nil on CREATE); when it was
+	// not a record, the write is judged as a CREATE of one.
+	Old  *corev1.ConfigMap
+	User UserInfo
+	Now  time.Time
 }
 
 // DecideRecord refuses a record that could never qualify a Plan, so a bad
-// record fails at kubectl apply rather than at upgrade time. Staleness only
+// record fails at kubectl apply rather than at upgrade time, and every
+// write whose author or approval annotations are not the requester's own
+// (rule_attestation.go), whatever else the write does. Staleness only
 // warns: an old record is history, not an error.
 func DecideRecord(cfg *Config, req RecordRequest) Decision {
+	d := decideRecordData(cfg, req)
+	var f findings
+	cfg.attestation(req, &f)
+	if len(f.blockers) == 0 {
+		d.Warnings = append(d.Warnings, f.warnings...)
+		return revokes(req, d)
+	}
+	// A forged attestation is refused even where the edit would revoke.
+	forged := Decision{Object: d.Object, Record: d.Record}
+	f.blockers = append(f.blockers, d.Blockers...)
+	f.settle(&forged)
+	return forged
+}
+
+// decideRecordData judges what the record says.
+func decideRecordData(cfg *Config, req RecordRequest) Decision {
 	cm := req.ConfigMap
 	d := Decision{Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}
 	path := field.NewPath("data").Key(qualification.ConfigMapKey)
@@ -34,9 +55,10 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 			f.add(b)
 		}
 		f.settle(&d)
-		return revokes(req, d)
+		return d
 	}
 	d.Record = recordInfo(rec, cm.Name, cfg.MaxCanaryAge.Duration)
+	d.Record.Approval = cfg.approvalState(rec, qualification.AttestationOf(cm))
 	d.Record.Expires = ""
 	for _, p := range recordProblems(rec, cfg.freshness(req.Now)) {
 		if p.Kind == qualification.ProblemStale {
@@ -46,7 +68,7 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 		f.add(recordProblem(p, path, cm.Name, rec.ID))
 	}
 	f.settle(&d)
-	return revokes(req, d)
+	return d
 }
 
 // revokes allows an edit that leaves a record unable to qualify anything
@@ -92,6 +114,10 @@ func ValidateRecord(entry RecordEntry, fr qualification.Freshness) Decision {
 	rec := entry.Record
 	d.Object = "record " + rec.ID
 	d.Record = recordInfo(rec, "", fr.MaxAge)
+	d.Record.Approval = fmt.Sprintf("approved only in the cluster: the record webhook attests who approves its ConfigMap; the approval names SHA-256 %s when data.%s holds this file byte for byte", entry.Attestation.DataSHA256, qualification.ConfigMapKey)
+	if entry.Attestation.Author != "" {
+		d.Record.Approval = (&Config{}).approvalState(rec, entry.Attestation)
+	}
 	for _, p := range recordProblems(rec, fr) {
 		f.add(recordProblem(p, nil, "", rec.ID))
 	}

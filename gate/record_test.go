@@ -6,22 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
-
-func recordConfigMap(t *testing.T, r *qualification.Record) *corev1.ConfigMap {
-	data, err := yaml.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "v100-r580", Namespace: "gpu-upgrade-gate", Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
-		Data:       map[string]string{qualification.ConfigMapKey: string(data)},
-	}
-}
 
 func TestDecideRecord(t *testing.T) {
 	cases := []struct {
@@ -31,30 +18,30 @@ func TestDecideRecord(t *testing.T) {
 		want    []Code
 		warning string
 	}{
-		{name: "valid record", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) }},
+		{name: "valid record", cm: func(t *testing.T) *corev1.ConfigMap { return written(record()) }},
 		{name: "RecordInvalid: no key", cm: func(t *testing.T) *corev1.ConfigMap {
-			cm := recordConfigMap(t, record())
+			cm := written(record())
 			cm.Data = map[string]string{"record.yaml": "x"}
 			return cm
 		}, want: []Code{CodeRecordInvalid}},
 		{name: "RecordInvalid: yes is not a boolean", cm: func(t *testing.T) *corev1.ConfigMap {
-			cm := recordConfigMap(t, record())
+			cm := written(record())
 			cm.Data[qualification.ConfigMapKey] += "\n" // still valid
 			cm.Data[qualification.ConfigMapKey] = replaceOnce(cm.Data[qualification.ConfigMapKey], "allocationPassed: true", "allocationPassed: yes")
 			return cm
 		}, want: []Code{CodeRecordInvalid}},
 		{name: "RecordInvalid: version that does not parse", cm: func(t *testing.T) *corev1.ConfigMap {
-			return recordConfigMap(t, record(func(r *qualification.Record) { r.Target.RKE2 = "1.36" }))
+			return written(record(func(r *qualification.Record) { r.Target.RKE2 = "1.36" }))
 		}, want: []Code{CodeRecordInvalid}},
 		{name: "RecordNotQualified", cm: func(t *testing.T) *corev1.ConfigMap {
-			return recordConfigMap(t, record(func(r *qualification.Record) { r.State = "pending" }))
+			return written(record(func(r *qualification.Record) { r.State = "pending" }))
 		}, want: []Code{CodeRecordNotQualified}},
 		{name: "CanaryIncomplete", cm: func(t *testing.T) *corev1.ConfigMap {
-			return recordConfigMap(t, record(func(r *qualification.Record) { r.Canary.RollbackPassed = false }))
+			return written(record(func(r *qualification.Record) { r.Canary.RollbackPassed = false }))
 		}, want: []Code{CodeCanaryIncomplete}},
-		{name: "EvidenceFromFuture", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) },
+		{name: "EvidenceFromFuture", cm: func(t *testing.T) *corev1.ConfigMap { return written(record()) },
 			now: completedAt.Add(-time.Hour), want: []Code{CodeEvidenceFromFuture}},
-		{name: "stale record only warns", cm: func(t *testing.T) *corev1.ConfigMap { return recordConfigMap(t, record()) },
+		{name: "stale record only warns", cm: func(t *testing.T) *corev1.ConfigMap { return written(record()) },
 			now: completedAt.Add(800 * time.Hour), warning: "is stale"},
 	}
 	for _, tc := range cases {
@@ -63,7 +50,7 @@ func TestDecideRecord(t *testing.T) {
 			if now.IsZero() {
 				now = testNow
 			}
-			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: tc.cm(t), Now: now})
+			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: tc.cm(t), User: UserInfo{Name: recordAuthor}, Now: now})
 			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
 			assert.Equal(t, len(tc.want) == 0, d.Allowed)
 			if tc.warning != "" {
@@ -88,18 +75,18 @@ func replaceOnce(s, old, new string) string {
 func TestRecordEditRevokes(t *testing.T) {
 	for name, cm := range map[string]func(t *testing.T) *corev1.ConfigMap{
 		"withdrawn": func(t *testing.T) *corev1.ConfigMap {
-			return recordConfigMap(t, record(func(r *qualification.Record) { r.State = "withdrawn" }))
+			return written(record(func(r *qualification.Record) { r.State = "withdrawn" }))
 		},
 		"made invalid": func(t *testing.T) *corev1.ConfigMap {
-			c := recordConfigMap(t, record())
+			c := written(record())
 			c.Data[qualification.ConfigMapKey] = "revoked: see INC-1234\n"
 			return c
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			create := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), Now: testNow})
+			create := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), User: UserInfo{Name: recordAuthor}, Now: testNow})
 			assert.False(t, create.Allowed, "a new record must be valid")
-			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), Update: true, Now: testNow})
+			d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: cm(t), Old: written(record()), Update: true, User: UserInfo{Name: recordAuthor}, Now: testNow})
 			assert.True(t, d.Allowed, d.Message())
 			assert.NotEmpty(t, d.Codes(), "the codes say why it no longer qualifies")
 			assert.Equal(t, "true", d.AuditAnnotations()[AuditRevoked])
@@ -107,7 +94,7 @@ func TestRecordEditRevokes(t *testing.T) {
 		})
 	}
 	t.Run("a valid edit is not a revocation", func(t *testing.T) {
-		d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: recordConfigMap(t, record()), Update: true, Now: testNow})
+		d := DecideRecord(DefaultConfig(), RecordRequest{ConfigMap: written(record()), Old: written(record()), Update: true, User: UserInfo{Name: recordAuthor}, Now: testNow})
 		assert.True(t, d.Allowed)
 		assert.False(t, d.Revoked)
 	})

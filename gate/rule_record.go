@@ -13,7 +13,9 @@ import (
 
 // The record rules (review-level, once per named record): it is named,
 // exists, loads, its versions parse, it is qualified, complete and fresh
-// (rule_evidence.go), approved by someone else (rule_selfapproved.go), and
+// (rule_evidence.go), approved as the record webhook attested
+// (rule_approval.go) by someone other than the requester
+// (rule_selfapproved.go), and
 // a rollback has a source to go back to.
 
 // recordProblems is every problem of a loaded record: qualification.Check,
@@ -166,8 +168,16 @@ func (c *Config) useRecord(f *findings, u recordUse) *qualification.Record {
 	for _, p := range recordProblems(rec, c.freshness(u.now)) {
 		f.add(recordProblem(p, u.path, u.name, rec.ID))
 	}
-	if approver := strings.TrimSpace(rec.ApprovedBy); approver != "" && strings.EqualFold(approver, u.user.Name) {
-		f.add(selfApproved(u.path, rec.ID, approver, u.act))
+	att := u.entry.Attestation
+	if why := c.unapproved(rec, att); why != "" {
+		f.add(c.recordNotApproved(u.path, u.name, rec, why, att))
+	}
+	// Usernames compare exactly, as the API server authenticated them.
+	switch name := u.user.Name; {
+	case name != "" && name == att.Author:
+		f.add(selfApproved(u.path, rec.ID, name, "wrote", u.act))
+	case name != "" && name == att.ApprovedBy:
+		f.add(selfApproved(u.path, rec.ID, name, "approved", u.act))
 	}
 	if u.rollback && rec.Source == nil {
 		for _, b := range recordInvalid(badRecord{where: pathRollback, id: rec.ID, rollbackOf: u.subject}) {

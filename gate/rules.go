@@ -78,7 +78,10 @@ var ruleTable = []Rule{
 	// A stale record ConfigMap is history: its webhook only warns.
 	{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck, ReviewValidateRecord}},
 	{Name: "evidence", Codes: []Code{CodeEvidenceFromFuture}, Reviews: recordUsers},
+	{Name: "approval", Codes: []Code{CodeRecordNotApproved}, Reviews: changePaths},
 	{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths},
+	// Who may write a record's author and approval annotations.
+	{Name: "attestation", Codes: []Code{CodeAttestationForged}, Reviews: []Review{ReviewRecord}},
 	// One transition per node the review moves.
 	{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule},
 	{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule},

@@ -141,7 +141,7 @@ func TestComponentTableMatchesTuple(t *testing.T) {
 
 // TestCodesOf: the reviews' code sets are what the contracts document.
 func TestCodesOf(t *testing.T) {
-	assert.Equal(t, []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete, CodeEvidenceFromFuture}, CodesOf(ReviewRecord))
+	assert.Equal(t, []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete, CodeEvidenceFromFuture, CodeAttestationForged}, CodesOf(ReviewRecord))
 	assert.Equal(t, []Code{CodeReviewInvalid}, CodesOf(ReviewAdmission))
 	assert.NotContains(t, CodesOf(ReviewDriver), CodeMinorSkip)
 	assert.Contains(t, CodesOf(ReviewUpgradeCheck), CodeNoChange)

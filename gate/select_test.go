@@ -177,7 +177,7 @@ func TestCanaryProvenMatchesReference(t *testing.T) {
 				mod(canary)
 				s.cluster.Nodes = append(s.cluster.Nodes, canary)
 				rec := record(func(r *qualification.Record) { r.Hardware = hw })
-				s.cluster.Records["v100-r580"] = RecordEntry{Record: rec}
+				s.cluster.Records["v100-r580"] = approved(rec)
 				r := PreparePlan(s.cfg, s.cluster, s.req)
 				require.NotNil(t, r.dest)
 				want := canaryProvenReference(r)

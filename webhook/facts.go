@@ -355,7 +355,7 @@ func (c *recordCache) load(cm *corev1.ConfigMap) gate.RecordEntry {
 		return e.entry
 	}
 	rec, err := qualification.FromConfigMap(cm)
-	entry := gate.RecordEntry{Record: rec, Err: err}
+	entry := gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
 	if c.entries == nil {
 		c.entries = map[string]cachedRecord{}
 	}

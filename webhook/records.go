@@ -22,5 +22,12 @@ func (s *Server) decideRecord(_ context.Context, req admission.Request) (gate.De
 	if cm.Namespace != s.Config.Namespace || cm.Labels[qualification.ConfigMapLabel] != "true" {
 		return gate.Decision{Allowed: true, Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}, nil
 	}
-	return gate.DecideRecord(s.Config, gate.RecordRequest{ConfigMap: &cm, Update: req.Operation == admissionv1.Update, User: userOf(req), Now: s.now()}), nil
+	var old *corev1.ConfigMap
+	if req.Operation == admissionv1.Update {
+		old = &corev1.ConfigMap{}
+		if err := decodeObject(req.OldObject.Raw, old, "ConfigMap"); err != nil {
+			return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		}
+	}
+	return gate.DecideRecord(s.Config, gate.RecordRequest{ConfigMap: &cm, Old: old, Update: req.Operation == admissionv1.Update, User: userOf(req), Now: s.now()}), nil
 }

@@ -127,8 +127,9 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			return nil, unreadable("--records", f.records, err)
 		}
 		for _, rf := range files {
-			if _, ok := cl.Records[rf.Name]; ok {
-				fmt.Fprintf(stderr, "note: record file %s replaces ConfigMap %s/%s of the snapshot\n", rf.Path, cfg.Namespace, rf.Name)
+			if cm, ok := cl.Records[rf.Name]; ok {
+				fmt.Fprintf(stderr, "note: record file %s replaces ConfigMap %s/%s of the snapshot (its attested author and approval kept: they hold only if the file is its data byte for byte)\n", rf.Path, cfg.Namespace, rf.Name)
+				rf.Entry.Attestation = snapshot.KeepAttestation(cm.Attestation, rf.Entry.Attestation)
 			}
 			cl.Records[rf.Name] = rf.Entry
 		}

@@ -102,7 +102,10 @@ func recordLine(r *gate.RecordInfo) string {
 		s += " from ConfigMap " + r.ConfigMap
 	}
 	var facts []string
-	if r.ApprovedBy != "" {
+	switch {
+	case r.Approval != "":
+		facts = append(facts, r.Approval)
+	case r.ApprovedBy != "":
 		facts = append(facts, "approved by "+r.ApprovedBy)
 	}
 	if r.CompletedAt != "" {

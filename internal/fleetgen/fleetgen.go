@@ -163,7 +163,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 	}
 	for _, cm := range f.RecordConfigMaps {
 		rec, err := qualification.FromConfigMap(cm)
-		cl.Records[cm.Name] = gate.RecordEntry{Record: rec, Err: err}
+		cl.Records[cm.Name] = gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
 	}
 	return cl
 }

@@ -461,7 +461,7 @@ func Records(cms []corev1.ConfigMap, namespace string) map[string]gate.RecordEnt
 			continue
 		}
 		rec, err := qualification.FromConfigMap(cm)
-		out[cm.Name] = gate.RecordEntry{Record: rec, Err: err}
+		out[cm.Name] = gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
 	}
 	return out
 }
@@ -533,7 +533,11 @@ func LoadRecordFile(path string) (gate.RecordEntry, error) {
 	} else if !info.Mode().IsRegular() {
 		return gate.RecordEntry{}, fmt.Errorf("%w: it is %s, not a regular file; save the record to a file first", ErrInput, fileKind(info.Mode()))
 	}
-	rec, err := qualification.Load(f)
+	data, err := io.ReadAll(io.LimitReader(f, qualification.MaxRecordBytes+1))
+	if err != nil {
+		return gate.RecordEntry{}, fmt.Errorf("%s: %w", path, err)
+	}
+	rec, err := qualification.Load(bytes.NewReader(data))
 	var le *qualification.LoadError
 	if err != nil && !errors.As(err, &le) {
 		return gate.RecordEntry{}, fmt.Errorf("%s: %w", path, err)
@@ -541,7 +545,9 @@ func LoadRecordFile(path string) (gate.RecordEntry, error) {
 	if err != nil {
 		err = fmt.Errorf("record file %s: %w", path, err)
 	}
-	return gate.RecordEntry{Record: rec, Err: err}, nil
+	// A file carries no attestation; its digest is what an approval of a
+	// ConfigMap holding it byte for byte names.
+	return gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.Attestation{DataSHA256: qualification.DataSHA256(string(data))}}, nil
 }
 
 // WorkloadImage returns the image of the referenced container of spec: the
@@ -615,4 +621,12 @@ func (s *Snapshot) Holders(cfg *gate.Config, nodes []string) map[string][]gate.H
 		}
 	}
 	return out
+}
+
+// KeepAttestation is the attestation of a ConfigMap (was) for a record file
+// that stands for it (file): the author and approval stay, the digest is
+// the file's, so the approval holds only for the data it approved.
+func KeepAttestation(was, file qualification.Attestation) qualification.Attestation {
+	was.DataSHA256 = file.DataSHA256
+	return was
 }
