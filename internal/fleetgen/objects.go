@@ -57,10 +57,17 @@ func RecordConfigMap(name string, r *qualification.Record) *corev1.ConfigMap {
 	if err != nil {
 		panic(err) // a Record always marshals
 	}
-	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: NamespaceGate, Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
 		Data:       map[string]string{qualification.ConfigMapKey: string(data)}}
+	// As the record webhook attested it: carol wrote it, bob approved it.
+	// Written as one object (Apply) it models a record that predates the
+	// webhook; through the webhook it takes two writes (testenv.WriteRecord).
+	return qualification.Attest(cm, RecordAuthor, r.ApprovedBy)
 }
+
+// RecordAuthor wrote the fleet's records; their approvedBy approved them.
+const RecordAuthor = "carol"
 
 func (g *generator) records() {
 	completed := g.f.Options.Now.Add(-48 * time.Hour)

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -105,37 +106,100 @@ func Record(id string, completed time.Time, mod ...func(*qualification.Record)) 
 	return r
 }
 
-// RecordConfigMap wraps a record in its ConfigMap in the gate's namespace.
+// The identities of the fixtures' records: carol, who ran the canary,
+// writes each record; bob, its approvedBy, approves it; alice applies the
+// Plans (two-person rule: neither wrote nor approved the record).
+const (
+	RecordAuthor   = "carol"
+	RecordApprover = "bob"
+	// PlatformAdmins is the group of alice, bob and carol (Base binds it).
+	PlatformAdmins = "platform-admins"
+)
+
+// RecordConfigMap wraps a record in its ConfigMap in the gate's namespace,
+// as its author (RecordAuthor) writes it: annotated with the author, not yet
+// approved.
 func (e *Env) RecordConfigMap(name string, r *qualification.Record) (*corev1.ConfigMap, error) {
 	data, err := yaml.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Config.Namespace, Labels: map[string]string{qualification.ConfigMapLabel: "true"}},
-		Data:       map[string]string{qualification.ConfigMapKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.Config.Namespace, Labels: map[string]string{qualification.ConfigMapLabel: "true"},
+			Annotations: map[string]string{qualification.AnnotationAuthor: RecordAuthor}},
+		Data: map[string]string{qualification.ConfigMapKey: string(data)},
 	}, nil
 }
 
-// CreateRecords creates a record ConfigMap for each record, by name, as the
-// admin.
+// As is a client that impersonates user in groups (platform-admins when
+// none are given), as `kubectl --as` does.
+func (e *Env) As(user string, groups ...string) (client.Client, error) {
+	if len(groups) == 0 {
+		groups = []string{PlatformAdmins}
+	}
+	return client.New(e.CP.ConfigFor(user, groups...), client.Options{Scheme: e.Scheme})
+}
+
+// CreateRecords creates a record ConfigMap for each record, by name, the
+// attested way through the API server: RecordAuthor writes it, then the
+// record's approvedBy approves exactly its data (WriteRecord).
 func (e *Env) CreateRecords(ctx context.Context, records map[string]*qualification.Record) error {
+	author, err := e.As(RecordAuthor)
+	if err != nil {
+		return err
+	}
 	for name, r := range records {
 		cm, err := e.RecordConfigMap(name, r)
 		if err != nil {
 			return err
 		}
-		if err := e.Admin.Create(ctx, cm); err != nil {
+		approver, err := e.As(r.ApprovedBy)
+		if err != nil {
+			return err
+		}
+		if err := WriteRecord(ctx, author, approver, r.ApprovedBy, cm); err != nil {
 			return fmt.Errorf("record %s: %w", name, err)
 		}
 	}
 	return nil
 }
 
+// WriteRecord creates cm as author (cm's author annotation must name that
+// identity), then approves its data as approver, whose username is by
+// (Approve). Approval annotations in cm are dropped from the create: the
+// record webhook refuses an approval in the write that creates the data.
+func WriteRecord(ctx context.Context, author, approver client.Client, by string, cm *corev1.ConfigMap) error {
+	cm = cm.DeepCopy()
+	delete(cm.Annotations, qualification.AnnotationApprovedBy)
+	delete(cm.Annotations, qualification.AnnotationApprovedSHA256)
+	if err := author.Create(ctx, cm); err != nil {
+		return fmt.Errorf("create as its author: %w", err)
+	}
+	return Approve(ctx, approver, cm, by)
+}
+
+// Approve annotates record cm's approval as approver (whose username is by)
+// for the data cm holds, as `kubectl annotate --overwrite` does.
+func Approve(ctx context.Context, approver client.Client, cm *corev1.ConfigMap, by string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		qualification.AnnotationApprovedBy:     by,
+		qualification.AnnotationApprovedSHA256: qualification.DataSHA256(cm.Data[qualification.ConfigMapKey]),
+	}}})
+	if err != nil {
+		return err
+	}
+	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+	if err := approver.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("approve as %s: %w", by, err)
+	}
+	return nil
+}
+
 // Base creates what every cluster of the fleet has: namespaces, the GPU
 // Operator Deployment and DCGM exporter DaemonSet (objects only: no kubelet
-// runs them), and RBAC for the people of the scenarios: alice and bob are
-// platform engineers (group platform-admins); bob approves records.
+// runs them), and RBAC for the people of the scenarios: alice, bob and
+// carol are platform engineers (group platform-admins); carol writes
+// records, bob approves them.
 func (e *Env) Base(ctx context.Context) error {
 	for _, ns := range append([]string{e.Config.Namespace, e.Config.GPUOperator.Namespace, "ml"}, e.Config.SUCNamespaces...) {
 		if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {

@@ -134,6 +134,15 @@ func setup(ctx context.Context) error {
 	if err := env.CreateRecords(ctx, bad); err != nil {
 		return err
 	}
+	// A record written before approvals were attested: no annotations.
+	legacy, err := env.RecordConfigMap("v100-legacy", testenv.Record("v100-legacy", fresh))
+	if err != nil {
+		return err
+	}
+	legacy.Annotations = nil
+	if err := env.Admin.Create(ctx, legacy); err != nil {
+		return err
+	}
 	if err := env.RegisterWebhook(ctx); err != nil {
 		return err
 	}

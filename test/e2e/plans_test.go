@@ -164,7 +164,7 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
 	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
-	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof}
+	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged}
 
 func TestVersionEditInFlight(t *testing.T) {
 	ctx := context.Background()

@@ -38,6 +38,8 @@ func TestRecordEditRevokes(t *testing.T) {
 	var cm corev1.ConfigMap
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(withdrawn), &cm))
 	cm.Data = withdrawn.Data
+	// Whoever changes the data is its attested author.
+	cm.Annotations[qualification.AnnotationAuthor] = "alice"
 	require.NoError(t, c.Update(ctx, &cm), "withdrawing a record is allowed: it revokes")
 	assert.Contains(t, strings.Join(w.Take(), "\n"), "this edit revokes record ConfigMap")
 
@@ -49,5 +51,6 @@ func TestRecordEditRevokes(t *testing.T) {
 
 	fresh := withdrawn.DeepCopy()
 	fresh.Name, fresh.ResourceVersion = "v100-born-withdrawn", ""
+	fresh.Annotations = map[string]string{qualification.AnnotationAuthor: "alice"}
 	requireDenied(t, c.Create(ctx, fresh), gate.CodeRecordNotQualified)
 }

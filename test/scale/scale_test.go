@@ -514,7 +514,7 @@ func (e *scaleEnv) faults(ctx context.Context, t *testing.T) {
 	recFresh := fleetgen.NewRecord(fleetgen.Hardwares[0], f.Options.Now.Add(-24*time.Hour))
 	recFresh.ID = "v100-r580-canary-2"
 	cm := fresh.AddRecord("v100-r580-after-restart", recFresh)
-	step(e.admin.Create(ctx, cm.DeepCopy()))
+	step(e.writeRecord(ctx, cm))
 	freshPlan := fleetgen.HostnamePlan("after-restart-canary", cm.Name, f.ByRole("v100", "zone-c", fleetgen.RolePlain)[2].Name)
 	rv := fresh.PlanReview(freshPlan, nil, time.Now())
 	require.True(t, rv.Allowed, rv.Codes)
@@ -575,7 +575,7 @@ func (e *scaleEnv) faults(ctx context.Context, t *testing.T) {
 	step(err)
 	note("record %s deleted: Plans naming it refused (%v) after %s", recordName, rvMissing.Codes, took.Round(time.Millisecond))
 	time.Sleep(5 * time.Second)
-	step(e.admin.Create(ctx, stored.DeepCopy()))
+	step(e.writeRecord(ctx, stored))
 	recreated := time.Now()
 	took, err = e.waitReview(ctx, f.PlanReview(canaryPlan, nil, time.Now()), 30*time.Second)
 	step(err)
@@ -641,4 +641,24 @@ func (e *scaleEnv) faults(ctx context.Context, t *testing.T) {
 func (e *scaleEnv) cordon(ctx context.Context, name string, on bool) error {
 	patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
 	return e.admin.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// writeRecord writes a record ConfigMap through the record webhook the
+// attested way: its author creates it, its approver approves its data
+// (impersonated with the admin's group: no people's RBAC is installed here;
+// the webhook attests usernames, never groups).
+func (e *scaleEnv) writeRecord(ctx context.Context, cm *corev1.ConfigMap) error {
+	as := func(user string) (client.Client, error) {
+		return client.New(e.cp.ConfigFor(user, "system:masters"), client.Options{Scheme: e.admin.Scheme()})
+	}
+	author, err := as(cm.Annotations[qualification.AnnotationAuthor])
+	if err != nil {
+		return err
+	}
+	by := cm.Annotations[qualification.AnnotationApprovedBy]
+	approver, err := as(by)
+	if err != nil {
+		return err
+	}
+	return testenv.WriteRecord(ctx, author, approver, by, cm)
 }
