@@ -19,10 +19,11 @@ const (
 	StatusNoRecord         InventoryStatus = "no-record"         // no record covers its hardware and current tuple
 	StatusHardwareMismatch InventoryStatus = "hardware-mismatch" // records cover some of its GPUs, not its whole identity set
 	StatusHolders          InventoryStatus = "holders"           // qualified, but GPU workloads run on it
+	StatusNotApproved      InventoryStatus = "not-approved"      // the covering record has no attested approval
 )
 
 // InventoryStatuses lists every status, for metrics that must show zeros.
-var InventoryStatuses = []InventoryStatus{StatusAtTarget, StatusQualified, StatusStale, StatusNoRecord, StatusHardwareMismatch, StatusHolders}
+var InventoryStatuses = []InventoryStatus{StatusAtTarget, StatusQualified, StatusStale, StatusNoRecord, StatusHardwareMismatch, StatusHolders, StatusNotApproved}
 
 // InventoryRecord is the record that covers a node.
 type InventoryRecord struct {
@@ -30,6 +31,10 @@ type InventoryRecord struct {
 	ID        string `json:"id"`
 	Age       string `json:"age"`
 	Expires   string `json:"expires,omitempty"`
+	// Approval is the record's attested approval (approvalState);
+	// ApprovedBy the attested approver when the approval stands.
+	Approval   string `json:"approval"`
+	ApprovedBy string `json:"approvedBy,omitempty"`
 }
 
 // NodeInventory is one GPU node's line in the version inventory platform
@@ -64,16 +69,23 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 		inv := NodeInventory{Node: f.Name, Hardware: f.Identities, Current: f.Current(cl), Cordoned: f.Unschedulable,
 			Holders: holders[f.Name], Rollback: "not proven"}
 		name, rec := coveringEntry(cl.Records, f.Identities, inv.Current, fresh)
+		approval := ""
+		if rec != nil {
+			approval = cfg.unapproved(rec, cl.Records[name].Attestation)
+		}
 		switch {
 		case rec == nil && overlaps(cl.Records, f.Identities):
 			inv.Status = StatusHardwareMismatch
 		case rec == nil:
 			inv.Status = StatusNoRecord
 		default:
-			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID}
+			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID, Approval: cfg.approvalState(rec, cl.Records[name].Attestation)}
 			if at, err := rec.CompletedAt(); err == nil {
 				inv.Record.Age = age(now.Sub(at))
 				inv.Record.Expires = at.Add(cfg.MaxCanaryAge.Duration).UTC().Format(time.RFC3339)
+			}
+			if approval == "" {
+				inv.Record.ApprovedBy = cl.Records[name].Attestation.ApprovedBy
 			}
 			target := rec.Target
 			inv.Target = &target
@@ -87,6 +99,8 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 				inv.Proof, inv.ProofMissing = p.State(), p.Missing
 			case len(qualification.Check(rec, fresh)) > 0:
 				inv.Status = StatusStale
+			case approval != "":
+				inv.Status = StatusNotApproved
 			case len(inv.Holders) > 0:
 				inv.Status = StatusHolders
 			default:

@@ -25,6 +25,7 @@ func TestInventoryStatuses(t *testing.T) {
 		{name: "stale", mutate: func(s *scenario) { s.req.Now = completedAt.Add(800 * time.Hour) }, want: StatusStale, rollbk: "proven by record source"},
 		{name: "no record: not on the source tuple", mutate: func(s *scenario) { s.node("gpu-v100-01").Status.NodeInfo.KernelVersion = "6.8.0-99-generic" }, want: StatusNoRecord, rollbk: "not proven"},
 		{name: "kube-dc record: rollback not proven", mutate: func(s *scenario) { s.cluster.Records["v100-r580"] = approved(record(kubeDC)) }, want: StatusQualified, rollbk: "not proven"},
+		{name: "not approved: a record written before attestation", mutate: func(s *scenario) { s.cluster.Records["v100-r580"] = RecordEntry{Record: record()} }, want: StatusNotApproved, rollbk: "proven by record source"},
 		{name: "hardware mismatch: a node with a V100 and an H200", mutate: func(s *scenario) {
 			s.node("gpu-v100-01").Labels["feature.node.kubernetes.io/pci-10de_2335_10de_18bf.present"] = "true"
 		}, want: StatusHardwareMismatch, rollbk: "not proven"},
@@ -48,7 +49,8 @@ func TestInventoryStatuses(t *testing.T) {
 		inv := Inventory(s.cfg, s.cluster, nil, testNow)[1]
 		assert.Equal(t, []string{hwV100}, inv.Hardware)
 		assert.Equal(t, tupleSource, inv.Current)
-		assert.Equal(t, &InventoryRecord{ConfigMap: "v100-r580", ID: "v100-r580-canary-1", Age: "1d0h", Expires: "2026-12-20T12:00:00Z"}, inv.Record)
+		assert.Equal(t, &InventoryRecord{ConfigMap: "v100-r580", ID: "v100-r580-canary-1", Age: "1d0h", Expires: "2026-12-20T12:00:00Z",
+			Approval: "approved by bob, written by carol (attested)", ApprovedBy: "bob"}, inv.Record)
 		assert.Equal(t, &tupleTarget, inv.Target)
 	})
 	t.Run("a usable record wins over a newer stale one", func(t *testing.T) {

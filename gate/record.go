@@ -114,7 +114,7 @@ func ValidateRecord(entry RecordEntry, fr qualification.Freshness) Decision {
 	rec := entry.Record
 	d.Object = "record " + rec.ID
 	d.Record = recordInfo(rec, "", fr.MaxAge)
-	d.Record.Approval = fmt.Sprintf("approved only in the cluster: the record webhook attests who approves its ConfigMap; the approval names SHA-256 %s when data.%s holds this file byte for byte", entry.Attestation.DataSHA256, qualification.ConfigMapKey)
+	d.Record.Approval = fmt.Sprintf("not attested in a file (the record webhook attests it in the cluster); approving a ConfigMap whose data.%s is this file byte for byte names %s=%s", qualification.ConfigMapKey, qualification.AnnotationApprovedSHA256, entry.Attestation.DataSHA256)
 	if entry.Attestation.Author != "" {
 		d.Record.Approval = (&Config{}).approvalState(rec, entry.Attestation)
 	}

@@ -17,7 +17,7 @@ import (
 // node's Pods each time); `gpu-upgrade-gate inventory` shows them.
 var nodeStatus = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gpu_upgrade_gate_node_status",
-	Help: "1 for each GPU node's inventory status (at-target, qualified, stale, no-record, hardware-mismatch), with its hardware, covering record and, at its target, its proof (proven, unproven; empty otherwise).",
+	Help: "1 for each GPU node's inventory status (at-target, qualified, stale, no-record, hardware-mismatch, holders, not-approved), with its hardware, covering record and, at its target, its proof (proven, unproven; empty otherwise).",
 }, []string{"node", "hardware", "status", "record", "proof"})
 
 func init() { metrics.Registry.MustRegister(nodeStatus) }

@@ -149,13 +149,16 @@ var inventoryColumns = func() []string {
 	for _, c := range gate.ComponentTable() {
 		cols = append(cols, strings.ToUpper(c.Flag))
 	}
-	return append(cols, "RECORD", "AGE", "EXPIRES", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED")
+	return append(cols, "RECORD", "AGE", "EXPIRES", "APPROVED", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED")
 }()
 
 func inventoryRow(n gate.NodeInventory) []string {
-	record, age, expires, target := "-", "-", "-", "-"
+	record, age, expires, approved, target := "-", "-", "-", "-", "-"
 	if n.Record != nil {
-		record, age, expires = n.Record.ID, n.Record.Age, n.Record.Expires
+		record, age, expires, approved = n.Record.ID, n.Record.Age, n.Record.Expires, "no"
+		if n.Record.ApprovedBy != "" {
+			approved = n.Record.ApprovedBy
+		}
 	}
 	if n.Target != nil {
 		var diff []string
@@ -185,7 +188,7 @@ func inventoryRow(n gate.NodeInventory) []string {
 	for _, c := range gate.ComponentTable() {
 		row = append(row, c.Value(n.Current))
 	}
-	return append(row, record, age, expires, target, string(n.Status), proof, n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
+	return append(row, record, age, expires, approved, target, string(n.Status), proof, n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
 }
 
 func orDash(s string) string {

@@ -62,6 +62,9 @@ func runValidateRecord(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s: ok\n", file)
 		}
 		writeBlockers(stdout, d, file+": ", styleFieldError)
+		if d.Record != nil {
+			fmt.Fprintf(stdout, "%s: approval: %s\n", file, d.Record.Approval)
+		}
 	}
 	if c.output == "json" {
 		if out == nil {

@@ -66,7 +66,10 @@ func TestApprovalAttested(t *testing.T) {
 	notApproved := func(c client.Client) error {
 		return c.Create(ctx, plan("attested-canary", name, "gpu-v100-01"), client.DryRunAll)
 	}
-	require.Eventually(t, func() bool { err := notApproved(alice); return err != nil && strings.Contains(err.Error(), string(gate.CodeRecordNotApproved)) },
+	require.Eventually(t, func() bool {
+		err := notApproved(alice)
+		return err != nil && strings.Contains(err.Error(), string(gate.CodeRecordNotApproved))
+	},
 		10*time.Second, 100*time.Millisecond, "the caches see the record")
 	err = notApproved(alice)
 	requireDenied(t, err, gate.CodeRecordNotApproved)
@@ -125,7 +128,6 @@ func TestApprovalAttested(t *testing.T) {
 	require.NoError(t, env.Admin.Delete(ctx, &stored))
 	requireDenied(t, carol.Create(ctx, prefilled.DeepCopy()), gate.CodeAttestationForged)
 }
-
 
 // annotateLabel sets (or with nil removes) the record label.
 func annotateLabel(ctx context.Context, c client.Client, name string, value *string) error {

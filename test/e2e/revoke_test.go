@@ -47,7 +47,8 @@ func TestRecordEditRevokes(t *testing.T) {
 		err := c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll)
 		return err != nil
 	}, 10*time.Second, 100*time.Millisecond, "the Plan is denied once the caches see the edit")
-	requireDenied(t, c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll), gate.CodeRecordNotQualified)
+	// The edit also withdrew bob's approval, and made alice its author.
+	requireDenied(t, c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll), gate.CodeRecordNotQualified, gate.CodeRecordNotApproved, gate.CodeSelfApproved)
 
 	fresh := withdrawn.DeepCopy()
 	fresh.Name, fresh.ResourceVersion = "v100-born-withdrawn", ""
