@@ -36,7 +36,7 @@ func TestRecordApproval(t *testing.T) {
 			s.cluster.Records["v100-r580"] = RecordEntry{Record: record()}
 		}, want: []Code{CodeRecordNotApproved}, says: "gpu-upgrade-gate.io/author=<their username>"},
 		{name: "RecordNotApproved: written, not approved", mutate: attested(func(a *qualification.Attestation) { a.ApprovedBy, a.ApprovedSHA256 = "", "" }),
-			want: []Code{CodeRecordNotApproved}, says: "it is not approved"},
+			want: []Code{CodeRecordNotApproved}, says: "nobody has approved its data yet"},
 		{name: "RecordNotApproved: the data changed after the approval", mutate: attested(func(a *qualification.Attestation) { a.DataSHA256 = qualification.DataSHA256("other") }),
 			want: []Code{CodeRecordNotApproved}, says: "which withdrew it"},
 		{name: "RecordNotApproved: approved by its author", mutate: attested(func(a *qualification.Attestation) { a.Author = "bob" }),

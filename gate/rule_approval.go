@@ -23,7 +23,7 @@ func (c *Config) unapproved(rec *qualification.Record, a qualification.Attestati
 	case a.Author == "":
 		return fmt.Sprintf("its ConfigMap has no %s annotation (written before approvals were attested, or a record file)", qualification.AnnotationAuthor)
 	case a.ApprovedBy == "" || a.ApprovedSHA256 == "":
-		return "it is not approved"
+		return "nobody has approved its data yet"
 	case a.ApprovedBy == a.Author:
 		return fmt.Sprintf("%q approved the data they wrote", a.ApprovedBy)
 	case a.ApprovedSHA256 != a.DataSHA256:

@@ -184,6 +184,10 @@ func (f *Fleet) nodeReview(cl *gate.Cluster, now time.Time, scenario string, n *
 }
 
 func (f *Fleet) recordReview(now time.Time, cm *corev1.ConfigMap) Review {
+	// The record as its author creates it: written by the requester, not
+	// yet approved (an approval is a write of its own).
+	cm = cm.DeepCopy()
+	cm.Annotations = map[string]string{qualification.AnnotationAuthor: Requester.Username}
 	d := gate.DecideRecord(f.Config, gate.RecordRequest{ConfigMap: cm, User: gate.UserInfo{Name: Requester.Username, Groups: Requester.Groups}, Now: now})
 	r := Review{Name: KindRecord + "/create/" + cm.Name, Kind: KindRecord, Scenario: "create", Path: PathRecords, Allowed: d.Allowed, Codes: d.Codes()}
 	r.Body = review(admissionv1.AdmissionRequest{

@@ -15,6 +15,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -96,6 +97,7 @@ type person struct {
 var (
 	alice   = person{name: "alice", groups: []string{"platform-admins"}, prompt: "alice$"}
 	bob     = person{name: "bob", groups: []string{"platform-admins"}, prompt: "bob$"}
+	carol   = person{name: testenv.RecordAuthor, groups: []string{"platform-admins"}, prompt: testenv.RecordAuthor + "$"}
 	kubelet = person{name: "system:node:gpu-h200-01", groups: []string{"system:nodes"}, prompt: "system:node:gpu-h200-01$"}
 )
 
@@ -239,7 +241,7 @@ func (d *demo) setup() error {
 	p.para(fmt.Sprintf("Pod ml/%s is bound to %s and holds nvidia.com/gpu: %s (phase %s: no kubelet starts it; "+
 		"a Pod bound to a node counts as a GPU holder).", pod.Name, pod.Spec.NodeName, lim.String(), pod.Status.Phase))
 	p.blank()
-	p.para("Commands run as alice or bob (group platform-admins), impersonated through the admin kubeconfig " +
+	p.para("Commands run as alice, bob or carol (group platform-admins), impersonated through the admin kubeconfig " +
 		"as `kubectl --as=<user> --as-group=platform-admins` would. `alice$ kubectl apply -f <file>` means " +
 		"the manifest <file> in " + d.manifests + " was sent as kubectl sends it.")
 
@@ -262,11 +264,12 @@ func (d *demo) setup() error {
 		rec.ID, rec.State, rec.ApprovedBy, strings.Join(rec.Hardware, ","), rec.Canary.CompletedAt,
 		rec.Source.RKE2, rec.Target.RKE2, rec.Source.Kernel, rec.Target.Kernel, rec.Source.Driver, rec.Target.Driver))
 	d.runStep(stepSpec{
-		title:  "alice stores the reviewed record as a ConfigMap",
-		why:    "records live in the gate's own namespace and are validated when written, not at upgrade time.",
+		title:  "carol, who ran the canary, stores the reviewed record as a ConfigMap (annotated gpu-upgrade-gate.io/author: carol)",
+		why:    "records live in the gate's own namespace and are validated when written, not at upgrade time; the record webhook accepts the author annotation only from the user it names, as the API server authenticated her.",
 		expect: allowed(),
-		do:     func() result { return d.apply(alice, goodFile, false) },
+		do:     func() result { return d.apply(carol, goodFile, false) },
 	})
+	d.approvalSteps(good)
 
 	// Broken records are the good one with a few lines edited, as a person
 	// would edit the file.
@@ -281,11 +284,11 @@ func (d *demo) setup() error {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "alice stores a record that says `allocationPassed: yes`",
+		title:  "carol stores a record that says `allocationPassed: yes`",
 		why:    "`yes` is true to YAML 1.1 tools and a string to others; a record must say exactly true, so the gate refuses it when it is written, not at upgrade time.",
 		note:   "v100-r581.yaml: the reviewed record with  allocationPassed: yes",
 		expect: denied(webhook.WebhookRecords, gate.CodeRecordInvalid),
-		do:     func() result { return d.apply(alice, yesFile, false) },
+		do:     func() result { return d.apply(carol, yesFile, false) },
 	})
 	shortFile, err := edited("v100-r582", "sourceRevision: "+rec.SourceRevision, "sourceRevision: 9f2c4e1",
 		"allocationPassed: true", "allocationPassed: false")
@@ -293,11 +296,11 @@ func (d *demo) setup() error {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "alice stores a record with an abbreviated sourceRevision and a failed GPU allocation",
+		title:  "carol stores a record with an abbreviated sourceRevision and a failed GPU allocation",
 		why:    "an abbreviated commit does not pin the reviewed evidence, and a canary that never allocated a GPU proves nothing; every problem is reported at once.",
 		note:   "v100-r582.yaml: the reviewed record with  sourceRevision: 9f2c4e1  allocationPassed: false",
 		expect: denied(webhook.WebhookRecords, gate.CodeRecordInvalid, gate.CodeCanaryIncomplete),
-		do:     func() result { return d.apply(alice, shortFile, false) },
+		do:     func() result { return d.apply(carol, shortFile, false) },
 	})
 	prev := qualification.Tuple{Kernel: "6.8.0-131-generic", RKE2: "v1.34.6+rke2r1", Driver: "570.195.03",
 		GPUOperator: testenv.Source.GPUOperator, DCGMExporter: testenv.Source.DCGMExporter}
@@ -314,10 +317,10 @@ func (d *demo) setup() error {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "alice stores the previous upgrade's record v100-r570-to-r580 (canary completed 40 days ago)",
+		title:  "carol stores the previous upgrade's record v100-r570-to-r580 (canary completed 40 days ago)",
 		why:    "an expired record is history, not an error: it is stored, with a warning that it can no longer qualify a Plan.",
 		expect: allowed(),
-		do:     func() result { return d.apply(alice, staleFile, false) },
+		do:     func() result { return d.apply(carol, staleFile, false) },
 	})
 	// The webhook reads Nodes, Plans and records from informer caches; give
 	// the watch events of the objects just created time to arrive (they take
@@ -430,7 +433,7 @@ func (d *demo) sequence() {
 	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
 	d.runStep(stepSpec{
 		title:  "bob applies the canary Plan for gpu-v100-01 under the record he approved himself",
-		why:    "two-person rule: whoever approved the evidence may not also roll it out.",
+		why:    "two-person rule: whoever wrote or approved the evidence (as the record webhook attested it) may not also roll it out.",
 		file:   canary,
 		expect: denied(webhook.WebhookPlans, gate.CodeSelfApproved),
 		do:     func() result { return d.apply(bob, canary, false) },
@@ -852,6 +855,80 @@ func (d *demo) apply(who person, file string, dryRun bool) result {
 	}
 	d.out.output(msg)
 	return result{}
+}
+
+// approvalSteps: the record is approved by a second person, attested by
+// the API server: the record webhook refuses the author's approval and an
+// approval written in someone else's name; until the approval, the record
+// qualifies nothing.
+func (d *demo) approvalSteps(rec *corev1.ConfigMap) {
+	sha := qualification.DataSHA256(rec.Data[qualification.ConfigMapKey])
+	approve := func(who person, by string) result {
+		return d.annotate(who, rec.Name, qualification.AnnotationApprovedBy, by, qualification.AnnotationApprovedSHA256, sha)
+	}
+	d.runStep(stepSpec{
+		title:  "carol approves the record she wrote",
+		why:    "the approval names a user and the SHA-256 of exactly the data approved; the record webhook accepts it only from that user, and never from the author.",
+		expect: denied(webhook.WebhookRecords, gate.CodeAttestationForged),
+		do:     func() result { return approve(carol, carol.name) },
+	})
+	d.runStep(stepSpec{
+		title:  "alice annotates the record as approved by bob",
+		why:    "an approval in someone else's name: the webhook compares the annotation with the username the API server authenticated, exactly (alice@example.com, Alice or a Cyrillic а would fail the same way).",
+		expect: denied(webhook.WebhookRecords, gate.CodeAttestationForged),
+		do:     func() result { return approve(alice, bob.name) },
+	})
+	d.waitCaches()
+	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
+	d.runStep(stepSpec{
+		title:  "alice dry-runs the canary Plan before anyone approved the record",
+		why:    "a record qualifies a Plan only with an attested approval; the denial gives the command that approves it.",
+		file:   canary,
+		expect: denied(webhook.WebhookPlans, gate.CodeRecordNotApproved),
+		do:     func() result { return d.apply(alice, canary, true) },
+	})
+	d.runStep(stepSpec{
+		title:  "bob, the record's approvedBy, approves exactly this data",
+		why:    "a second person's approval, attested by the API server; any later change of the data withdraws it.",
+		expect: allowed(),
+		do:     func() result { return approve(bob, bob.name) },
+	})
+}
+
+// annotate sets annotations of a record ConfigMap as `kubectl annotate
+// --overwrite` does (a merge patch).
+func (d *demo) annotate(who person, name string, kv ...string) result {
+	ann := map[string]string{}
+	var args []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		ann[kv[i]] = kv[i+1]
+		args = append(args, kv[i]+"="+kv[i+1])
+	}
+	d.out.cmd(who.prompt, fmt.Sprintf("kubectl annotate configmap -n %s %s %s --overwrite", d.env.Config.Namespace, name, strings.Join(args, " ")))
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return result{err: err}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.env.Config.Namespace, Name: name}}
+	d.warnings.Take()
+	err = d.client(who).Patch(d.ctx, cm, client.RawPatch(types.MergePatchType, patch))
+	d.printWarnings()
+	if err != nil {
+		d.out.output(kubectlError(err, "", ""))
+		return result{err: err, codes: codesOf(err)}
+	}
+	d.out.output("configmap/" + name + " annotated")
+	return result{}
+}
+
+// waitCaches gives the webhook's informers time to see the objects just
+// written (they take milliseconds; this is generous for a small shared
+// machine).
+func (d *demo) waitCaches() {
+	select {
+	case <-time.After(2 * time.Second):
+	case <-d.ctx.Done():
+	}
 }
 
 // label patches one label as `kubectl label node` does.
