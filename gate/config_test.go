@@ -32,6 +32,11 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, DefaultProofConfig().Validator, cfg.Proof.Validator)
 		assert.Equal(t, DefaultProofConfig().HealthConditions, cfg.Proof.HealthConditions)
 	})
+	t.Run("approver aliases", func(t *testing.T) {
+		cfg, err := LoadConfig([]byte("approverAliases: {m.novak: m.novak@corp.example}\n"))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"m.novak": "m.novak@corp.example"}, cfg.ApproverAliases)
+	})
 	refused := []struct{ name, yaml, want string }{
 		{"unknown key", "wavesize: 2\n", `unknown field "wavesize"`},
 		{"zero max age", "maxCanaryAge: 0s\n", "maxCanaryAge: Invalid value: \"0s\""},
@@ -58,6 +63,9 @@ func TestLoadConfig(t *testing.T) {
 		{"bad allocation selector", "proof: {allocationCheck: {selector: \"a in (b\"}}\n", "proof.allocationCheck.selector: Invalid value"},
 		{"bad health status", "proof: {healthConditions: [{type: X, unhealthyStatus: maybe}]}\n", "proof.healthConditions[0].unhealthyStatus: Unsupported value"},
 		{"negative soak", "proof: {soak: -1m}\n", "proof.soak"},
+		{"approver alias to a blank username", "approverAliases: {bob: \" \"}\n", "approverAliases[bob]: Invalid value"},
+		{"approver alias with spaces around the username", "approverAliases: {bob: \"bob@corp.example \"}\n", "approverAliases[bob]"},
+		{"approver aliases not a map", "approverAliases: [bob]\n", "approverAliases"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
