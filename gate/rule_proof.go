@@ -146,9 +146,10 @@ func planDestination(cl *Cluster, p *upgradev1.Plan) (*qualification.Tuple, stri
 
 // DecideCompletion reviews SUC's completion write of a node (the Node UPDATE
 // that uncordons it and sets plan.upgrade.cattle.io/<plan> when its Job
-// completed). It is a per-node step: no exemption applies. SUC keeps the
-// node in status.applying and retries on its own, so the wave waits for the
-// proof and then continues untouched.
+// completed). It is a per-node step: no exemption applies. SUC retries on
+// its own; its next node's Job is held by PrepareNodeStep meanwhile
+// (PreviousNodeUnproven), so the wave waits for the proof and then
+// continues untouched.
 func DecideCompletion(cfg *Config, cl *Cluster, req NodeRequest) Decision {
 	d := Decision{Object: "Node " + req.Node.Name, Nodes: []string{req.Node.Name}}
 	var f findings

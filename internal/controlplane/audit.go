@@ -42,6 +42,9 @@ type AuditEvent struct {
 	ObjectRef        *AuditObjectRef   `json:"objectRef,omitempty"`
 	ResponseStatus   *AuditStatus      `json:"responseStatus,omitempty"`
 	Annotations      map[string]string `json:"annotations,omitempty"`
+	// StageTimestamp is when the event's stage was reached (for
+	// ResponseComplete: when the API server answered).
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 type AuditUser struct {

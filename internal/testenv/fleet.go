@@ -259,15 +259,5 @@ func ProofPods(node string, readyAt time.Time) []*corev1.Pod {
 // ProveNode creates the proof Pods of node with their status, as the
 // kubelet would write it (no kubelet runs here).
 func (e *Env) ProveNode(ctx context.Context, node string, readyAt time.Time) error {
-	for _, p := range ProofPods(node, readyAt) {
-		status := p.Status
-		if err := e.Admin.Create(ctx, p); err != nil {
-			return fmt.Errorf("create Pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		p.Status = status
-		if err := e.Admin.Status().Update(ctx, p); err != nil {
-			return fmt.Errorf("write the status of Pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-	}
-	return nil
+	return e.writePods(ctx, ProofPods(node, readyAt))
 }
