@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -171,3 +172,20 @@ func (e *Env) WebhookLatencies(ctx context.Context) (map[string]WebhookLatency, 
 }
 
 var webhookNameRE = regexp.MustCompile(`(?:^|,)name="([^"]+)"`)
+
+// SUCReviews are SUC's writes of resource (nodes, jobs) that the webhook
+// named reviewed, in the audit log's order: how SUC met the gate.
+func (e *Env) SUCReviews(webhookName, resource string) ([]controlplane.AuditEvent, error) {
+	events, err := e.CP.AuditEvents()
+	if err != nil {
+		return nil, err
+	}
+	var out []controlplane.AuditEvent
+	for _, ev := range events {
+		if _, reviewed := ev.Annotations[webhookName+"/decision"]; reviewed && ev.Stage == "ResponseComplete" && ev.ObjectRef != nil &&
+			ev.ObjectRef.Resource == resource && ev.ObjectRef.Subresource == "" && ev.Username() == SUCUser {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}

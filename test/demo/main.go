@@ -1,7 +1,10 @@
 // Command demo is `make demo`: it starts a real etcd and kube-apiserver with
 // the gpu-upgrade-gate webhook in front of them, creates a small GPU fleet,
 // and walks through the Plans and node-label changes the gate stops (and the
-// one it lets through), printing each answer the way kubectl shows it.
+// one it lets through), printing each answer the way kubectl shows it. Then
+// the real system-upgrade-controller (when its source is on this machine:
+// `make demo` builds it) runs a wave of two GPU nodes, proven node by node
+// (rollout.go).
 //
 // Everything printed comes from a real API response, the API server's audit
 // log or the webhook's /metrics. Each step says what it expects; the program
@@ -113,6 +116,8 @@ type demo struct {
 	// planRequests counts the Plan writes sent, to know when the audit log
 	// holds them all.
 	planRequests int
+	// suc is the real system-upgrade-controller, once the rollout started it.
+	suc *testenv.SUC
 }
 
 func run(sig context.Context, once, keep bool) int {
@@ -126,19 +131,28 @@ func run(sig context.Context, once, keep bool) int {
 	p.line("Starting a real etcd and kube-apiserver (built from their Go modules by `make controlplane`),")
 	p.line("then the gpu-upgrade-gate webhook in this process, serving TLS with a throw-away CA, and")
 	p.line("registering its ValidatingWebhookConfiguration so the API server calls it for every Plan,")
-	p.line("record ConfigMap and GPU node-label change.")
+	p.line("record ConfigMap and GPU node-label change. Then the real system-upgrade-controller runs a")
+	p.line(fmt.Sprintf("wave of two GPU nodes. The gate runs its defaults but for waveSize 2 and a proof soak of %s (30m).", demoSoak))
 	p.blank()
 
 	started := time.Now()
 	// The environment gets its own context: on Ctrl-C it is stopped in order
 	// (webhook first, then the control plane), not torn down all at once.
-	env, err := testenv.Start(context.Background(), testenv.Options{KeepWorkDir: keep})
+	// The gate's defaults, but for a wave of two after a proven canary and a
+	// short proof soak, so the rollout with SUC fits in a minute or two.
+	cfg := gate.DefaultConfig()
+	cfg.WaveSize, cfg.Proof.Soak.Duration = 2, demoSoak
+	env, err := testenv.Start(context.Background(), testenv.Options{Config: cfg, KeepWorkDir: keep})
 	if err != nil {
 		p.errorf("could not start the control plane and webhook: %v", err)
 		return exitSetup
 	}
 	workDir := env.CP.WorkDir()
+	var d *demo
 	defer func() {
+		if d != nil && d.suc != nil {
+			d.suc.Stop()
+		}
 		if err := env.Stop(); err != nil {
 			p.errorf("stopping: %v", err)
 		}
@@ -161,7 +175,7 @@ func run(sig context.Context, once, keep bool) int {
 		version, env.CP.RESTConfig().Host, env.Port, time.Since(started).Round(100*time.Millisecond)))
 	p.dim("  work directory: " + workDir + " (kubeconfig, audit.log, kube-apiserver.log, webhook.log)")
 
-	d := &demo{ctx: sig, env: env, out: p, manifests: filepath.Join(workDir, "manifests"), warnings: &testenv.Warnings{}, clients: map[string]client.Client{}}
+	d = &demo{ctx: sig, env: env, out: p, manifests: filepath.Join(workDir, "manifests"), warnings: &testenv.Warnings{}, clients: map[string]client.Client{}}
 	if err := d.setup(); err != nil {
 		if sig.Err() != nil {
 			p.blank()
@@ -401,7 +415,7 @@ func (d *demo) sequence() {
 	poolStep := 0
 	d.runStep(stepSpec{
 		title:  "A pinned V100 Plan under the record, with concurrency 3 and no cordon",
-		why:    "SUC upgrades as many nodes at once as concurrency says and would leave them schedulable mid-upgrade; a GPU pool goes one canary at a time.",
+		why:    "SUC upgrades as many nodes at once as concurrency says and would leave them schedulable mid-upgrade; a GPU pool goes one node at a time, in waves no wider than the wave size.",
 		file:   pool,
 		expect: denied(webhook.WebhookPlans, gate.CodeConcurrencyNotSerial, gate.CodeCordonRequired, gate.CodeMultipleCanaries),
 		do: func() result {
@@ -500,7 +514,12 @@ func (d *demo) sequence() {
 	if d.ctx.Err() != nil {
 		return
 	}
+	d.rollout()
+	if d.ctx.Err() != nil {
+		return
+	}
 
+	p.section("GPU mode changes")
 	d.runStep(stepSpec{
 		title:  "alice switches gpu-v100-03 to VM passthrough while it is schedulable",
 		why:    "a GPU mode change swaps drivers and device plugins under the node's workloads; it must happen on a cordoned, idle node.",
@@ -594,7 +613,8 @@ func (d *demo) auditStep() {
 		}
 		planEvents = planEvents[:0]
 		for _, e := range events {
-			if e.Stage == "ResponseComplete" && e.ObjectRef != nil && e.ObjectRef.Resource == "plans" && e.ObjectRef.Subresource == "" {
+			// People's Plan writes; SUC's own (its status) are not the subject.
+			if e.Stage == "ResponseComplete" && e.ObjectRef != nil && e.ObjectRef.Resource == "plans" && e.ObjectRef.Subresource == "" && e.Username() != testenv.SUCUser {
 				planEvents = append(planEvents, e)
 			}
 		}
@@ -670,6 +690,9 @@ func (d *demo) stayUp() {
 	p.blank()
 	p.line("  export KUBECONFIG=" + d.env.CP.Kubeconfig())
 	p.line("  kubectl get plans -n " + sucNamespace)
+	if d.suc != nil {
+		p.line("  kubectl get jobs -n " + sucNamespace + " -L " + upgradev1.LabelNode + "   # SUC keeps running: " + d.suc.LogPath)
+	}
 	p.line("  kubectl get nodes -L " + labelProduct + "," + gate.LabelZone + "," + gate.LabelExpectedWorkloadMode)
 	p.line("  kubectl get configmaps -n " + d.env.Config.Namespace + " -l " + qualification.ConfigMapLabel + "=true")
 	p.line("  kubectl apply --as=alice --as-group=platform-admins -f " + filepath.Join(d.manifests, "gpu-v100-pool.yaml"))
@@ -929,6 +952,43 @@ func (d *demo) waitCaches() {
 	case <-time.After(2 * time.Second):
 	case <-d.ctx.Done():
 	}
+}
+
+// applyEdit edits a Plan manifest of the manifests directory, as a person
+// edits the file, and sends it as `kubectl apply -f` sends a change to a
+// stored object (an update of that object).
+func (d *demo) applyEdit(who person, file string, edit func(*upgradev1.Plan)) result {
+	d.out.cmd(who.prompt, "kubectl apply -f "+file)
+	fail := func(err error) result {
+		d.out.output(kubectlError(err, "applying", file))
+		return result{err: err, codes: codesOf(err)}
+	}
+	data, err := os.ReadFile(filepath.Join(d.manifests, file))
+	if err != nil {
+		return fail(err)
+	}
+	var want upgradev1.Plan
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		return fail(err)
+	}
+	edit(&want)
+	if _, err := d.writeManifest(file, &want); err != nil {
+		return fail(err)
+	}
+	var cur upgradev1.Plan
+	if err := d.client(who).Get(d.ctx, client.ObjectKeyFromObject(&want), &cur); err != nil {
+		return fail(err)
+	}
+	cur.Spec = want.Spec
+	d.planRequests++
+	d.warnings.Take()
+	err = d.client(who).Update(d.ctx, &cur)
+	d.printWarnings()
+	if err != nil {
+		return fail(err)
+	}
+	d.out.output("plan.upgrade.cattle.io/" + cur.Name + " configured")
+	return result{}
 }
 
 // label patches one label as `kubectl label node` does.

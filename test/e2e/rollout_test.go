@@ -155,16 +155,9 @@ func getNode(t *testing.T, name string) *corev1.Node {
 // webhook reviewed, in the audit log's order.
 func completionWrites(t *testing.T, node string) []controlplane.AuditEvent {
 	t.Helper()
-	events, err := env.CP.AuditEvents()
+	events, err := env.SUCReviews(webhook.WebhookCompletions, "nodes")
 	require.NoError(t, err)
-	var out []controlplane.AuditEvent
-	for _, e := range events {
-		if e.Stage == "ResponseComplete" && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && e.ObjectRef.Name == node &&
-			e.Verb == "update" && e.Username() == testenv.SUCUser && reviewedBy(e, webhook.WebhookCompletions) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(events, func(e controlplane.AuditEvent) bool { return e.ObjectRef.Name != node || e.Verb != "update" })
 }
 
 func refused(e controlplane.AuditEvent) bool {
