@@ -51,6 +51,9 @@ type sucWave struct {
 	plan  *upgradev1.Plan
 	nodes []string
 	suc   *testenv.SUC
+	// since is when the wave began: audit events before it are another
+	// run's (go test -count).
+	since time.Time
 }
 
 // startSUCWave brings up the wave: the real SUC (once per package), the two
@@ -64,7 +67,7 @@ func startSUCWave(t *testing.T, name string) *sucWave {
 	proc := needSUC(t)
 	ctx := context.Background()
 	require.NoError(t, env.Admin.DeleteAllOf(ctx, &upgradev1.Plan{}, client.InNamespace(testenv.SUCNamespace)))
-	w := &sucWave{nodes: []string{name + "-v100-1", name + "-v100-2"}, suc: proc}
+	w := &sucWave{nodes: []string{name + "-v100-1", name + "-v100-2"}, suc: proc, since: time.Now()}
 	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{v100Spec(w.nodes[0], nil), v100Spec(w.nodes[1], nil)}))
 	t.Cleanup(func() { w.cleanup(t) })
 	w.plan = sucPlan(name, "v100-r580", w.nodes...)
@@ -77,6 +80,7 @@ func startSUCWave(t *testing.T, name string) *sucWave {
 func (w *sucWave) cleanup(t *testing.T) {
 	ctx := context.Background()
 	assert.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, w.plan)))
+	assert.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.plan.Namespace, Name: w.plan.Spec.Secrets[0].Name}})))
 	assert.NoError(t, env.Admin.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(testenv.SUCNamespace),
 		client.MatchingLabels{upgradev1.LabelPlan: w.plan.Name}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	for _, n := range w.nodes {
@@ -152,12 +156,20 @@ func getNode(t *testing.T, name string) *corev1.Node {
 }
 
 // completionWrites are SUC's Node updates of node that the completions
-// webhook reviewed, in the audit log's order.
-func completionWrites(t *testing.T, node string) []controlplane.AuditEvent {
+// webhook reviewed during the wave, in the audit log's order.
+func (w *sucWave) completionWrites(t *testing.T, node string) []controlplane.AuditEvent {
 	t.Helper()
 	events, err := env.SUCReviews(webhook.WebhookCompletions, "nodes")
 	require.NoError(t, err)
-	return slices.DeleteFunc(events, func(e controlplane.AuditEvent) bool { return e.ObjectRef.Name != node || e.Verb != "update" })
+	return slices.DeleteFunc(events, func(e controlplane.AuditEvent) bool {
+		return e.ObjectRef.Name != node || e.Verb != "update" || e.StageTimestamp.Before(w.since)
+	})
+}
+
+// jobDenials are the gate's refusals to start node's Job during the wave.
+func (w *sucWave) jobDenials(t *testing.T, node string) []controlplane.AuditEvent {
+	t.Helper()
+	return slices.DeleteFunc(jobDenials(t, w.plan.Name, node), func(e controlplane.AuditEvent) bool { return e.StageTimestamp.Before(w.since) })
 }
 
 func refused(e controlplane.AuditEvent) bool {
@@ -198,6 +210,11 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	latBefore, err := env.WebhookLatencies(ctx)
 	require.NoError(t, err)
 	deniedBefore, _ := gateMetric(t, "decisions", "completions", "deny", string(gate.CodeUncordonBeforeProof))
+	engineBefore := map[string][2]float64{}
+	for _, r := range []string{"jobs", "completions"} {
+		sum, count := gateMetric(t, "duration", r, "", "")
+		engineBefore[r] = [2]float64{sum, count}
+	}
 	w := startSUCWave(t, "wave")
 
 	// SUC creates the Job of one node (the order is SUC's: a hash of UIDs,
@@ -217,10 +234,10 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	// SUC's completion write (uncordon + plan label, one Node UPDATE) is
 	// refused, and SUC retries it on its own.
 	eventually(t, sucRetryDeadline, "SUC's completion write of "+first+" refused at least twice", func() bool {
-		writes := completionWrites(t, first)
+		writes := w.completionWrites(t, first)
 		return len(writes) >= 2 && refused(writes[0]) && refused(writes[1])
 	})
-	den := completionWrites(t, first)[0]
+	den := w.completionWrites(t, first)[0]
 	assert.Contains(t, strings.Split(den.Annotations[webhook.WebhookCompletions+"/reasons"], ","), string(gate.CodeUncordonBeforeProof))
 	msg := den.ResponseStatus.Message
 	assert.Contains(t, msg, "[UncordonBeforeProof] node "+first+" runs the destination tuple of Plan system-upgrade/"+w.plan.Name)
@@ -242,9 +259,9 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	assert.True(t, n.Spec.Unschedulable, "%s stays cordoned", first)
 	assert.Empty(t, n.Labels[upgradev1.LabelPlanName(w.plan.Name)], "%s is not marked done", first)
 	eventually(t, sucRetryDeadline, "SUC tries to start "+second+"'s Job and the Job guard refuses it", func() bool {
-		return len(jobDenials(t, w.plan.Name, second)) > 0
+		return len(w.jobDenials(t, second)) > 0
 	})
-	assert.Contains(t, jobDenials(t, w.plan.Name, second)[0].ResponseStatus.Message,
+	assert.Contains(t, w.jobDenials(t, second)[0].ResponseStatus.Message,
 		"[PreviousNodeUnproven] node "+first+" already runs the destination tuple of record v100-r580-canary-1 but is not proven")
 	assert.False(t, running(jobFor(t, w.plan.Name, second)), "no pod of %s's Job can run", second)
 	t.Logf("while %s is unproven SUC's status.applying is %v", first, w.applying(t))
@@ -265,7 +282,7 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	var writes []controlplane.AuditEvent
 	passed := -1
 	eventually(t, 30*time.Second, "the allowed completion write is in the audit log", func() bool {
-		writes = completionWrites(t, first)
+		writes = w.completionWrites(t, first)
 		passed = slices.IndexFunc(writes, func(e controlplane.AuditEvent) bool { return !refused(e) })
 		return passed >= 0
 	})
@@ -298,11 +315,12 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	} {
 		l := latAfter[wh.name].Sub(latBefore[wh.name])
 		sum, count := gateMetric(t, "duration", wh.resource, "", "")
+		sum, count = sum-engineBefore[wh.resource][0], count-engineBefore[wh.resource][1]
 		engine := time.Duration(0)
 		if count > 0 {
 			engine = time.Duration(sum / count * float64(time.Second))
 		}
-		t.Logf("latency: SUC's %s: the API server's call of %s took %s on average over %.0f calls (apiserver_admission_webhook_admission_duration_seconds); the gate's decision %s on average over %.0f (gpu_upgrade_gate_decision_duration_seconds{resource=%q}, whole package run)",
+		t.Logf("latency: SUC's %s: the API server's call of %s took %s on average over %.0f calls (apiserver_admission_webhook_admission_duration_seconds); the gate's decision %s on average over %.0f (gpu_upgrade_gate_decision_duration_seconds{resource=%q})",
 			wh.write, wh.name, l.Mean().Round(10*time.Microsecond), l.Calls, engine.Round(10*time.Microsecond), count, wh.resource)
 		assert.Positive(t, l.Calls, "the API server called %s", wh.name)
 	}
