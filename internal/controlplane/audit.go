@@ -42,9 +42,11 @@ type AuditEvent struct {
 	ObjectRef        *AuditObjectRef   `json:"objectRef,omitempty"`
 	ResponseStatus   *AuditStatus      `json:"responseStatus,omitempty"`
 	Annotations      map[string]string `json:"annotations,omitempty"`
-	// StageTimestamp is when the event's stage was reached (for
-	// ResponseComplete: when the API server answered).
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	// RequestReceivedTimestamp is when the API server received the request;
+	// StageTimestamp when the event's stage was reached (for
+	// ResponseComplete: when it answered).
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
 type AuditUser struct {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -324,4 +325,35 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 			wh.write, wh.name, l.Mean().Round(10*time.Microsecond), l.Calls, engine.Round(10*time.Microsecond), count, wh.resource)
 		assert.Positive(t, l.Calls, "the API server called %s", wh.name)
 	}
+	w.logWriteTimes(t)
+}
+
+// logWriteTimes logs the median time the API server took to answer SUC's
+// writes during the wave (the audit log's requestReceivedTimestamp to
+// ResponseComplete), the writes the gate reviewed beside the ones of the
+// same resources it never sees: what the guard adds, measured with the real
+// SUC. Logged, never asserted.
+func (w *sucWave) logWriteTimes(t *testing.T) {
+	t.Helper()
+	events, err := env.CP.AuditEvents()
+	require.NoError(t, err)
+	times := map[string][]time.Duration{}
+	for _, e := range events {
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Username() != testenv.SUCUser || e.StageTimestamp.Before(w.since) ||
+			(e.ObjectRef.Resource != "jobs" && e.ObjectRef.Resource != "nodes") || e.ObjectRef.Subresource != "" {
+			continue
+		}
+		what := e.Verb + " " + e.ObjectRef.Resource
+		if gateReviewed(e) {
+			what += " (reviewed)"
+		}
+		times[what] = append(times[what], e.StageTimestamp.Sub(e.RequestReceivedTimestamp))
+	}
+	var lines []string
+	for what, ds := range times {
+		slices.Sort(ds)
+		lines = append(lines, fmt.Sprintf("%s: median %s over %d (max %s)", what, ds[len(ds)/2].Round(10*time.Microsecond), len(ds), ds[len(ds)-1].Round(10*time.Microsecond)))
+	}
+	slices.Sort(lines)
+	t.Logf("SUC's writes through the API server during the wave (audit log, received to answered):\n  %s", strings.Join(lines, "\n  "))
 }
