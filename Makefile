@@ -40,7 +40,7 @@ e2e: controlplane ## End-to-end tests against a real kube-apiserver and etcd
 
 test: lint unit e2e $(TEST_EXTRA) ## Everything CI runs
 
-demo: controlplane suc ## Real control plane, webhook and SUC: unsafe Plans refused, a safe wave proven node by node (ARGS=--once to exit)
+demo: controlplane ## Real control plane, webhook and SUC: unsafe Plans refused, a safe wave proven node by node (ARGS=--once to exit)
 	$(GO) run ./test/demo $(ARGS)
 
 fuzz: ## Fuzz every target for FUZZTIME each (default 30s)
