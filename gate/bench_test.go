@@ -15,6 +15,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
@@ -68,11 +69,12 @@ func BenchmarkPlanDecision(b *testing.B) {
 				b.Fatalf("%s: allowed=%v, want %v: %s", tc.name, d.Allowed, tc.allowed, d.Message())
 			}
 			b.ReportAllocs()
-			b.ResetTimer()
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				r := gate.PreparePlan(f.Config, cl, req)
 				_ = r.Decide(holders, nil)
 			}
+			cpu.Stop()
 		})
 	}
 }
@@ -114,11 +116,12 @@ func BenchmarkNodeDecision(b *testing.B) {
 				b.Fatalf("%s: allowed=%v, want %v: %s", tc.name, d.Allowed, tc.allowed, d.Message())
 			}
 			b.ReportAllocs()
-			b.ResetTimer()
+			cpu := benchcpu.Start(b)
 			for b.Loop() {
 				r := gate.PrepareNode(f.Config, cl, req)
 				_ = r.Decide(holders, nil)
 			}
+			cpu.Stop()
 		})
 	}
 }

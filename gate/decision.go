@@ -263,7 +263,7 @@ func detail(format string, args []any) string {
 // settle fills a decision from its findings. Identical blockers (one
 // review-wide fact judged once per transition) are reported once.
 func (f *findings) settle(d *Decision) {
-	seen := map[[4]string]bool{}
+	seen := make(map[[4]string]bool, len(f.blockers))
 	for _, b := range f.blockers {
 		clipBlocker(&b)
 		k := [4]string{string(b.Code), b.Node, b.Err.Field, b.Err.Detail}

@@ -48,6 +48,10 @@ type Cluster struct {
 	DCGMExporterImage string
 	// Proof holds the objects proofs of upgraded nodes read (proof.go).
 	Proof ProofFacts
+	// Index, when set, is NewNodeIndex over Nodes: the webhook keeps one per
+	// node list. The engine uses it only when it holds exactly Nodes, and
+	// otherwise indexes Nodes for the one review.
+	Index *NodeIndex
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

@@ -48,8 +48,18 @@ func (c *Config) IsGPUNode(n *corev1.Node) bool {
 	if n == nil {
 		return false
 	}
+	// The fixed keys by lookup, then only the "true" labels are parsed: a
+	// CPU node's ~60 labels are all read here whenever a Plan selects it.
+	if n.Labels[labelGPUPresent] == "true" {
+		return true
+	}
+	for _, g := range GFDLabels {
+		if _, ok := n.Labels[g]; ok {
+			return true
+		}
+	}
 	for k, v := range n.Labels {
-		if c.isGPULabel(k, v) {
+		if v == "true" && c.isGPULabel(k, v) {
 			return true
 		}
 	}

@@ -67,17 +67,17 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	if len(r.modeDiff) > 0 {
 		r.holders = append(r.holders, n.Name)
 	}
-	var nodes []*corev1.Node
+	var changed *NodeIndex // the fleet with the node as written
 	for i, p := range cl.Plans {
 		sel, err := cl.planSelector(i)
 		if err != nil || !sel.Matches(n) || sel.Matches(old) {
 			continue
 		}
-		if nodes == nil {
-			nodes = withNode(cl.Nodes, n)
+		if changed == nil {
+			changed = cl.nodeIndex(cfg).WithNode(n)
 		}
 		view := *cl
-		view.Nodes = nodes
+		view.Nodes, view.Index = changed.nodes, changed
 		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
 		if len(pr.gpu) == 0 {
 			continue
@@ -88,22 +88,6 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	slices.Sort(r.holders)
 	r.holders = slices.Compact(r.holders)
 	return r
-}
-
-// withNode returns the cluster's nodes with n in place of its stored copy.
-func withNode(nodes []*corev1.Node, n *corev1.Node) []*corev1.Node {
-	out := make([]*corev1.Node, 0, len(nodes)+1)
-	replaced := false
-	for _, m := range nodes {
-		if m.Name == n.Name {
-			m, replaced = n, true
-		}
-		out = append(out, m)
-	}
-	if !replaced {
-		out = append(out, n)
-	}
-	return out
 }
 
 // HolderNodes are the nodes whose GPU holders Decide needs.

@@ -65,7 +65,8 @@ func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	strict := *cfg
 	strict.Exemptions = nil
 	live := *cl
-	live.Nodes = withNode(cl.Nodes, req.Node)
+	live.Index = cl.nodeIndex(cfg).WithNode(req.Node)
+	live.Nodes = live.Index.nodes
 	s.review = PrepareNodeStep(&strict, &live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
 	s.review.object = req.Object
 	return s

@@ -103,25 +103,24 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 		}
 	}
 	op, dcgm := clusterVersions(cl)
-	for _, n := range cl.Nodes {
-		if !sel.selects(n) {
-			continue
-		}
-		if !cfg.IsGPUNode(n) {
+	idx := cl.nodeIndex(cfg)
+	idx.selecting(sel, func(i int32) {
+		n := idx.nodes[i]
+		if !idx.isGPU(cfg, i) {
 			r.nonGPU = append(r.nonGPU, n.Name)
-			continue
+			return
 		}
 		if only != "" && n.Name != only {
-			continue
+			return
 		}
 		r.gpu = append(r.gpu, n.Name)
 		if !sel.pending(n) {
-			continue
+			return
 		}
-		f := cfg.FactsOf(n)
+		f := idx.factsOf(cfg, i)
 		r.pending = append(r.pending, f)
 		r.current[f.Name] = f.current(op, dcgm)
-	}
+	})
 	slices.SortFunc(r.pending, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(r.gpu)
 	slices.Sort(r.nonGPU)

@@ -21,8 +21,10 @@ func hardwareRule(t *Transition, f *findings) {
 	switch {
 	case t.ByHardware && t.Record == nil:
 		f.add(hardwareNotQualified(t, ids, nil))
-	case t.Record != nil && !slices.Equal(ids, t.Record.NormalizedHardware()):
-		f.add(hardwareNotQualified(t, ids, t.Record.NormalizedHardware()))
+	case t.Record != nil:
+		if want := t.Record.NormalizedHardware(); !slices.Equal(ids, want) {
+			f.add(hardwareNotQualified(t, ids, want))
+		}
 	}
 }
 

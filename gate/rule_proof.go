@@ -62,21 +62,22 @@ func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualific
 	keys := identityLabels(want)
 	op, dcgm := clusterVersions(cl)
 	var out []*corev1.Node
-	for _, n := range cl.Nodes {
-		// The cheap necessary conditions first (kernel, the identity's
-		// label), the node's full facts last: a scan of every node must not
-		// read every node's labels.
-		if !SameComponent(ComponentKernel, kernelOf(n), dest.Kernel) || !anyTrue(n.Labels, keys) {
-			continue
+	// Only the nodes with one of the identity's labels (the index), the
+	// cheap necessary condition (kernel) next, the node's full facts last.
+	idx := cl.nodeIndex(cfg)
+	idx.withTrue(keys, func(i int32) {
+		n := idx.nodes[i]
+		if !SameComponent(ComponentKernel, kernelOf(n), dest.Kernel) {
+			return
 		}
 		cur := qualification.Tuple{Kernel: kernelOf(n), RKE2: n.Status.NodeInfo.KubeletVersion, Driver: driverOf(n.Labels), GPUOperator: op, DCGMExporter: dcgm}
-		if !SameTuple(cur, *dest) || !cfg.IsGPUNode(n) {
-			continue
+		if !SameTuple(cur, *dest) || !idx.isGPU(cfg, i) {
+			return
 		}
-		if slices.Equal(cfg.FactsOf(n).Identities, want) {
+		if slices.Equal(idx.factsOf(cfg, i).Identities, want) {
 			out = append(out, n)
 		}
-	}
+	})
 	return out
 }
 

@@ -129,12 +129,14 @@ func PendingNodes(p *upgradev1.Plan, nodes []*corev1.Node) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Through the index, so the comparison with the real SUC covers it.
 	var out []string
-	for _, n := range nodes {
-		if s.Matches(n) {
+	x := NewNodeIndex(&Config{}, nodes, nil)
+	x.selecting(s, func(i int32) {
+		if n := x.nodes[i]; s.pending(n) {
 			out = append(out, n.Name)
 		}
-	}
+	})
 	slices.Sort(out)
 	return out, nil
 }

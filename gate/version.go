@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -201,7 +202,11 @@ func rke2Parse(s string) (RKE2Version, int, bool) {
 // ParseRKE2 parses an RKE2 version as written by people, Rancher (+rke2rN) and
 // SUC (-rke2rN). Values with surrounding whitespace are refused: a cluster
 // never produces them, so one is a typing mistake.
-func ParseRKE2(s string) (RKE2Version, error) {
+func ParseRKE2(s string) (RKE2Version, error) { return parsedRKE2(s) }
+
+var parsedRKE2 = remembered(parseRKE2)
+
+func parseRKE2(s string) (RKE2Version, error) {
 	v, _, ok := rke2Parse(s)
 	if !ok {
 		return RKE2Version{}, &VersionError{Component: ComponentRKE2, Value: s, Expected: expectedRKE2}
@@ -355,7 +360,11 @@ func isKernelFlavour(s string) bool {
 // numbers, then optionally '-', '.' or '+' and a flavour of [A-Za-z0-9_.+~-]+.
 // Numbers are read greedily and never given back, so "6.8.0-" is refused
 // rather than read as 6.8 with flavour "0-".
-func ParseKernel(s string) (KernelVersion, error) {
+func ParseKernel(s string) (KernelVersion, error) { return parsedKernel(s) }
+
+var parsedKernel = remembered(parseKernel)
+
+func parseKernel(s string) (KernelVersion, error) {
 	fail := func() (KernelVersion, error) {
 		return KernelVersion{}, &VersionError{Component: ComponentKernel, Value: s, Expected: expectedKernel}
 	}
@@ -425,7 +434,11 @@ type DriverVersion struct {
 
 // ParseDriver accepts 2 to 4 dot-separated decimal parts, the forms NVML and
 // GFD report (two-part versions such as 580.65 exist).
-func ParseDriver(s string) (DriverVersion, error) {
+func ParseDriver(s string) (DriverVersion, error) { return parsedDriver(s) }
+
+var parsedDriver = remembered(parseDriver)
+
+func parseDriver(s string) (DriverVersion, error) {
 	if badLength(s) {
 		return DriverVersion{}, &VersionError{Component: ComponentDriver, Value: s, Expected: expectedDriver}
 	}
@@ -445,7 +458,11 @@ func (v DriverVersion) Compare(o DriverVersion) int { return cmpParts(v.Parts, o
 // ParseGPUOperator parses a GPU Operator release with strict semver (after
 // one optional leading v), because the operator's tags are semver and a short
 // "v26.3" is a mistake, not a version.
-func ParseGPUOperator(s string) (*semver.Version, error) {
+func ParseGPUOperator(s string) (*semver.Version, error) { return parsedGPUOperator(s) }
+
+var parsedGPUOperator = remembered(parseGPUOperator)
+
+func parseGPUOperator(s string) (*semver.Version, error) {
 	fail := func() (*semver.Version, error) {
 		return nil, &VersionError{Component: ComponentGPUOperator, Value: s, Expected: expectedGPUOperator}
 	}
@@ -504,7 +521,11 @@ func isTagFlavour(s string) bool {
 // 3.3.5-3.4.1-ubuntu22.04, 4.5.3-4.8.2) or a digest "sha256:<64 hex>"; for
 // "<anything>@sha256:<64 hex>" only the digest is kept, since the digest alone
 // names the image.
-func ParseDCGMExporter(s string) (DCGMExporterVersion, error) {
+func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return parsedDCGMExporter(s) }
+
+var parsedDCGMExporter = remembered(parseDCGMExporter)
+
+func parseDCGMExporter(s string) (DCGMExporterVersion, error) {
 	fail := func() (DCGMExporterVersion, error) {
 		return DCGMExporterVersion{}, &VersionError{Component: ComponentDCGMExporter, Value: s, Expected: expectedDCGMExporter}
 	}
@@ -605,3 +626,39 @@ func sameDCGMExporter(a, b string) bool {
 	}
 	return sameTrimmed(a, b)
 }
+
+// remembered wraps a version parser with a bounded memory of its results,
+// shared by every review: a Plan review compares the same few versions (the
+// record's, the cluster's, the few its nodes run) once per node, and
+// parsing them was most of a large selection's decision (issue 14 item 5).
+// The results are values the callers only read.
+func remembered[V any](parse func(string) (V, error)) func(string) (V, error) {
+	type result struct {
+		v   V
+		err error
+	}
+	var mu sync.Mutex
+	seen := map[string]result{}
+	return func(s string) (V, error) {
+		if len(s) > maxVersionLen {
+			return parse(s) // refused at once; never kept
+		}
+		mu.Lock()
+		r, ok := seen[s]
+		mu.Unlock()
+		if ok {
+			return r.v, r.err
+		}
+		v, err := parse(s)
+		mu.Lock()
+		if len(seen) >= rememberedVersions {
+			clear(seen) // whatever values requests bring, memory stays bounded
+		}
+		seen[s] = result{v, err}
+		mu.Unlock()
+		return v, err
+	}
+}
+
+// rememberedVersions bounds each parser's memory (a few hundred KiB at most).
+const rememberedVersions = 1024

@@ -148,6 +148,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 		cl.Nodes = append(cl.Nodes, n)
 	}
 	cl.Proof = f.Config.ProofFactsOf(f.ProofPods, nil)
+	cl.Index = gate.NewNodeIndex(f.Config, cl.Nodes, nil) // as the webhook keeps it
 	// Stored Plans carry a UID and resourceVersion, as in the informer, and
 	// their converted selectors, as the webhook keeps them.
 	for i, p := range f.Plans {

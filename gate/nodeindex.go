@@ -1,0 +1,297 @@
+package gate
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+// NodeIndex finds the nodes a selector can match without matching every
+// node (issue 14 item 5): per label key a selector uses, the nodes that
+// carry the key and, per value, the nodes with that value. A selection
+// starts from the narrowest requirement's nodes and matches only those with
+// the selector itself, so it is exactly labels.Selector's (and SUC's)
+// selection; the index only skips nodes that cannot match.
+//
+// It also remembers, per node, whether it is a GPU node and its facts: both
+// depend only on the node object and the configured GPU vendors, and an
+// informer replaces a node's object on every change, so they carry over
+// from the previous index for every node whose object is the same.
+//
+// Build one per node list (NewNodeIndex) and share it: it is safe for
+// concurrent use. Keys are indexed on first use.
+type NodeIndex struct {
+	nodes   []*corev1.Node
+	vendors []string
+	// gpu is 0 while unknown, then gpuNo or gpuYes.
+	gpu   []atomic.Int32
+	facts []atomic.Pointer[NodeFacts]
+
+	mu   sync.Mutex
+	keys map[string]*keyPostings
+
+	// over, when set, is the index this one equals but for the node at
+	// position swap (appended when swap is past over's nodes): a Node
+	// review's view of the fleet with the node as written (WithNode).
+	over *NodeIndex
+	swap int32
+}
+
+const (
+	gpuNo  = 1
+	gpuYes = 2
+)
+
+// keyPostings are the positions, ascending, of the nodes that carry a key,
+// and of those per value.
+type keyPostings struct {
+	has     []int32
+	byValue map[string][]int32
+}
+
+// NewNodeIndex indexes nodes for cfg. prev, when given, is the index of an
+// earlier list: what it knew about a node object still in nodes is kept.
+func NewNodeIndex(cfg *Config, nodes []*corev1.Node, prev *NodeIndex) *NodeIndex {
+	x := &NodeIndex{
+		nodes:   slices.Clone(nodes),
+		vendors: slices.Clone(cfg.GPUVendors),
+		gpu:     make([]atomic.Int32, len(nodes)),
+		facts:   make([]atomic.Pointer[NodeFacts], len(nodes)),
+		keys:    map[string]*keyPostings{},
+	}
+	if prev == nil || !slices.Equal(prev.vendors, x.vendors) {
+		return x
+	}
+	at := make(map[*corev1.Node]int, len(prev.nodes))
+	for i, n := range prev.nodes {
+		at[n] = i
+	}
+	for i, n := range x.nodes {
+		if j, ok := at[n]; ok {
+			x.gpu[i].Store(prev.gpu[j].Load())
+			x.facts[i].Store(prev.facts[j].Load())
+		}
+	}
+	return x
+}
+
+// WithNode is the index of the same nodes with n in place of the node of its
+// name (added when there is none), sharing everything known about the others.
+func (x *NodeIndex) WithNode(n *corev1.Node) *NodeIndex {
+	swap := int32(len(x.nodes))
+	nodes := slices.Clone(x.nodes)
+	if i := slices.IndexFunc(x.nodes, func(m *corev1.Node) bool { return m.Name == n.Name }); i >= 0 {
+		swap, nodes[i] = int32(i), n
+	} else {
+		nodes = append(nodes, n)
+	}
+	return &NodeIndex{nodes: nodes, vendors: x.vendors, gpu: make([]atomic.Int32, 1), facts: make([]atomic.Pointer[NodeFacts], 1), over: x, swap: swap}
+}
+
+// slot is the index and position that remember the i-th node's GPU class
+// and facts.
+func (x *NodeIndex) slot(i int32) (*NodeIndex, int32) {
+	switch {
+	case x.over == nil:
+		return x, i
+	case i == x.swap:
+		return x, 0
+	}
+	return x.over, i
+}
+
+// nodeIndex is the adapter's index when it was built over exactly these
+// nodes (pointer for pointer) and vendors, else a new one for this call.
+func (cl *Cluster) nodeIndex(cfg *Config) *NodeIndex {
+	if x := cl.Index; x != nil && slices.Equal(x.nodes, cl.Nodes) && slices.Equal(x.vendors, cfg.GPUVendors) {
+		return x
+	}
+	return NewNodeIndex(cfg, cl.Nodes, nil)
+}
+
+// isGPU is cfg.IsGPUNode of the i-th node, worked out once.
+func (x *NodeIndex) isGPU(cfg *Config, i int32) bool {
+	m, j := x.slot(i)
+	switch m.gpu[j].Load() {
+	case gpuYes:
+		return true
+	case gpuNo:
+		return false
+	}
+	if cfg.IsGPUNode(x.nodes[i]) {
+		m.gpu[j].Store(gpuYes)
+		return true
+	}
+	m.gpu[j].Store(gpuNo)
+	return false
+}
+
+// factsOf is cfg.FactsOf of the i-th node, worked out once. The facts are
+// shared: callers only read them (Identities included).
+func (x *NodeIndex) factsOf(cfg *Config, i int32) NodeFacts {
+	m, j := x.slot(i)
+	if f := m.facts[j].Load(); f != nil {
+		return *f
+	}
+	f := cfg.FactsOf(x.nodes[i])
+	m.facts[j].Store(&f)
+	return f
+}
+
+// postings indexes key on first use: one map lookup per node.
+func (x *NodeIndex) postings(key string) *keyPostings {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if p, ok := x.keys[key]; ok {
+		return p
+	}
+	p := &keyPostings{byValue: map[string][]int32{}}
+	for i, n := range x.nodes {
+		if v, ok := n.Labels[key]; ok {
+			p.has = append(p.has, int32(i))
+			p.byValue[v] = append(p.byValue[v], int32(i))
+		}
+	}
+	x.keys[key] = p
+	return p
+}
+
+// candidates are the positions, ascending, of the nodes that can match sel:
+// every node that matches is among them. all is true when no requirement
+// narrows the selection (every node is a candidate).
+func (x *NodeIndex) candidates(sel labels.Selector, extra ...labels.Requirement) (pos []int32, all bool) {
+	if x.over != nil {
+		pos, all = x.over.candidates(sel, extra...)
+		return x.withSwap(pos), all
+	}
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, false // labels.Nothing()
+	}
+	best, found := []int32(nil), false
+	for _, r := range append(reqs, extra...) {
+		var got []int32
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			p := x.postings(r.Key())
+			for _, v := range r.ValuesUnsorted() {
+				got = append(got, p.byValue[v]...)
+			}
+			// A node has one value per key, so only a value listed twice
+			// (in (x, x)) repeats a node.
+			slices.Sort(got)
+			got = slices.Compact(got)
+		case selection.Exists, selection.GreaterThan, selection.LessThan:
+			got = x.postings(r.Key()).has
+		default: // NotIn, !=, DoesNotExist: also match nodes without the key
+			continue
+		}
+		if !found || len(got) < len(best) {
+			best, found = got, true
+		}
+	}
+	return best, !found
+}
+
+// withSwap adds the swapped node's position to base positions (a superset
+// stays a superset: each candidate is matched on the node as written).
+func (x *NodeIndex) withSwap(pos []int32) []int32 {
+	k, found := slices.BinarySearch(pos, x.swap)
+	if found {
+		return pos
+	}
+	return slices.Insert(slices.Clip(pos), k, x.swap)
+}
+
+// each calls fn with the position of every candidate of sel, ascending.
+func (x *NodeIndex) each(sel labels.Selector, fn func(i int32), extra ...labels.Requirement) {
+	pos, all := x.candidates(sel, extra...)
+	if all {
+		for i := range x.nodes {
+			fn(int32(i))
+		}
+		return
+	}
+	for _, i := range pos {
+		fn(i)
+	}
+}
+
+// hostnameExists is SUC's kubernetes.io/hostname requirement, which every
+// Plan selection adds to its nodeSelector.
+var hostnameExists = func() labels.Requirement {
+	r, err := labels.NewRequirement(upgradev1.LabelHostname, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return *r
+}()
+
+// selecting calls fn with the position of every node s selects (nodeSelector,
+// hostname, not opted out), ascending.
+func (x *NodeIndex) selecting(s *PlanSelector, fn func(i int32)) {
+	if x.over != nil { // a view: the base's lists do not hold the changed node
+		x.each(s.selector, func(i int32) {
+			if s.selects(x.nodes[i]) {
+				fn(i)
+			}
+		}, hostnameExists)
+		return
+	}
+	// s.selects, with the hostname and opt-out labels read from their lists
+	// (both ascending, walked along the candidates) instead of each node's
+	// labels: selecting every node then reads no node's labels.
+	reqs, _ := s.selector.Requirements()
+	host := x.postings(upgradev1.LabelHostname).has
+	optedOut := x.postings(s.label).byValue[upgradev1.LabelPlanValueDisabled]
+	h, o := 0, 0
+	x.each(s.selector, func(i int32) {
+		for h < len(host) && host[h] < i {
+			h++
+		}
+		for o < len(optedOut) && optedOut[o] < i {
+			o++
+		}
+		switch {
+		case h == len(host) || host[h] != i, o < len(optedOut) && optedOut[o] == i:
+			return
+		case len(reqs) > 0 && !s.selector.Matches(labels.Set(x.nodes[i].Labels)):
+			return
+		}
+		fn(i)
+	}, hostnameExists)
+}
+
+// withTrue calls fn with the position of every node on which one of keys is
+// "true" (anyTrue), ascending; every node when keys is nil.
+func (x *NodeIndex) withTrue(keys []string, fn func(i int32)) {
+	if keys == nil {
+		for i := range x.nodes {
+			fn(int32(i))
+		}
+		return
+	}
+	for _, i := range x.trueOn(keys) {
+		fn(i)
+	}
+}
+
+// trueOn are the positions, ascending, of the nodes on which one of keys is
+// "true" (with the swapped node, for an overlay).
+func (x *NodeIndex) trueOn(keys []string) []int32 {
+	if x.over != nil {
+		return x.withSwap(x.over.trueOn(keys))
+	}
+	var pos []int32
+	for _, k := range keys {
+		pos = append(pos, x.postings(k).byValue["true"]...)
+	}
+	slices.Sort(pos)
+	return slices.Compact(pos)
+}
