@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
 
@@ -127,8 +128,12 @@ func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...clien
 type benchEnv struct {
 	fleet    *fleetgen.Fleet
 	facts    *Facts
+	server   *Server
 	reviews  []fleetgen.Review
 	handlers map[string]http.Handler
+	// slow serves the Node path through controller-runtime's handler, the
+	// way it was served before the one pass (review.go), for comparison.
+	slow map[string]http.Handler
 }
 
 var benchSetup = sync.OnceValue(func() *benchEnv {
@@ -144,18 +149,20 @@ var benchSetup = sync.OnceValue(func() *benchEnv {
 	log := ctrlzap.New(ctrlzap.WriteTo(io.Discard))
 	s := &Server{Config: f.Config, Facts: facts, Log: log.WithName("decision"), Now: func() time.Time { return benchNow }}
 	ctrl.SetLogger(log)
-	return &benchEnv{fleet: f, facts: facts, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
-		PathPlans:   &webhook.Admission{Handler: s.PlanHandler()},
-		PathNodes:   &webhook.Admission{Handler: s.NodeHandler()},
-		PathRecords: &webhook.Admission{Handler: s.RecordHandler()},
-	}}
+	return &benchEnv{fleet: f, facts: facts, server: s, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
+		PathPlans:   s.PlanHandler().serve(),
+		PathNodes:   s.NodeHandler().serve(),
+		PathRecords: s.RecordHandler().serve(),
+	}, slow: map[string]http.Handler{PathNodes: &webhook.Admission{Handler: s.NodeHandler()}}}
 })
 
-func (e *benchEnv) serve(r fleetgen.Review) (int, bool, error) {
+func (e *benchEnv) serve(r fleetgen.Review) (int, bool, error) { return e.serveWith(e.handlers, r) }
+
+func (e *benchEnv) serveWith(hs map[string]http.Handler, r fleetgen.Review) (int, bool, error) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, r.Path, bytes.NewReader(r.Body))
 	req.Header.Set("Content-Type", "application/json")
-	e.handlers[r.Path].ServeHTTP(rec, req)
+	hs[r.Path].ServeHTTP(rec, req)
 	var out struct {
 		Response struct {
 			Allowed bool `json:"allowed"`
@@ -189,17 +196,27 @@ func BenchmarkHandler(b *testing.B) {
 		{fleetgen.KindPlan, "create"}, {fleetgen.KindPlan, "update"}, {fleetgen.KindRecord, "create"},
 	} {
 		rs := fleetgen.Select(e.reviews, []string{sc.kind}, sc.scenario)
-		b.Run(sc.kind+"-"+sc.scenario, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				r := rs[i%len(rs)]
-				i++
-				if code, allowed, err := e.serve(r); err != nil || code != http.StatusOK || allowed != r.Allowed {
-					b.Fatalf("%s: HTTP %d allowed=%v err=%v", r.Name, code, allowed, err)
+		run := func(name string, hs map[string]http.Handler) {
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				cpu := benchcpu.Start(b)
+				for b.Loop() {
+					r := rs[i%len(rs)]
+					i++
+					if code, allowed, err := e.serveWith(hs, r); err != nil || code != http.StatusOK || allowed != r.Allowed {
+						b.Fatalf("%s: HTTP %d allowed=%v err=%v", r.Name, code, allowed, err)
+					}
 				}
-			}
-		})
+				cpu.Stop()
+			})
+		}
+		run(sc.kind+"-"+sc.scenario, e.handlers)
+		if sc.kind == fleetgen.KindNode {
+			// The same reviews through controller-runtime's handler, in the
+			// same run: the before of the one pass.
+			run(sc.kind+"-"+sc.scenario+"-controller-runtime", e.slow)
+		}
 	}
 }
 

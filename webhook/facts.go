@@ -51,6 +51,9 @@ type Facts struct {
 type nodeSnapshot struct {
 	gen   uint64
 	nodes []*corev1.Node
+	// index is the engine's index of nodes, built from the previous one so
+	// what it knew about unchanged nodes carries over.
+	index *gate.NodeIndex
 }
 
 // WatchNodes makes the Node informer's events invalidate the Node list
@@ -143,11 +146,11 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if v := f.serverVersion.Load(); v != nil {
 		cl.ServerVersion = *v
 	}
-	nodes, err := f.nodes(ctx)
+	snap, err := f.nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cl.Nodes = nodes
+	cl.Nodes, cl.Index = snap.nodes, snap.index
 	var plans upgradev1.PlanList
 	if err := f.Cache.List(ctx, &plans, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Plans: %w", err)
@@ -232,7 +235,7 @@ func podsOf(ctx context.Context, c cache.Cache) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-func (f *Facts) nodes(ctx context.Context) ([]*corev1.Node, error) {
+func (f *Facts) nodes(ctx context.Context) (*nodeSnapshot, error) {
 	inf, err := f.Cache.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
@@ -242,8 +245,9 @@ func (f *Facts) nodes(ctx context.Context) ([]*corev1.Node, error) {
 		// makes the next review list again.
 		gen := f.nodeGen.Load()
 		watching := f.watchingNodes.Load()
-		if snap := f.nodeList.Load(); watching && snap != nil && snap.gen == gen {
-			return snap.nodes, nil
+		prev := f.nodeList.Load()
+		if watching && prev != nil && prev.gen == gen {
+			return prev, nil
 		}
 		objs := si.GetStore().List()
 		nodes := make([]*corev1.Node, 0, len(objs))
@@ -252,10 +256,16 @@ func (f *Facts) nodes(ctx context.Context) ([]*corev1.Node, error) {
 				nodes = append(nodes, n)
 			}
 		}
+		snap := &nodeSnapshot{gen: gen, nodes: nodes}
 		if watching {
-			f.nodeList.Store(&nodeSnapshot{gen: gen, nodes: nodes})
+			var before *gate.NodeIndex
+			if prev != nil {
+				before = prev.index
+			}
+			snap.index = gate.NewNodeIndex(f.Config, nodes, before)
+			f.nodeList.Store(snap)
 		}
-		return nodes, nil
+		return snap, nil
 	}
 	var list corev1.NodeList
 	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -265,7 +275,7 @@ func (f *Facts) nodes(ctx context.Context) ([]*corev1.Node, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	return nodes, nil
+	return &nodeSnapshot{nodes: nodes}, nil
 }
 
 // image returns the image of the referenced workload's container; "" when the

@@ -47,17 +47,20 @@ func FuzzAdmissionReview(f *testing.F) {
 	// Every served path, from the one list the server registers: facts never
 	// sync here, so a Job start, a reload step, an operator upgrade or SUC's
 	// completion write is refused; anything else is allowed without facts.
-	paths := map[string]http.Handler{}
+	// slow is controller-runtime's handler for every path: the one-pass
+	// Node path (review.go) must answer every body exactly as it does.
+	paths, slow := map[string]http.Handler{}, map[string]http.Handler{}
 	for path, h := range s.handlers() {
-		paths[path] = &webhook.Admission{Handler: h}
+		paths[path], slow[path] = h.serve(), &webhook.Admission{Handler: h}
 	}
-	serve := func(path string, body []byte) (int, []byte) {
+	serveWith := func(hs map[string]http.Handler, path string, body []byte) (int, []byte) {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		paths[path].ServeHTTP(rec, req)
+		hs[path].ServeHTTP(rec, req)
 		return rec.Code, rec.Body.Bytes()
 	}
+	serve := func(path string, body []byte) (int, []byte) { return serveWith(paths, path, body) }
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for path := range paths {
 			code, out := serve(path, body)
@@ -67,6 +70,9 @@ func FuzzAdmissionReview(f *testing.F) {
 			code2, out2 := serve(path, body)
 			if code != code2 || !bytes.Equal(out, out2) {
 				t.Fatalf("%s: same input, different answers:\n%s\n%s", path, out, out2)
+			}
+			if code3, out3 := serveWith(slow, path, body); code != code3 || !bytes.Equal(out, out3) {
+				t.Fatalf("%s: answered %d %s, controller-runtime's handler %d %s", path, code, out, code3, out3)
 			}
 			var ar struct {
 				Response *struct {

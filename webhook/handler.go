@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -101,7 +102,7 @@ func (h *handler) check(req admission.Request) error {
 	}
 	for _, op := range h.ops {
 		if req.Operation == op {
-			if (op != admissionv1.Delete && len(req.Object.Raw) == 0) || (op != admissionv1.Create && len(req.OldObject.Raw) == 0) {
+			if (op != admissionv1.Delete && carriesNone(req.Object)) || (op != admissionv1.Create && carriesNone(req.OldObject)) {
 				return fmt.Errorf("%s review carries no object", req.Operation)
 			}
 			return nil
@@ -129,6 +130,9 @@ func respond(d gate.Decision) admission.Response {
 	resp.AuditAnnotations = d.AuditAnnotations()
 	return resp
 }
+
+// carriesNone: neither the raw object nor one the one-pass path decoded.
+func carriesNone(o runtime.RawExtension) bool { return len(o.Raw) == 0 && o.Object == nil }
 
 func objectName(req admission.Request) string {
 	if req.Namespace != "" {

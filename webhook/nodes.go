@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -110,8 +111,14 @@ func decodeResources(raw map[corev1.ResourceName]json.RawMessage, allNames bool)
 	return out, nil
 }
 
-// decodeNodePair decodes a Node UPDATE's object and oldObject.
+// decodeNodePair decodes a Node UPDATE's object and oldObject, or takes
+// them as the one-pass path decoded them (review.go).
 func decodeNodePair(req admission.Request) (n, old *corev1.Node, err error) {
+	n, ok := req.Object.Object.(*corev1.Node)
+	old, okOld := req.OldObject.Object.(*corev1.Node)
+	if ok && okOld && n != nil && old != nil {
+		return n, old, nil
+	}
 	if n, err = decodeNode(req.Object.Raw); err != nil {
 		return nil, nil, fmt.Errorf("object: %w", err)
 	}
@@ -127,9 +134,21 @@ func decodeNode(raw []byte) (*corev1.Node, error) {
 	// Unmarshal, not a Decoder: the Decoder copies the body into a buffer it
 	// grows, and Raw is a single JSON value already.
 	var f nodeFields
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, jsonProblem(err)
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &f); err != nil {
+		// Field names match case-sensitively, as the API server's own
+		// decoding and the one-pass path (review.go) do; encoding/json,
+		// on the error path only, names the field and what it expects.
+		var again nodeFields
+		if jerr := json.Unmarshal(raw, &again); jerr != nil {
+			return nil, jsonProblem(jerr)
+		}
+		return nil, err
 	}
+	return f.node()
+}
+
+// node is the Node the fields describe; an error names the field.
+func (f *nodeFields) node() (*corev1.Node, error) {
 	if gv, err := schema.ParseGroupVersion(f.APIVersion); err != nil || f.Kind != "Node" || gv.Group != "" {
 		return nil, fmt.Errorf("body is apiVersion %q kind %q, expected v1 Node", f.APIVersion, f.Kind)
 	}

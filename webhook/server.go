@@ -50,7 +50,7 @@ func (s *Server) Register(srv webhook.Server) {
 	l := newReviewLimiter(MaxReviewBytes, budget, DefaultReviewWait)
 	l.requireClientCert = s.requireClientCert
 	for path, h := range s.handlers() {
-		srv.Register(path, l.wrap(&webhook.Admission{Handler: h}))
+		srv.Register(path, l.wrap(h.serve()))
 	}
 }
 

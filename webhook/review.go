@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionv1beta1 "k8s.io/api/admission/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// serve is the handler's HTTP endpoint. Node reviews take the one-pass path
+// (nodeEndpoint); the others controller-runtime's admission handler.
+func (h *handler) serve() http.Handler {
+	slow := &webhook.Admission{Handler: h}
+	for _, k := range h.kinds {
+		if k != corev1.SchemeGroupVersion.WithKind("Node") {
+			return slow
+		}
+	}
+	return &nodeEndpoint{h: h, slow: slow}
+}
+
+// nodeEndpoint serves Node reviews in one pass (issue 14 item 3): the body
+// is read once and decoded once, the envelope and both Nodes together,
+// straight into the fields the rules read (nodeFields). controller-runtime's
+// handler reads the body twice to find its kind, copies object and
+// oldObject out, and each is then decoded again: about half of a Node
+// review's CPU. Anything the one pass does not take as a plain, well-formed
+// Node UPDATE review (another kind or version, a missing or malformed
+// object, a quantity that does not parse) goes, from the bytes already read,
+// through controller-runtime's handler and the usual decoding, so every
+// error, and each ReviewInvalid that names its field, is what it always was.
+type nodeEndpoint struct {
+	h    *handler
+	slow http.Handler
+}
+
+// nodeReview is a Node AdmissionReview as the one pass decodes it. Object
+// and OldObject shadow the embedded request's raw ones.
+type nodeReview struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Request    *struct {
+		admissionv1.AdmissionRequest
+		Object    *nodeFields `json:"object"`
+		OldObject *nodeFields `json:"oldObject"`
+	} `json:"request"`
+}
+
+func (e *nodeEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Content-Type") != "application/json" {
+		e.slow.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
+	_ = r.Body.Close()
+	if err != nil {
+		writeReview(w, admissionv1.SchemeGroupVersion.String(), admission.Errored(http.StatusBadRequest, fmt.Errorf("read the review: %w", err)))
+		return
+	}
+	req, ok := decodeNodeReview(body)
+	if !ok {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		e.slow.ServeHTTP(w, r)
+		return
+	}
+	writeReview(w, req.apiVersion, e.handle(r, req.Request))
+}
+
+// handle is controller-runtime's Webhook.Handle: a panic is a 500 denial,
+// never a crash, and the response carries the request's uid.
+func (e *nodeEndpoint) handle(r *http.Request, req admission.Request) (resp admission.Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", p))
+			resp.UID = req.UID
+		}
+	}()
+	resp = e.h.Handle(r.Context(), req)
+	if err := resp.Complete(req); err != nil {
+		resp = admission.Errored(http.StatusInternalServerError, err)
+		resp.UID = req.UID
+	}
+	return resp
+}
+
+type decodedReview struct {
+	admission.Request
+	apiVersion string
+}
+
+// decodeNodeReview decodes a Node UPDATE review in one pass; ok is false for
+// anything the usual path must handle.
+func decodeNodeReview(body []byte) (decodedReview, bool) {
+	// Case-sensitive, as controller-runtime decodes the envelope and
+	// decodeNode the objects.
+	var rv nodeReview
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
+		return decodedReview{}, false
+	}
+	if rv.Kind != "AdmissionReview" || (rv.APIVersion != admissionv1.SchemeGroupVersion.String() && rv.APIVersion != admissionv1beta1.SchemeGroupVersion.String()) ||
+		rv.Request == nil || rv.Request.Object == nil || rv.Request.OldObject == nil {
+		return decodedReview{}, false
+	}
+	n, err := rv.Request.Object.node()
+	if err != nil {
+		return decodedReview{}, false
+	}
+	old, err := rv.Request.OldObject.node()
+	if err != nil {
+		return decodedReview{}, false
+	}
+	req := admission.Request{AdmissionRequest: rv.Request.AdmissionRequest}
+	req.Object.Object, req.OldObject.Object = n, old
+	return decodedReview{Request: req, apiVersion: rv.APIVersion}, true
+}
+
+// writeReview writes the response as controller-runtime does, in the
+// review's own version.
+func writeReview(w http.ResponseWriter, apiVersion string, resp admission.Response) {
+	review := admissionv1.AdmissionReview{Response: &resp.AdmissionResponse}
+	review.APIVersion, review.Kind = apiVersion, "AdmissionReview"
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(review)
+}
