@@ -103,24 +103,35 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 		}
 	}
 	op, dcgm := clusterVersions(cl)
+	// Positions first, then each list at its size: selecting all 5,000
+	// nodes otherwise spends more on growing the lists than on the rules.
 	idx := cl.nodeIndex(cfg)
+	var gpu, nonGPU []int32
 	idx.selecting(sel, func(i int32) {
+		switch n := idx.nodes[i]; {
+		case !idx.isGPU(cfg, i):
+			nonGPU = append(nonGPU, i)
+		case only == "" || n.Name == only:
+			gpu = append(gpu, i)
+		}
+	})
+	r.nonGPU = make([]string, len(nonGPU))
+	for j, i := range nonGPU {
+		r.nonGPU[j] = idx.nodes[i].Name
+	}
+	r.gpu = make([]string, len(gpu))
+	r.pending = make([]NodeFacts, 0, len(gpu))
+	r.current = make(map[string]qualification.Tuple, len(gpu))
+	for j, i := range gpu {
 		n := idx.nodes[i]
-		if !idx.isGPU(cfg, i) {
-			r.nonGPU = append(r.nonGPU, n.Name)
-			return
-		}
-		if only != "" && n.Name != only {
-			return
-		}
-		r.gpu = append(r.gpu, n.Name)
+		r.gpu[j] = n.Name
 		if !sel.pending(n) {
-			return
+			continue
 		}
 		f := idx.factsOf(cfg, i)
 		r.pending = append(r.pending, f)
 		r.current[f.Name] = f.current(op, dcgm)
-	})
+	}
 	slices.SortFunc(r.pending, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(r.gpu)
 	slices.Sort(r.nonGPU)

@@ -43,6 +43,10 @@ type Options struct {
 	// taints. The engine reads none of it; the API server stores it and sends
 	// it in every Node review, and the webhook's informer receives it.
 	Kubelet bool
+	// Validators gives every GPU node a Ready GPU Operator validator Pod, as
+	// the operator runs one on each (the canaries always have one): the
+	// proof facts a real fleet's webhook caches.
+	Validators bool
 }
 
 // Zones are the failure domains; nodes are spread round-robin.

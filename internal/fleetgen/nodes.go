@@ -352,18 +352,22 @@ func (g *generator) proof(n *corev1.Node, hw Hardware, role Role) {
 		n.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": gpus}
 		n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": gpus}
 	}
+	validator := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceOperator, Name: "nvidia-operator-validator-" + n.Name, Labels: map[string]string{"app": "nvidia-operator-validator"}},
+		Spec:       corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}},
+	}
 	if role != RoleCanary {
+		if g.f.Options.Validators {
+			g.f.ProofPods = append(g.f.ProofPods, validator)
+		}
 		return
 	}
 	started := metav1.NewTime(since.Add(time.Hour))
 	g.f.ProofPods = append(g.f.ProofPods,
-		&corev1.Pod{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceOperator, Name: "nvidia-operator-validator-" + n.Name, Labels: map[string]string{"app": "nvidia-operator-validator"}},
-			Spec:       corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since,
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}},
-		},
+		validator,
 		&corev1.Pod{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceGate, Name: "allocation-check-" + n.Name, Labels: map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}},
