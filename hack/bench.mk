@@ -11,12 +11,13 @@ BENCH_DIR ?= bin/bench
 BENCH_COUNT ?= 5
 BENCH_ABS = $(abspath $(BENCH_DIR))
 
-.PHONY: bench bench-engine bench-scale bench-report loadgen-smoke vet-scale
+.PHONY: bench bench-engine bench-scale bench-growth bench-report loadgen-smoke vet-scale
 
 bench: ## Measure issue 5's targets and write docs/performance.md (~15 min; BENCH_DIR=bin/bench)
 	@status=0; \
 	$(MAKE) --no-print-directory bench-engine || status=$$?; \
 	$(MAKE) --no-print-directory bench-scale || status=$$?; \
+	$(MAKE) --no-print-directory bench-growth || status=$$?; \
 	$(MAKE) --no-print-directory bench-report || status=$$?; \
 	exit $$status
 
@@ -27,12 +28,18 @@ bench-engine: ## Engine and handler benchmarks (-count BENCH_COUNT) and their CP
 	  echo "load-after $$(cut -d' ' -f1-3 /proc/loadavg)"; } | tee $(BENCH_DIR)/bench.txt
 	$(GO) test -run '^$$' -bench 'PlanDecision/rke2-agent$$' -benchtime 3s -cpuprofile $(BENCH_DIR)/plan.cpu -o $(BENCH_DIR)/gate.test ./gate/ >/dev/null
 	$(GO) tool pprof -top -nodecount 25 $(BENCH_DIR)/gate.test $(BENCH_DIR)/plan.cpu > $(BENCH_DIR)/plan.pprof.txt 2>/dev/null
+	$(GO) test -run '^$$' -bench 'PlanDecision/select-everything$$' -benchtime 3s -cpuprofile $(BENCH_DIR)/plan-all.cpu -o $(BENCH_DIR)/gate.test ./gate/ >/dev/null
+	$(GO) tool pprof -top -nodecount 25 $(BENCH_DIR)/gate.test $(BENCH_DIR)/plan-all.cpu > $(BENCH_DIR)/plan-all.pprof.txt 2>/dev/null
 	$(GO) test -run '^$$' -bench 'Handler/node-relabel$$' -benchtime 3s -cpuprofile $(BENCH_DIR)/node.cpu -o $(BENCH_DIR)/webhook.test ./webhook/ >/dev/null
 	$(GO) tool pprof -top -nodecount 25 $(BENCH_DIR)/webhook.test $(BENCH_DIR)/node.cpu > $(BENCH_DIR)/node.pprof.txt 2>/dev/null
 
 bench-scale: controlplane helm ## The scale and fault tests against a real control plane (results in BENCH_DIR/scale.json)
 	@mkdir -p $(BENCH_DIR)
 	@set -o pipefail; GUG_SCALE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags scale -run TestScale -timeout 60m -v ./test/scale/ 2>&1 | tee $(BENCH_DIR)/scale.log
+
+bench-growth: controlplane helm ## The growth curve: RSS, Node reviews/s and Plan p99 at 1,000 / 5,000 / 15,000 nodes (BENCH_DIR/growth.json; GUG_SCALE_GROWTH=sizes)
+	@mkdir -p $(BENCH_DIR)
+	@set -o pipefail; GUG_SCALE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags scale -run TestScaleGrowth -timeout 90m -v ./test/scale/ 2>&1 | tee $(BENCH_DIR)/growth.log
 
 bench-report: ## Write docs/performance.md from BENCH_DIR
 	$(GO) run ./test/scale/report -dir $(BENCH_DIR) -out docs/performance.md

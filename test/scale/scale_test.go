@@ -76,6 +76,8 @@ type scaleEnv struct {
 	serve   *testenv.ServeProcess
 	reviews []fleetgen.Review
 	res     *Results
+	// fleet options beyond the seed; zero: GUG_SCALE_NODES nodes (growth_test.go sets them).
+	fleetOptions fleetgen.Options
 }
 
 func TestScale(t *testing.T) {
@@ -123,8 +125,12 @@ func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 	e.admin, err = client.New(e.cp.RESTConfig(), client.Options{Scheme: scheme})
 	require.NoError(t, err)
 
-	nodes := envInt("GUG_SCALE_NODES", 5000)
-	e.fleet = fleetgen.Generate(fleetgen.Options{Seed: seed, Nodes: nodes, Kubelet: true})
+	o := e.fleetOptions
+	if o.Nodes == 0 {
+		o.Nodes = envInt("GUG_SCALE_NODES", 5000)
+	}
+	o.Seed, o.Kubelet = seed, true
+	e.fleet = fleetgen.Generate(o)
 	f := e.fleet
 	const workers = 32
 	start, load := time.Now(), LoadAverage()
