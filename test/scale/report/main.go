@@ -46,9 +46,9 @@ type bench struct {
 	name              string
 	ns, bytes, allocs float64
 	// cpu is the process's CPU time per op (internal/benchcpu), 0 if not reported.
-	cpu float64
-	runs              int
-	nsMin, nsMax      float64
+	cpu          float64
+	runs         int
+	nsMin, nsMax float64
 }
 
 type benchFile struct {
