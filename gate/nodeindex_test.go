@@ -165,3 +165,35 @@ func TestClusterIndexUsedOnlyForItsNodes(t *testing.T) {
 	x.selecting(s, func(i int32) { got = append(got, x.nodes[i].Name) })
 	require.Equal(t, []string{"b"}, got)
 }
+
+// TestNodeIndexShared: reviews share one index; run with -race, concurrent
+// selections, GPU classes and facts agree with a single reader's.
+func TestNodeIndexShared(t *testing.T) {
+	cfg := DefaultConfig()
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes := indexFleet(rng, 300, []string{"a", "b", upgradev1.LabelHostname}, []string{"x", "y", "true"})
+	x := NewNodeIndex(cfg, nodes, nil)
+	p := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: upgradev1.PlanSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "x"}}}}
+	s, err := NewPlanSelector(p)
+	require.NoError(t, err)
+	want := positions(nodes, s.selects)
+	errs := make(chan error, 8*(len(nodes)+1)) // never blocks a reader
+	for range 8 {
+		go func() {
+			var got []int32
+			x.selecting(s, func(i int32) {
+				if x.isGPU(cfg, i) != cfg.IsGPUNode(nodes[i]) || x.factsOf(cfg, i).Name != nodes[i].Name {
+					errs <- fmt.Errorf("node %d remembered wrong", i)
+				}
+				got = append(got, i)
+			})
+			if !slices.Equal(want, got) {
+				errs <- fmt.Errorf("selected %v, want %v", got, want)
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+}
