@@ -35,7 +35,7 @@ bench-engine: ## Engine and handler benchmarks (-count BENCH_COUNT) and their CP
 
 bench-scale: controlplane helm ## The scale and fault tests against a real control plane (results in BENCH_DIR/scale.json)
 	@mkdir -p $(BENCH_DIR)
-	@set -o pipefail; GUG_SCALE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags scale -run TestScale -timeout 60m -v ./test/scale/ 2>&1 | tee $(BENCH_DIR)/scale.log
+	@set -o pipefail; GUG_SCALE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags scale -run '^TestScale$$' -timeout 60m -v ./test/scale/ 2>&1 | tee $(BENCH_DIR)/scale.log
 
 bench-growth: controlplane helm ## The growth curve: RSS, Node reviews/s and Plan p99 at 1,000 / 5,000 / 15,000 nodes (BENCH_DIR/growth.json; GUG_SCALE_GROWTH=sizes)
 	@mkdir -p $(BENCH_DIR)
