@@ -43,6 +43,11 @@ const (
 	// CodePlanStatusForged: status.applying written by someone but SUC.
 	CodePlanStatusForged     Code = "PlanStatusForged"
 	CodePreviousNodeUnproven Code = "PreviousNodeUnproven"
+	// One GPU rollout at a time, within the disruption budget, in a window.
+	CodeDisruptionBudgetExceeded Code = "DisruptionBudgetExceeded"
+	CodeRolloutInFlight          Code = "RolloutInFlight"
+	CodeWindowInvalid            Code = "WindowInvalid"
+	CodeOutsideWindow            Code = "OutsideWindow"
 )
 
 // Node codes.

@@ -102,6 +102,10 @@ type Config struct {
 	// API server authenticates that approver as (e.g. bob:
 	// bob@corp.example); without an entry the two must be equal.
 	ApproverAliases map[string]string `json:"approverAliases,omitempty"`
+	// Budget bounds the GPU nodes out for an upgrade at once (rule_budget.go).
+	Budget BudgetConfig `json:"budget"`
+	// Windows are the maintenance windows (rule_window.go).
+	Windows WindowsConfig `json:"windows"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -123,6 +127,8 @@ func DefaultConfig() *Config {
 
 		GPUOperatorCSV: "gpu-operator-certified",
 		Proof:          DefaultProofConfig(),
+		Budget:         DefaultBudgetConfig(),
+		Windows:        DefaultWindowsConfig(),
 	}
 }
 
@@ -166,9 +172,9 @@ func LoadConfig(data []byte) (*Config, error) {
 		}
 		// Decode key by key into a zero Config, so an error names its key and
 		// a list in the file replaces the default list instead of merging into it.
-		// The proof section starts from its defaults, so a file that sets one
-		// of its keys keeps the others.
-		file := &Config{Proof: DefaultProofConfig()}
+		// The proof, budget and windows sections start from their defaults,
+		// so a file that sets one of their keys keeps the others.
+		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig()}
 		for _, k := range sortedKeys(keys) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			strict, err := sigsjson.UnmarshalStrict(one, file)
@@ -259,6 +265,8 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("approverAliases").Key(k), v, "expected a record's approvedBy text mapped to a username exactly as the API server authenticates it, e.g. bob: bob@corp.example"))
 		}
 	}
+	errs = append(errs, c.Budget.validate(field.NewPath("budget"))...)
+	errs = append(errs, c.Windows.validate(field.NewPath("windows"))...)
 	return errs
 }
 

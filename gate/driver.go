@@ -213,7 +213,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 	var f findings
 	switch {
 	case r.step != nil:
-		if r.budgetRule(&f); r.step.Rollout.Missing != "" {
+		if r.stepFactsRule(&f); r.step.Rollout.Missing != "" {
 			return r.cfg.finish(d, f, r.req.User, nil, nil)
 		}
 	case ch.Operation == OpDelete:
@@ -250,6 +250,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		judge(r.review(), ts, &f)
 		r.proofRule(usable, &f, &d)
 	}
+	r.rolloutRules(&f, &d)
 	return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
 }
 

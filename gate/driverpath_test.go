@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -221,15 +222,43 @@ func TestDriverStep(t *testing.T) {
 		want   []Code
 	}{
 		{name: "qualified reload of an idle node with no other reload in flight", mutate: func(*driverStepScenario) {}},
-		{name: "other GPU nodes waiting before the reload do not count", mutate: func(s *driverStepScenario) {
-			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "drain-required"), inState(s.node("gpu-h200-01"), "upgrade-done")}
+		{name: "other GPU nodes queued or done do not count", mutate: func(s *driverStepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "upgrade-required"), inState(s.node("gpu-h200-01"), "upgrade-done")}
 		}},
-		{name: "ConcurrencyNotSerial: another GPU node is validating its new driver", mutate: func(s *driverStepScenario) {
+		{name: "DisruptionBudgetExceeded: another GPU node is being drained", mutate: func(s *driverStepScenario) {
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "drain-required")}
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "DisruptionBudgetExceeded: another GPU node is validating its new driver", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "validation-required")}
-		}, want: []Code{CodeConcurrencyNotSerial}},
-		{name: "ConcurrencyNotSerial: another GPU node failed its upgrade", mutate: func(s *driverStepScenario) {
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "DisruptionBudgetExceeded: another GPU node failed its upgrade", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-h200-01"), "upgrade-failed")}
-		}, want: []Code{CodeConcurrencyNotSerial}},
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "DisruptionBudgetExceeded: another GPU node is in a Plan's status.applying", mutate: func(s *driverStepScenario) {
+			p := canaryPlan("gpu-v100-02")
+			p.Status.Applying = []string{"gpu-v100-02"}
+			s.cluster.Plans = append(s.cluster.Plans, p)
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "a budget of 2 lets a second node reload", mutate: func(s *driverStepScenario) {
+			s.cfg.Budget.MaxUnavailable = 2
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "validation-required")}
+		}},
+		{name: "DisruptionBudgetExceeded: the hardware's own budget of 1 holds under a cluster budget of 2", mutate: func(s *driverStepScenario) {
+			s.cfg.Budget = BudgetConfig{MaxUnavailable: 2, Hardware: []HardwareBudget{{Hardware: []string{hwV100}, MaxUnavailable: 1}}}
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "validation-required")}
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "the hardware's budget does not count other hardware", mutate: func(s *driverStepScenario) {
+			s.cfg.Budget = BudgetConfig{MaxUnavailable: 2, Hardware: []HardwareBudget{{Hardware: []string{hwV100}, MaxUnavailable: 1}}}
+			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-h200-01"), "validation-required")}
+		}},
+		{name: "OutsideWindow: no configured maintenance window is open", mutate: func(s *driverStepScenario) {
+			// testNow is Saturday 12:00 UTC.
+			s.cfg.Windows.Maintenance = []upgradev1.TimeWindowSpec{{Days: []upgradev1.Day{"su"}, StartTime: "02:00", EndTime: "06:00", TimeZone: "Europe/Berlin"}}
+		}, want: []Code{CodeOutsideWindow}},
+		{name: "inside a configured maintenance window", mutate: func(s *driverStepScenario) {
+			s.cfg.Windows.Maintenance = []upgradev1.TimeWindowSpec{{Days: []upgradev1.Day{"su"}, StartTime: "02:00", EndTime: "06:00", TimeZone: "Europe/Berlin"},
+				{Days: []upgradev1.Day{"sa"}, StartTime: "12:00", EndTime: "14:00", TimeZone: "Europe/Berlin"}}
+		}},
 		{name: "the node itself listed in flight does not count", mutate: func(s *driverStepScenario) {
 			s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-01"), "pod-restart-required")}
 		}},
@@ -253,6 +282,7 @@ func TestDriverStep(t *testing.T) {
 		{name: "TargetNotQualified: an unqualified DCGM exporter", mutate: func(s *driverStepScenario) { s.step.Rollout.DCGM = "4.6.0-4.9.0-distroless" }, want: []Code{CodeTargetNotQualified}},
 		{name: "HardwareNotQualified: the H200 node with only the V100 record", mutate: func(s *driverStepScenario) {
 			s.step.Node = inState(s.node("gpu-h200-01"), "drain-required")
+			delete(s.node("gpu-v100-01").Labels, LabelDriverUpgradeState)
 			s.step.Rollout.Annotations[AnnotationQualification] = "v100-driver"
 		}, want: []Code{CodeHardwareNotQualified}},
 		{name: "ComponentDowngrade: back to 570 without a proven rollback", mutate: func(s *driverStepScenario) {
@@ -290,7 +320,7 @@ func TestDriverStepMessage(t *testing.T) {
 	s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "uncordon-required")}
 	d := PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(s.holders, nil)
 	assert.Contains(t, d.Message(), `Node gpu-v100-01 driver reload (nvidia.com/gpu-driver-upgrade-state drain-required -> pod-restart-required, rolling out ClusterPolicy cluster-policy) is denied`)
-	assert.Contains(t, d.Message(), "gpu-v100-02 (uncordon-required)")
+	assert.Contains(t, d.Message(), "already out: gpu-v100-02 (driver upgrade state uncordon-required)")
 	assert.Equal(t, "metadata.labels[nvidia.com/gpu-driver-upgrade-state]", d.Blockers[0].Err.Field)
 	assert.Equal(t, []string{"gpu-v100-01"}, d.Nodes)
 }

@@ -3,7 +3,6 @@ package gate
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,14 +26,10 @@ const LabelDriverUpgradeState = "nvidia.com/gpu-driver-upgrade-state"
 // DriverReloadStates are the states whose entry starts a driver reload.
 var DriverReloadStates = []string{"pod-restart-required", "post-maintenance-required"}
 
-// DriverInFlightStates are the states of a node whose driver reload has
-// started and not finished (upgrade-failed included: its reload did not
-// complete, and the controller moves it on once the driver Pod is Ready).
-var DriverInFlightStates = []string{"pod-restart-required", "post-maintenance-required", "validation-required", "uncordon-required", "upgrade-failed"}
-
-// maxDriverReloads is the budget: GPU nodes take a new driver one at a time,
-// whatever the upgrade policy's maxParallelUpgrades says.
-const maxDriverReloads = 1
+// DriverStatesNotOut are the driver upgrade states of a node that is not
+// out for its upgrade: done, or queued by the operator and still serving.
+// Every other state counts against the disruption budget (rule_budget.go).
+var DriverStatesNotOut = []string{driverUpgradeDone, driverUpgradeRequired}
 
 var pathDriverState = field.NewPath("metadata", "labels").Key(LabelDriverUpgradeState)
 
@@ -67,8 +62,10 @@ type DriverStep struct {
 	Node               *corev1.Node
 	OldState, NewState string
 	Rollout            DriverRollout
-	// InFlight are the nodes carrying one of DriverInFlightStates, listed
-	// live (a cache a moment behind would let two reloads start at once).
+	// InFlight are the nodes carrying a driver upgrade state not in
+	// DriverStatesNotOut, listed live (a cache a moment behind would let
+	// two reloads start at once); they replace the cached copies when the
+	// budget counts.
 	InFlight []*corev1.Node
 	User     UserInfo
 	Now      time.Time
@@ -78,7 +75,8 @@ type DriverStep struct {
 // node: records named by the rolling object, hardware, the node's tuple
 // after the reload (its current kernel, RKE2 and operator; the new driver
 // and DCGM) as a record's target, no unproven downgrade, no GPU holders
-// left, and the budget. No exemption applies.
+// left, the disruption budget and the maintenance windows. No exemption
+// applies.
 func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	ro := st.Rollout
 	f := cfg.FactsOf(st.Node)
@@ -100,12 +98,12 @@ func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	return r
 }
 
-// budgetRule (review-level, per-node step): the rollout must be readable,
-// and no other GPU node may be mid reload. It stands in for the policy rule:
-// the controller honours maxParallelUpgrades by the states it writes, which
-// is what the gate counts here, so a policy of 0 (unlimited) is held to one
-// node too.
-func (r *DriverReview) budgetRule(f *findings) {
+// stepFactsRule (review-level, per-node step): the rollout must be
+// readable. The budget (rule_budget.go) stands in for the policy rule: the
+// controller honours maxParallelUpgrades by the states it writes, which is
+// what the gate counts, so a policy of 0 (unlimited) is held to the budget
+// too.
+func (r *DriverReview) stepFactsRule(f *findings) {
 	st := r.step
 	if st.Rollout.Missing != "" {
 		src, what := fromNode, st.Rollout.Missing
@@ -113,15 +111,5 @@ func (r *DriverReview) budgetRule(f *findings) {
 			src, what = fromAPI, what+" (for node "+st.Node.Name+"'s driver reload)"
 		}
 		f.add(factsMissing(st.Node.Name, pathDriverState, what, src, st.Rollout.MissingErr))
-	}
-	var busy []string
-	for _, n := range st.InFlight {
-		if n.Name != st.Node.Name && r.cfg.IsGPUNode(n) && slices.Contains(DriverInFlightStates, n.Labels[LabelDriverUpgradeState]) {
-			busy = append(busy, n.Name+" ("+n.Labels[LabelDriverUpgradeState]+")")
-		}
-	}
-	if len(busy) >= maxDriverReloads {
-		slices.Sort(busy)
-		f.add(concurrencyNotSerial(st.Node.Name, pathDriverState, strings.Join(busy, ", "), concurrencyReloading))
 	}
 }

@@ -111,8 +111,15 @@ func canaryPlan(nodes ...string) *upgradev1.Plan {
 			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/hostname", Operator: metav1.LabelSelectorOpIn, Values: nodes}}},
 			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"},
+			Window:  openWindow(),
 		},
 	}
+}
+
+// openWindow is a maintenance window open all week, so a fixture Plan
+// carries one (WindowInvalid) without its tests depending on the clock.
+func openWindow() *upgradev1.TimeWindowSpec {
+	return &upgradev1.TimeWindowSpec{Days: upgradev1.AllDays(), StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
 }
 
 // scenario is one review's whole input; tests mutate a safe one.

@@ -45,6 +45,8 @@ type PlanReview struct {
 
 	exemption string
 	selErr    error
+	// only is the node of a per-node step (PrepareNodeStep), "" for a Plan.
+	only string
 	gpu       []string // selected GPU nodes, pending or not
 	nonGPU    []string
 	// pending are the GPU nodes SUC would select (PlanSelector), whatever
@@ -91,7 +93,7 @@ func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *Pl
 // and restricted to node only when only is set.
 func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, only string) *PlanReview {
 	p := req.Plan
-	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, current: map[string]qualification.Tuple{}}
+	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, current: map[string]qualification.Tuple{}, only: only}
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
 	}
@@ -174,6 +176,7 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		return r.finish(d, f)
 	}
 	planShapeRules(&f, p, r.gpu, r.nonGPU)
+	r.windowRule(&f)
 	r.recordRules(&f, &d)
 	version, versionPath := r.rke2Target(&f)
 	if version != "" {
@@ -189,6 +192,7 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.waveRules(&f, &d)
 	r.inFlightRule(&f)
 	r.proofRule(&f, &d)
+	r.rolloutRules(&f, &d)
 	switch {
 	case len(r.pending) == 0:
 		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)

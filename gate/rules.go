@@ -101,6 +101,12 @@ var ruleTable = []Rule{
 	// Proof of the nodes already upgraded (review-level).
 	{Name: "proof", Codes: []Code{CodePreviousNodeUnproven}, Reviews: changePaths},
 	{Name: "proof", Codes: []Code{CodeUncordonBeforeProof}, Reviews: []Review{ReviewNode, ReviewCompletion}},
+	// One GPU rollout at a time, within the disruption budget, in a
+	// maintenance window (review-level).
+	{Name: "window", Codes: []Code{CodeWindowInvalid}, Reviews: planPaths},
+	{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}},
+	{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep}},
+	{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},

@@ -269,3 +269,11 @@ func trimmed(t Tuple) Tuple {
 	}
 	return t
 }
+
+// IsHardwareID says whether s is a subsystem-qualified GPU identity,
+// vendor:device/subvendor:subdevice in lower-case hex (what configs name
+// hardware by, as records do).
+func IsHardwareID(s string) bool { return hardwarePattern.MatchString(s) }
+
+// HardwareExpected is the form IsHardwareID accepts, for error messages.
+const HardwareExpected = hardwareExpected

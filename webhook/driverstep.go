@@ -104,16 +104,20 @@ func (s *Server) nvidiaDriverFor(ctx context.Context, n *corev1.Node) (*unstruct
 	return nil, "the NVIDIADriver that drives node " + n.Name + " (" + strings.Join(selecting, " and ") + " all select it)", nil
 }
 
-// inFlight lists, live, the nodes whose driver reload has started and not
-// finished: the operator waits for its own cache after each state write, so
-// a live list sees the previous node's step.
+// inFlight lists, live, the nodes out for their driver upgrade (a state
+// label other than the queue and done): the operator waits for its own
+// cache after each state write, so a live list sees the previous node's step.
 func (s *Server) inFlight(ctx context.Context) ([]*corev1.Node, error) {
-	req, err := labels.NewRequirement(gate.LabelDriverUpgradeState, selection.In, gate.DriverInFlightStates)
+	has, err := labels.NewRequirement(gate.LabelDriverUpgradeState, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	notOut, err := labels.NewRequirement(gate.LabelDriverUpgradeState, selection.NotIn, gate.DriverStatesNotOut)
 	if err != nil {
 		return nil, err
 	}
 	var list corev1.NodeList
-	if err := s.Facts.Live.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+	if err := s.Facts.Live.List(ctx, &list, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*has, *notOut)}); err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
 	}
 	out := make([]*corev1.Node, len(list.Items))

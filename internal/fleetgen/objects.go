@@ -108,7 +108,8 @@ func rke2Plan(name string, version string, sel ...metav1.LabelSelectorRequiremen
 	return &upgradev1.Plan{TypeMeta: metav1.TypeMeta{APIVersion: "upgrade.cattle.io/v1", Kind: "Plan"}, ObjectMeta: planMeta(name),
 		Spec: upgradev1.PlanSpec{Concurrency: 1, Cordon: true, Version: version, ServiceAccountName: "system-upgrade",
 			NodeSelector: &metav1.LabelSelector{MatchExpressions: sel},
-			Upgrade:      &upgradev1.ContainerSpec{Image: rke2Image}}}
+			Upgrade:      &upgradev1.ContainerSpec{Image: rke2Image},
+			Window:       &upgradev1.TimeWindowSpec{Days: []upgradev1.Day{"sa", "su"}, StartTime: "02:00", EndTime: "06:00", TimeZone: "Europe/Berlin"}}}
 }
 
 // GPUPlan is a serialized, cordoning RKE2 Plan for GPU nodes under record.

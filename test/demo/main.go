@@ -1076,6 +1076,8 @@ func (d *demo) plan(name string, sel *metav1.LabelSelector, mod func(*upgradev1.
 		Spec: upgradev1.PlanSpec{
 			Concurrency: 1, Cordon: true, NodeSelector: sel, ServiceAccountName: "system-upgrade",
 			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"}, Version: testenv.Target.RKE2,
+			// Open all week, so SUC starts it whenever the demo runs.
+			Window: &upgradev1.TimeWindowSpec{Days: upgradev1.AllDays(), StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"},
 		},
 	}
 	if mod != nil {

@@ -34,11 +34,17 @@ func as(t *testing.T, user string, groups ...string) (client.Client, *testenv.Wa
 
 var _ rest.WarningHandler = &testenv.Warnings{}
 
+// openWindow is a maintenance window open all week: SUC runs the e2e
+// Plans whenever the tests run, and a GPU Plan must carry one (WindowInvalid).
+func openWindow() *upgradev1.TimeWindowSpec {
+	return &upgradev1.TimeWindowSpec{Days: upgradev1.AllDays(), StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
+}
+
 func plan(name, record string, nodes ...string) *upgradev1.Plan {
 	p := &upgradev1.Plan{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "system-upgrade", Annotations: map[string]string{gate.AnnotationQualification: record}},
 		Spec: upgradev1.PlanSpec{Concurrency: 1, Cordon: true, Version: testenv.Target.RKE2, ServiceAccountName: "system-upgrade",
-			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"},
+			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"}, Window: openWindow(),
 			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/hostname", Operator: metav1.LabelSelectorOpIn, Values: nodes}}}},
 	}

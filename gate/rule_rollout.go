@@ -1,0 +1,154 @@
+package gate
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+// One GPU rollout at a time (issue 12 item 4). A rollout is in flight
+// while it still has GPU nodes to move:
+//   - a Plan (in the SUC namespaces) with a GPU node in its status.applying,
+//     or with a GPU node SUC would still select (pending: selected, not
+//     opted out, its plan label not the Plan's hash);
+//   - the GPU Operator's driver rollout while any GPU node carries a driver
+//     upgrade state other than upgrade-done (upgrade-required included: the
+//     operator has queued it).
+//
+// What is not held by it: the review of the Plan itself (its own re-apply
+// or edit), SUC's per-node steps within an admitted rollout (they are held
+// by the budget instead, so two rollouts admitted in the same instant cannot
+// deadlock each other), a rollback (annotation gpu-upgrade-gate.io/rollback,
+// the way out of a failed rollout), and a review that moves no node.
+
+var pathObjectName = field.NewPath("metadata", "name")
+
+// rolloutInFlight is one rollout in flight: what it is and its nodes.
+type rolloutInFlight struct {
+	what  string
+	nodes []string
+}
+
+// rolloutsInFlight lists the GPU rollouts in flight other than the Plan
+// self ("namespace/name"; "" on the driver path).
+func (c *Config) rolloutsInFlight(cl *Cluster, self string) []rolloutInFlight {
+	var out []rolloutInFlight
+	var driver []string
+	byHost := map[string]string{}
+	gpuNodes := map[string]bool{}
+	for _, n := range cl.Nodes {
+		if !c.IsGPUNode(n) {
+			continue
+		}
+		byHost[hostname(n)] = n.Name
+		gpuNodes[n.Name] = true
+		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != "" && s != driverUpgradeDone {
+			driver = append(driver, n.Name+" ("+s+")")
+		}
+	}
+	for i, p := range cl.Plans {
+		if p.Namespace+"/"+p.Name == self {
+			continue
+		}
+		var nodes []string
+		for _, h := range p.Status.Applying {
+			if name, ok := byHost[h]; ok {
+				nodes = append(nodes, name+" (applying)")
+			}
+		}
+		if sel, err := cl.planSelector(i); err == nil {
+			for _, n := range cl.Nodes {
+				if gpuNodes[n.Name] && sel.Matches(n) && !slices.Contains(p.Status.Applying, hostname(n)) {
+					nodes = append(nodes, n.Name+" (pending)")
+				}
+			}
+		}
+		if len(nodes) > 0 {
+			slices.Sort(nodes)
+			out = append(out, rolloutInFlight{what: "Plan " + p.Namespace + "/" + p.Name, nodes: nodes})
+		}
+	}
+	if len(driver) > 0 {
+		slices.Sort(driver)
+		out = append(out, rolloutInFlight{what: "the GPU Operator's driver rollout", nodes: driver})
+	}
+	return out
+}
+
+// rolloutRule (review-level, Plans and the driver path): a review that
+// moves GPU nodes is denied while another GPU rollout is in flight.
+func (c *Config) rolloutRule(f *findings, cl *Cluster, self string) {
+	for _, r := range c.rolloutsInFlight(cl, self) {
+		f.add(rolloutInFlightBlocker(r))
+	}
+}
+
+// rolloutInFlightBlocker builds every RolloutInFlight blocker.
+func rolloutInFlightBlocker(r rolloutInFlight) Blocker {
+	return forbidden(CodeRolloutInFlight, "", pathObjectName, "%s is in flight on GPU node(s) %s; GPU nodes take one rollout at a time: wait until it has finished (every node it selects done, status.applying empty, driver states upgrade-done), or delete or opt out what should not run, then retry; a rollback (annotation gpu-upgrade-gate.io/rollback: \"true\") is not held",
+		r.what, nodeList(r.nodes))
+}
+
+// rolloutRules (Plans and SUC's per-node step): RolloutInFlight on the
+// request, the budget on both. A Plan that starts nothing is held by
+// neither.
+func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
+	if len(r.pending) == 0 {
+		return
+	}
+	p := r.req.Plan
+	self := p.Namespace + "/" + p.Name
+	if r.only == "" && !r.rollback {
+		r.cfg.rolloutRule(f, r.cl, self)
+	}
+	bc := budgetCheck{candidates: r.pending, path: pathSelector}
+	if r.only != "" {
+		bc.own, bc.node = []string{r.only}, r.only
+	} else if stored := r.cl.plan(p.Namespace, p.Name); stored != nil {
+		// The stored status, never the request's: SUC alone writes it.
+		bc.own = stored.Status.Applying
+	}
+	r.cfg.budgetRule(f, r.cfg.unavailableNodes(r.cl, r.req.Now, d), bc)
+}
+
+// rolloutRules (driver path and its per-node step): RolloutInFlight on the
+// request, the maintenance windows and the budget on both. An upgrade of
+// the operator itself reloads no driver: it is held by RolloutInFlight only.
+func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
+	if len(r.pending) == 0 || r.req.Change.Operation == OpDelete {
+		return
+	}
+	if r.step == nil && !r.rollback {
+		r.cfg.rolloutRule(f, r.cl, "")
+	}
+	if r.operatorUpgrade() {
+		return
+	}
+	path, node, cl := r.req.Change.DriverPath, "", r.cl
+	if path == nil {
+		path = pathObjectName
+	}
+	bc := budgetCheck{candidates: r.pending}
+	if st := r.step; st != nil {
+		path, node = pathDriverState, st.Node.Name
+		bc.own = []string{node}
+		view := *r.cl
+		view.Nodes = withNodes(r.cl.Nodes, append(slices.Clone(st.InFlight), st.Node))
+		cl = &view
+	}
+	bc.node, bc.path = node, path
+	r.cfg.outsideWindowRule(f, r.req.Now, node, path)
+	r.cfg.budgetRule(f, r.cfg.unavailableNodes(cl, r.req.Now, d), bc)
+}
+
+// plan is the stored Plan namespace/name, nil when there is none.
+func (cl *Cluster) plan(namespace, name string) *upgradev1.Plan {
+	for _, p := range cl.Plans {
+		if p.Namespace == namespace && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
