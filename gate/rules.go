@@ -69,7 +69,8 @@ var (
 var ruleTable = []Rule{
 	// The object itself (review-level).
 	{Name: "shape", Codes: []Code{CodeSelectorInvalid, CodeMixedPlan, CodeUnpinnedVersion}, Reviews: planPaths},
-	{Name: "concurrency", Codes: []Code{CodeConcurrencyNotSerial}, Reviews: changePaths},
+	// The per-node driver step is held by the budget instead (rule_budget.go).
+	{Name: "concurrency", Codes: []Code{CodeConcurrencyNotSerial}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}},
 	{Name: "shape", Codes: []Code{CodeCordonRequired}, Reviews: planPaths},
 	{Name: "image", Codes: []Code{CodeImageInvalid}, Reviews: planPaths},
 	// The record (review-level: once per named record).
