@@ -46,9 +46,9 @@ type PlanReview struct {
 	exemption string
 	selErr    error
 	// only is the node of a per-node step (PrepareNodeStep), "" for a Plan.
-	only string
-	gpu       []string // selected GPU nodes, pending or not
-	nonGPU    []string
+	only   string
+	gpu    []string // selected GPU nodes, pending or not
+	nonGPU []string
 	// pending are the GPU nodes SUC would select (PlanSelector), whatever
 	// their tuple: SUC cordons, drains and runs its Job on each of them.
 	pending []NodeFacts

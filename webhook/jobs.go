@@ -61,9 +61,29 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if err != nil {
 		return gate.FactsUnavailable(object, err), nil
 	}
+	if cl.Plans, err = s.livePlans(ctx); err != nil {
+		return gate.StepFactsMissing(object, nodeName, "the Plans whose status.applying the disruption budget counts", pathJobPlan, err), nil
+	}
+	cl.PlanSelectors = nil
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, step.HolderNodes())
 	return step.Decide(holders, herr), nil
+}
+
+// livePlans lists the SUC namespaces' Plans live: the budget counts their
+// status.applying, which SUC wrote a moment ago for another Plan's node.
+func (s *Server) livePlans(ctx context.Context) ([]*upgradev1.Plan, error) {
+	var out []*upgradev1.Plan
+	for _, ns := range s.Config.SUCNamespaces {
+		var list upgradev1.PlanList
+		if err := s.Facts.Live.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("list Plans in %s: %w", ns, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
 }
 
 // decodeJob decodes a review's Job and refuses a body of another kind.
