@@ -3,10 +3,13 @@ package gate
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -168,17 +171,35 @@ func TestRolloutInFlightOtherPaths(t *testing.T) {
 		d = s.decide()
 		assert.True(t, d.Allowed, d.Message())
 	})
-	t.Run("SUC's step of one of two Plans admitted in the same instant is held by the budget, not by the rollout rule", func(t *testing.T) {
+	t.Run("SUC's steps of two Plans admitted in the same instant: the budget holds, the older Plan starts first", func(t *testing.T) {
 		st := safeStep(t)
 		other := storedPlan("gpu-v100-other", "gpu-v100-02")
 		st.cluster.Plans = []*upgradev1.Plan{other}
+		st.req.Plan.CreationTimestamp = metav1.NewTime(testNow)
 		d := st.decide(nil)
 		assert.True(t, d.Allowed, "the other Plan has not started a node: %s", d.Message())
+
 		other.Status.Applying = []string{"gpu-v100-02"}
+		other.CreationTimestamp = metav1.NewTime(testNow.Add(-time.Minute))
 		d = st.decide(nil)
 		assert.Equal(t, []Code{CodeDisruptionBudgetExceeded}, d.Codes(), d.Message())
 		assert.Contains(t, d.Message(), "Plan system-upgrade/gpu-v100-canary: [DisruptionBudgetExceeded] taking GPU node gpu-v100-01 out now would make 2 GPU nodes unavailable at once across all GPU nodes, above the budget of 1 (budget.maxUnavailable); already out: gpu-v100-02 (in status.applying of Plan system-upgrade/gpu-v100-other)")
 		assert.Equal(t, "gpu-v100-01", d.Blockers[0].Node)
+
+		// The newer Plan's node waits at its own step: it does not hold the older one.
+		other.CreationTimestamp = metav1.NewTime(testNow.Add(time.Minute))
+		d = st.decide(nil)
+		assert.True(t, d.Allowed, "the newer Plan's paused node: %s", d.Message())
+		// Once its Job runs, it is out.
+		st.cluster.Proof.UpgradeJobs = []*batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-other",
+			Labels: map[string]string{upgradev1.LabelPlan: "gpu-v100-other", upgradev1.LabelNode: "gpu-v100-02"}}}}
+		d = st.decide(nil)
+		assert.Equal(t, []Code{CodeDisruptionBudgetExceeded}, d.Codes(), d.Message())
+		// And so is it once SUC cordoned it.
+		st.cluster.Proof.UpgradeJobs = nil
+		st.scenario.node("gpu-v100-02").Spec.Unschedulable = true
+		d = st.decide(nil)
+		assert.Equal(t, []Code{CodeDisruptionBudgetExceeded}, d.Codes(), d.Message())
 	})
 }
 
@@ -351,7 +372,7 @@ func TestOutsideWindow(t *testing.T) {
 		{name: "inside a window (13:00 in Berlin)", windows: []upgradev1.TimeWindowSpec{berlin([]upgradev1.Day{"sa"}, "12:00", "14:00")}},
 		{name: "OutsideWindow: the next window is Sunday night", windows: []upgradev1.TimeWindowSpec{berlin([]upgradev1.Day{"su"}, "02:00", "06:00"), berlin([]upgradev1.Day{"we"}, "22:00", "23:00")},
 			want:    []Code{CodeOutsideWindow},
-			message: "[OutsideWindow] the change would start driver reloads at 2026-11-21T12:00:00Z, outside every maintenance window in the gate's config (windows.maintenance); the next opens at Sun 2026-11-22 02:00 CET Europe/Berlin (windows.maintenance[0]: su 02:00-06:00 Europe/Berlin)"},
+			message: "[OutsideWindow] the change would start driver reloads at 2026-11-21T12:00:00Z, outside every maintenance window in the gate's config (windows.maintenance); the next opens at Sun 2026-11-22 02:00 CET, time zone Europe/Berlin (windows.maintenance[0]: su 02:00-06:00 Europe/Berlin)"},
 		{name: "OutsideWindow: a window that closed an hour ago", windows: []upgradev1.TimeWindowSpec{berlin([]upgradev1.Day{"sa"}, "09:00", "12:00")},
 			want: []Code{CodeOutsideWindow}, message: "the next opens at Sat 2026-11-28 09:00 CET"},
 	}

@@ -106,6 +106,29 @@ type outNode struct {
 
 func (o *outNode) String() string { return o.name + " (" + strings.Join(o.why, "; ") + ")" }
 
+// outView says which review counts: per-node steps do not count the nodes
+// that wait at the same kind of step, or two waiting nodes would hold each
+// other forever.
+type outView struct {
+	// driverStep: the GPU Operator's reload step. A node in a driver state
+	// before the reload (cordon-required .. drain-required,
+	// node-maintenance-required) waits at this very step and does not
+	// count; one reloading or after (DriverReloadingStates) does.
+	driverStep bool
+	// sucStep is the Plan of SUC's Job start. A node in another Plan's
+	// status.applying whose Job has not started and that is not cordoned
+	// waits at this very step: it counts only when its Plan is older (the
+	// creation time, then the name, breaks the tie), so of two Plans
+	// admitted in the same instant the older one starts first.
+	sucStep *upgradev1.Plan
+}
+
+// DriverReloadingStates are the driver upgrade states of a node whose
+// driver reload has started and not finished (upgrade-failed included: its
+// reload did not complete, and the operator moves it on once the driver
+// Pod is Ready).
+var DriverReloadingStates = []string{"pod-restart-required", "post-maintenance-required", "validation-required", "uncordon-required", "upgrade-failed"}
+
 // unavailableNodes are the GPU nodes out for an upgrade now: in a Plan's
 // status.applying (SUC cordons, drains and upgrades it); in a driver
 // upgrade state past the queue (anything but absent, upgrade-required and
@@ -114,7 +137,7 @@ func (o *outNode) String() string { return o.name + " (" + strings.Join(o.why, "
 // A node at a destination that is schedulable again serves its tenants:
 // only a proven node is uncordoned (UncordonBeforeProof), and its proof
 // may lapse later (the allocation Pod is deleted) without taking it out.
-func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision) map[string]*outNode {
+func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision, v outView) map[string]*outNode {
 	out := map[string]*outNode{}
 	var byHost map[string]*corev1.Node
 	add := func(n *corev1.Node, why string) {
@@ -128,7 +151,8 @@ func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision) map[s
 	}
 	for _, n := range cl.Nodes {
 		state, hasState := n.Labels[LabelDriverUpgradeState]
-		busy := hasState && state != "" && state != driverUpgradeDone && state != driverUpgradeRequired
+		busy := hasState && !slices.Contains(DriverStatesNotOut, state) && state != "" &&
+			(!v.driverStep || slices.Contains(DriverReloadingStates, state))
 		down := n.Spec.Unschedulable && !isReady(n)
 		if !busy && !down || !c.IsGPUNode(n) {
 			continue
@@ -146,7 +170,7 @@ func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision) map[s
 			if byHost == nil {
 				byHost = c.gpuNodesByHost(cl)
 			}
-			if n := byHost[h]; n != nil {
+			if n := byHost[h]; n != nil && (v.sucStep == nil || n.Spec.Unschedulable || jobStarted(cl, p, n.Name) || older(p, v.sucStep)) {
 				add(n, "in status.applying of Plan "+p.Namespace+"/"+p.Name)
 			}
 		}
@@ -166,6 +190,25 @@ func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision) map[s
 		}
 	}
 	return out
+}
+
+// jobStarted: SUC's Job of Plan p for node runs or ran.
+func jobStarted(cl *Cluster, p *upgradev1.Plan, node string) bool {
+	for _, j := range cl.Proof.UpgradeJobs {
+		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node &&
+			(JobRuns(j.Spec) || j.Status.Active > 0 || j.Status.Succeeded > 0 || j.Status.Failed > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// older orders Plans by creation, then namespace/name.
+func older(a, b *upgradev1.Plan) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 }
 
 func (c *Config) gpuNodesByHost(cl *Cluster) map[string]*corev1.Node {
@@ -224,11 +267,13 @@ type budgetCheck struct {
 	own  []string
 	node string
 	path *field.Path
+	view outView
 }
 
 // budgetRule (review-level, Plans, per-node steps and the driver path):
 // taking any one candidate out must keep every limit that applies to it.
-func (c *Config) budgetRule(f *findings, out map[string]*outNode, bc budgetCheck) {
+func (c *Config) budgetRule(f *findings, cl *Cluster, now time.Time, d *Decision, bc budgetCheck) {
+	out := c.unavailableNodes(cl, now, d, bc.view)
 	isOwn := func(o *outNode) bool { return slices.Contains(bc.own, o.name) || slices.Contains(bc.own, o.host) }
 	type hit struct {
 		scope      budgetScope

@@ -105,12 +105,12 @@ func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 	}
 	bc := budgetCheck{candidates: r.pending, path: pathSelector}
 	if r.only != "" {
-		bc.own, bc.node = []string{r.only}, r.only
+		bc.own, bc.node, bc.view.sucStep = []string{r.only}, r.only, p
 	} else if stored := r.cl.plan(p.Namespace, p.Name); stored != nil {
 		// The stored status, never the request's: SUC alone writes it.
 		bc.own = stored.Status.Applying
 	}
-	r.cfg.budgetRule(f, r.cfg.unavailableNodes(r.cl, r.req.Now, d), bc)
+	r.cfg.budgetRule(f, r.cl, r.req.Now, d, bc)
 }
 
 // rolloutRules (driver path and its per-node step): RolloutInFlight on the
@@ -133,14 +133,14 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	bc := budgetCheck{candidates: r.pending}
 	if st := r.step; st != nil {
 		path, node = pathDriverState, st.Node.Name
-		bc.own = []string{node}
+		bc.own, bc.view.driverStep = []string{node}, true
 		view := *r.cl
 		view.Nodes = withNodes(r.cl.Nodes, append(slices.Clone(st.InFlight), st.Node))
 		cl = &view
 	}
 	bc.node, bc.path = node, path
 	r.cfg.outsideWindowRule(f, r.req.Now, node, path)
-	r.cfg.budgetRule(f, r.cfg.unavailableNodes(cl, r.req.Now, d), bc)
+	r.cfg.budgetRule(f, cl, r.req.Now, d, bc)
 }
 
 // plan is the stored Plan namespace/name, nil when there is none.

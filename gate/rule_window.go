@@ -89,7 +89,7 @@ func outsideWindow(node string, path *field.Path, now time.Time, ws []upgradev1.
 	what := "no window opens within a week"
 	if nextIdx >= 0 {
 		w := ws[nextIdx]
-		what = fmt.Sprintf("the next opens at %s %s (windows.maintenance[%d]: %s)", next.Format("Mon 2006-01-02 15:04 MST"), next.Location(), nextIdx, w.String())
+		what = fmt.Sprintf("the next opens at %s, time zone %s (windows.maintenance[%d]: %s)", next.Format("Mon 2006-01-02 15:04 MST"), next.Location(), nextIdx, w.String())
 	}
 	act := "the change would start driver reloads"
 	if node != "" {

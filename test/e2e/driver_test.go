@@ -333,16 +333,17 @@ func TestDriverStep(t *testing.T) {
 	require.NoError(t, operatorStep(t, op, "gpu-v100-01", "pod-restart-required"))
 	assert.Equal(t, stepsBefore+1, requestsTo(t, webhook.PathDriverStep), "exactly the reload step is reviewed")
 	// maxParallelUpgrades is the operator's to honour; the gate holds the
-	// budget of one either way: gpu-v100-02 waits in drain-required.
+	// disruption budget of one either way: gpu-v100-02 waits in
+	// drain-required (and, waiting at this step, did not hold gpu-v100-01).
 	err = operatorStep(t, op, "gpu-v100-02", "pod-restart-required")
-	requireDenied(t, err, gate.CodeConcurrencyNotSerial)
-	assert.Contains(t, err.Error(), "gpu-v100-01 (pod-restart-required)")
+	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
+	assert.Contains(t, err.Error(), "already out: gpu-v100-01 (driver upgrade state pod-restart-required)")
 	assert.Equal(t, "drain-required", stateOf(t, "gpu-v100-02"), "a refused step leaves the node where it was")
 	// A person writing the state is judged the same way.
-	requireDenied(t, operatorStep(t, alice, "gpu-v100-02", "pod-restart-required"), gate.CodeConcurrencyNotSerial)
+	requireDenied(t, operatorStep(t, alice, "gpu-v100-02", "pod-restart-required"), gate.CodeDisruptionBudgetExceeded)
 	for _, s := range []string{"validation-required", "uncordon-required"} {
 		require.NoError(t, operatorStep(t, op, "gpu-v100-01", s))
-		requireDenied(t, operatorStep(t, op, "gpu-v100-02", "pod-restart-required"), gate.CodeConcurrencyNotSerial)
+		requireDenied(t, operatorStep(t, op, "gpu-v100-02", "pod-restart-required"), gate.CodeDisruptionBudgetExceeded)
 	}
 	require.NoError(t, operatorStep(t, op, "gpu-v100-01", "upgrade-done"))
 	require.NoError(t, operatorStep(t, op, "gpu-v100-02", "pod-restart-required"), "the controller's retry passes once gpu-v100-01 is done")

@@ -84,7 +84,7 @@ func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
 	wave := plan("label-wave", "v100-r580")
 	wave.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"gpu-wave": "next"}}
 	require.NoError(t, alice.Create(ctx, wave))
-	defer env.Admin.Delete(ctx, wave)
+	defer removePlan(t, wave)
 
 	require.NoError(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`), "one canary is fine")
 	defer patchNode(env.Admin, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":null}}}`)

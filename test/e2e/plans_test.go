@@ -139,7 +139,7 @@ func TestPlanReasonCodes(t *testing.T) {
 			err := c.Create(ctx, tc.p)
 			if len(tc.want) == 0 {
 				require.NoError(t, err)
-				require.NoError(t, env.Admin.Delete(ctx, tc.p))
+				removePlan(t, tc.p)
 				return
 			}
 			requireDenied(t, err, tc.want...)
@@ -170,7 +170,8 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
 	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
-	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged}
+	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged,
+	gate.CodeRolloutInFlight, gate.CodeDisruptionBudgetExceeded, gate.CodeWindowInvalid, gate.CodeOutsideWindow}
 
 func TestVersionEditInFlight(t *testing.T) {
 	ctx := context.Background()
@@ -178,7 +179,7 @@ func TestVersionEditInFlight(t *testing.T) {
 	suc := sucStatusClient(t)
 	p := plan("in-flight", "v100-r580", "gpu-v100-01")
 	require.NoError(t, c.Create(ctx, p))
-	defer env.Admin.Delete(ctx, p)
+	defer removePlan(t, p)
 	// SUC writes status.applying (played by its ServiceAccount here; only
 	// SUC may change it, TestPlanStatusGuard).
 	p.Status.Applying = []string{"gpu-v100-01"}
@@ -210,7 +211,7 @@ func TestWarningsReachTheClient(t *testing.T) {
 	c, w := as(t, "alice")
 	p := plan("expires-soon", "v100-expires", "gpu-v100-01")
 	require.NoError(t, c.Create(ctx, p))
-	defer env.Admin.Delete(ctx, p)
+	defer removePlan(t, p)
 	assert.Contains(t, strings.Join(w.Take(), "\n"), "record v100-expires expires at")
 
 	c2, w2 := as(t, "alice")

@@ -47,7 +47,7 @@ func TestPlanStatusGuard(t *testing.T) {
 	alice, _ := as(t, "alice")
 	p := plan("status-guard", "v100-r580", "gpu-v100-01")
 	require.NoError(t, alice.Create(ctx, p))
-	defer env.Admin.Delete(ctx, p)
+	defer removePlan(t, p)
 
 	// SUC selects the node.
 	p.Status.Applying = []string{"gpu-v100-01"}
