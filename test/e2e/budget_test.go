@@ -126,8 +126,8 @@ func TestPlanWindowThroughAPIServer(t *testing.T) {
 	cases := []struct {
 		name, plan string
 		window     *upgradev1.TimeWindowSpec
-		want     []gate.Code
-		contains string
+		want       []gate.Code
+		contains   string
 	}{
 		{name: "a weekend night in Berlin", plan: "window-berlin", window: &upgradev1.TimeWindowSpec{Days: []upgradev1.Day{"sa", "su"}, StartTime: "02:00", EndTime: "06:00", TimeZone: "Europe/Berlin"}},
 		{name: "WindowInvalid: none", plan: "window-none", want: []gate.Code{gate.CodeWindowInvalid}, contains: "a GPU Plan needs spec.window"},
