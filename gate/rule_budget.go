@@ -129,7 +129,7 @@ type outView struct {
 // Pod is Ready).
 var DriverReloadingStates = []string{"pod-restart-required", "post-maintenance-required", "validation-required", "uncordon-required", "upgrade-failed"}
 
-// unavailableNodes are the GPU nodes out for an upgrade now: in a Plan's
+// unavailableIn are the GPU nodes out for an upgrade now: in a Plan's
 // status.applying (SUC cordons, drains and upgrades it); in a driver
 // upgrade state past the queue (anything but absent, upgrade-required and
 // upgrade-done); cordoned and NotReady; cordoned at the destination tuple
@@ -137,9 +137,8 @@ var DriverReloadingStates = []string{"pod-restart-required", "post-maintenance-r
 // A node at a destination that is schedulable again serves its tenants:
 // only a proven node is uncordoned (UncordonBeforeProof), and its proof
 // may lapse later (the allocation Pod is deleted) without taking it out.
-func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision, v outView) map[string]*outNode {
+func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Decision, v outView) map[string]*outNode {
 	out := map[string]*outNode{}
-	var byHost map[string]*corev1.Node
 	add := func(n *corev1.Node, why string) {
 		o := out[n.Name]
 		if o == nil {
@@ -149,40 +148,33 @@ func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision, v out
 		}
 		o.why = append(o.why, why)
 	}
-	for _, n := range cl.Nodes {
-		state, hasState := n.Labels[LabelDriverUpgradeState]
-		busy := hasState && !slices.Contains(DriverStatesNotOut, state) && state != "" &&
-			(!v.driverStep || slices.Contains(DriverReloadingStates, state))
-		down := n.Spec.Unschedulable && !isReady(n)
-		if !busy && !down || !c.IsGPUNode(n) {
-			continue
-		}
-		if busy {
+	for _, n := range fs.stated {
+		state := n.Labels[LabelDriverUpgradeState]
+		if !slices.Contains(DriverStatesNotOut, state) && (!v.driverStep || slices.Contains(DriverReloadingStates, state)) {
 			add(n, "driver upgrade state "+state)
 		}
-		if down {
+	}
+	for _, n := range fs.cordoned {
+		if !isReady(n) {
 			add(n, "cordoned and NotReady")
 		}
 	}
+	cordoned, byHost := fs.cordoned, fs.byHost
 	dests := map[*qualification.Tuple]bool{}
+	atDest := *cl
+	atDest.Nodes = cordoned
 	for _, p := range cl.Plans {
 		for _, h := range p.Status.Applying {
-			if byHost == nil {
-				byHost = c.gpuNodesByHost(cl)
-			}
 			if n := byHost[h]; n != nil && (v.sucStep == nil || n.Spec.Unschedulable || jobStarted(cl, p, n.Name) || older(p, v.sucStep)) {
 				add(n, "in status.applying of Plan "+p.Namespace+"/"+p.Name)
 			}
 		}
 		dest, id := planDestination(cl, p)
-		if dest == nil || dests[dest] {
+		if dest == nil || dests[dest] || len(cordoned) == 0 {
 			continue
 		}
 		dests[dest] = true
-		for _, n := range nodesAt(c, cl, cl.Records[p.Annotations[AnnotationQualification]].Record, dest) {
-			if !n.Spec.Unschedulable {
-				continue
-			}
+		for _, n := range nodesAt(c, &atDest, cl.Records[p.Annotations[AnnotationQualification]].Record, dest) {
 			if pr := c.Prove(cl, n, now); !pr.Proven() {
 				d.noteProof(c, pr)
 				add(n, fmt.Sprintf("cordoned at the destination tuple of record %s, not proven: %s", id, strings.Join(pr.Missing, ", ")))
@@ -190,6 +182,45 @@ func (c *Config) unavailableNodes(cl *Cluster, now time.Time, d *Decision, v out
 		}
 	}
 	return out
+}
+
+// fleetScan is what one pass over the fleet finds for the rollout rules,
+// the cheap tests first: most nodes are schedulable, carry no driver state
+// and apply no Plan.
+type fleetScan struct {
+	// stated are the GPU nodes with a driver upgrade state other than
+	// upgrade-done, cordoned the cordoned GPU nodes.
+	stated, cordoned []*corev1.Node
+	// byHost are the GPU nodes some Plan's status.applying names.
+	byHost map[string]*corev1.Node
+}
+
+func (c *Config) scanFleet(cl *Cluster) *fleetScan {
+	fs := &fleetScan{byHost: map[string]*corev1.Node{}}
+	applying := map[string]bool{}
+	for _, p := range cl.Plans {
+		for _, h := range p.Status.Applying {
+			applying[h] = true
+		}
+	}
+	for _, n := range cl.Nodes {
+		state, stated := n.Labels[LabelDriverUpgradeState]
+		stated = stated && state != "" && state != driverUpgradeDone
+		inPlan := len(applying) > 0 && applying[hostname(n)]
+		if !stated && !n.Spec.Unschedulable && !inPlan || !c.IsGPUNode(n) {
+			continue
+		}
+		if stated {
+			fs.stated = append(fs.stated, n)
+		}
+		if n.Spec.Unschedulable {
+			fs.cordoned = append(fs.cordoned, n)
+		}
+		if inPlan {
+			fs.byHost[hostname(n)] = n
+		}
+	}
+	return fs
 }
 
 // jobStarted: SUC's Job of Plan p for node runs or ran.
@@ -209,16 +240,6 @@ func older(a, b *upgradev1.Plan) bool {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-}
-
-func (c *Config) gpuNodesByHost(cl *Cluster) map[string]*corev1.Node {
-	m := map[string]*corev1.Node{}
-	for _, n := range cl.Nodes {
-		if c.IsGPUNode(n) {
-			m[hostname(n)] = n
-		}
-	}
-	return m
 }
 
 // hostname is what SUC writes in status.applying for a node.
@@ -272,8 +293,8 @@ type budgetCheck struct {
 
 // budgetRule (review-level, Plans, per-node steps and the driver path):
 // taking any one candidate out must keep every limit that applies to it.
-func (c *Config) budgetRule(f *findings, cl *Cluster, now time.Time, d *Decision, bc budgetCheck) {
-	out := c.unavailableNodes(cl, now, d, bc.view)
+func (c *Config) budgetRule(f *findings, cl *Cluster, fs *fleetScan, now time.Time, d *Decision, bc budgetCheck) {
+	out := c.unavailableIn(cl, fs, now, d, bc.view)
 	isOwn := func(o *outNode) bool { return slices.Contains(bc.own, o.name) || slices.Contains(bc.own, o.host) }
 	type hit struct {
 		scope      budgetScope

@@ -3,6 +3,7 @@ package gate
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -32,35 +33,29 @@ type rolloutInFlight struct {
 }
 
 // rolloutsInFlight lists the GPU rollouts in flight other than the Plan
-// self ("namespace/name"; "" on the driver path).
-func (c *Config) rolloutsInFlight(cl *Cluster, self string) []rolloutInFlight {
+// self (nil on the driver path). A Plan SUC reports
+// Complete with nothing applying has no pending node (SUC sets Complete
+// only when it selects none), so only the others are scanned: a review then
+// matches the fleet against the few Plans in progress, not against all.
+func (c *Config) rolloutsInFlight(cl *Cluster, fs *fleetScan, self *upgradev1.Plan) []rolloutInFlight {
 	var out []rolloutInFlight
 	var driver []string
-	byHost := map[string]string{}
-	gpuNodes := map[string]bool{}
-	for _, n := range cl.Nodes {
-		if !c.IsGPUNode(n) {
-			continue
-		}
-		byHost[hostname(n)] = n.Name
-		gpuNodes[n.Name] = true
-		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != "" && s != driverUpgradeDone {
-			driver = append(driver, n.Name+" ("+s+")")
-		}
+	for _, n := range fs.stated {
+		driver = append(driver, n.Name+" ("+n.Labels[LabelDriverUpgradeState]+")")
 	}
 	for i, p := range cl.Plans {
-		if p.Namespace+"/"+p.Name == self {
+		if self != nil && p.Namespace == self.Namespace && p.Name == self.Name {
 			continue
 		}
 		var nodes []string
 		for _, h := range p.Status.Applying {
-			if name, ok := byHost[h]; ok {
-				nodes = append(nodes, name+" (applying)")
+			if n, ok := fs.byHost[h]; ok {
+				nodes = append(nodes, n.Name+" (applying)")
 			}
 		}
-		if sel, err := cl.planSelector(i); err == nil {
+		if sel, err := cl.planSelector(i); err == nil && !planComplete(p) {
 			for _, n := range cl.Nodes {
-				if gpuNodes[n.Name] && sel.Matches(n) && !slices.Contains(p.Status.Applying, hostname(n)) {
+				if sel.Matches(n) && !slices.Contains(p.Status.Applying, hostname(n)) && c.IsGPUNode(n) {
 					nodes = append(nodes, n.Name+" (pending)")
 				}
 			}
@@ -77,10 +72,24 @@ func (c *Config) rolloutsInFlight(cl *Cluster, self string) []rolloutInFlight {
 	return out
 }
 
+// planComplete: SUC reports the Plan Complete for its current hash, with
+// no node applying.
+func planComplete(p *upgradev1.Plan) bool {
+	if len(p.Status.Applying) > 0 || p.Status.LatestHash == "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == upgradev1.PlanComplete {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // rolloutRule (review-level, Plans and the driver path): a review that
 // moves GPU nodes is denied while another GPU rollout is in flight.
-func (c *Config) rolloutRule(f *findings, cl *Cluster, self string) {
-	for _, r := range c.rolloutsInFlight(cl, self) {
+func (c *Config) rolloutRule(f *findings, cl *Cluster, fs *fleetScan, self *upgradev1.Plan) {
+	for _, r := range c.rolloutsInFlight(cl, fs, self) {
 		f.add(rolloutInFlightBlocker(r))
 	}
 }
@@ -99,9 +108,9 @@ func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 		return
 	}
 	p := r.req.Plan
-	self := p.Namespace + "/" + p.Name
+	fs := r.cfg.scanFleet(r.cl)
 	if r.only == "" && !r.rollback {
-		r.cfg.rolloutRule(f, r.cl, self)
+		r.cfg.rolloutRule(f, r.cl, fs, p)
 	}
 	bc := budgetCheck{candidates: r.pending, path: pathSelector}
 	if r.only != "" {
@@ -110,7 +119,7 @@ func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 		// The stored status, never the request's: SUC alone writes it.
 		bc.own = stored.Status.Applying
 	}
-	r.cfg.budgetRule(f, r.cl, r.req.Now, d, bc)
+	r.cfg.budgetRule(f, r.cl, fs, r.req.Now, d, bc)
 }
 
 // rolloutRules (driver path and its per-node step): RolloutInFlight on the
@@ -120,8 +129,9 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	if len(r.pending) == 0 || r.req.Change.Operation == OpDelete {
 		return
 	}
+	fs := r.cfg.scanFleet(r.cl)
 	if r.step == nil && !r.rollback {
-		r.cfg.rolloutRule(f, r.cl, "")
+		r.cfg.rolloutRule(f, r.cl, fs, nil)
 	}
 	if r.operatorUpgrade() {
 		return
@@ -136,11 +146,11 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 		bc.own, bc.view.driverStep = []string{node}, true
 		view := *r.cl
 		view.Nodes = withNodes(r.cl.Nodes, append(slices.Clone(st.InFlight), st.Node))
-		cl = &view
+		cl, fs = &view, r.cfg.scanFleet(&view)
 	}
 	bc.node, bc.path = node, path
 	r.cfg.outsideWindowRule(f, r.req.Now, node, path)
-	r.cfg.budgetRule(f, cl, r.req.Now, d, bc)
+	r.cfg.budgetRule(f, cl, fs, r.req.Now, d, bc)
 }
 
 // plan is the stored Plan namespace/name, nil when there is none.

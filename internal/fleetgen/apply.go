@@ -55,8 +55,17 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 	}); err != nil {
 		return err
 	}
+	// Plans, with the status SUC wrote when it finished them.
 	return parallel(ctx, workers, len(f.Plans), func(i int) error {
-		return c.Create(ctx, f.Plans[i].DeepCopy())
+		obj := f.Plans[i].DeepCopy()
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create Plan %s: %w", obj.Name, err)
+		}
+		if f.Plans[i].Status.LatestHash == "" {
+			return nil
+		}
+		obj.Status = *f.Plans[i].Status.DeepCopy()
+		return c.Status().Update(ctx, obj)
 	})
 }
 

@@ -2,6 +2,7 @@ package fleetgen
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -157,6 +158,37 @@ func (g *generator) plans() {
 			p.Spec.Version, p.Spec.Prepare = "r580-130", nil
 			p.Spec.Drain = &upgradev1.DrainSpec{Force: true, IgnoreDaemonSets: ptr(true), DeleteEmptydirData: ptr(true)}
 			f.Plans = append(f.Plans, p)
+		}
+	}
+	g.applied()
+}
+
+// applied makes every Plan a finished earlier rollout, as SUC leaves it:
+// status.latestHash the hash of the Plan at the source RKE2 version,
+// Complete, and each GPU node it selects labelled
+// plan.upgrade.cattle.io/<plan> with it (CPU nodes keep their labels: no
+// rule reads theirs). No GPU rollout is in flight (RolloutInFlight), and a
+// review of the Plan as written (the target version, a new hash) still
+// selects them all.
+func (g *generator) applied() {
+	for _, p := range g.f.Plans {
+		prev := p.DeepCopy()
+		prev.Spec.Version = Source.RKE2
+		hash, ok := gate.PredictHash(prev)
+		if !ok {
+			panic("fleet Plan " + p.Name + ": no predictable hash")
+		}
+		p.Status.LatestHash = hash
+		p.Status.LatestVersion = strings.ReplaceAll(Source.RKE2, "+", "-")
+		p.Status.Conditions = []upgradev1.GenericCondition{{Type: upgradev1.PlanComplete, Status: corev1.ConditionTrue, Reason: "Complete"}}
+		names, err := gate.PendingNodes(p, g.f.Nodes)
+		if err != nil {
+			panic(fmt.Sprintf("fleet Plan %s: %v", p.Name, err))
+		}
+		for _, name := range names {
+			if n := g.f.Node(name); g.f.Config.IsGPUNode(n) {
+				n.Labels[upgradev1.LabelPlanName(p.Name)] = hash
+			}
 		}
 	}
 }
