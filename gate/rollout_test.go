@@ -70,6 +70,19 @@ func TestRolloutInFlight(t *testing.T) {
 			doneFor(s, p, "gpu-v100-02")
 			s.cluster.Plans = []*upgradev1.Plan{p}
 		}},
+		{name: "a Plan SUC reports Complete for its hash is not in flight (SUC selects no node then)", mutate: func(s *scenario) {
+			p := storedPlan("gpu-v100-complete", "gpu-v100-02")
+			p.Status.LatestHash = "h1"
+			p.Status.Conditions = []upgradev1.GenericCondition{{Type: upgradev1.PlanComplete, Status: corev1.ConditionTrue}}
+			s.cluster.Plans = []*upgradev1.Plan{p}
+		}},
+		{name: "RolloutInFlight: Complete but still applying", mutate: func(s *scenario) {
+			p := storedPlan("gpu-v100-complete", "gpu-v100-02")
+			p.Status.LatestHash = "h1"
+			p.Status.Applying = []string{"gpu-v100-02"}
+			p.Status.Conditions = []upgradev1.GenericCondition{{Type: upgradev1.PlanComplete, Status: corev1.ConditionTrue}}
+			s.cluster.Plans = []*upgradev1.Plan{p}
+		}, want: []Code{CodeRolloutInFlight, CodeDisruptionBudgetExceeded}},
 		{name: "a CPU Plan is not a GPU rollout", mutate: func(s *scenario) {
 			p := storedPlan("cpu", "cpu-01")
 			p.Status.Applying = []string{"cpu-01"}
