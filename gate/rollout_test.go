@@ -105,6 +105,10 @@ func TestRolloutInFlight(t *testing.T) {
 			rollbackScenario(s)
 			s.cluster.Plans = []*upgradev1.Plan{storedPlan("gpu-v100-failed", "gpu-v100-02")}
 		}},
+		{name: "a rollback Plan is not held by the budget the failed node spends", mutate: func(s *scenario) {
+			rollbackScenario(s)
+			down(s.node("gpu-h200-01"))
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +172,16 @@ func TestRolloutInFlightOtherPaths(t *testing.T) {
 		s.change.Annotations[AnnotationRollback] = "true"
 		d := s.decide()
 		assert.NotContains(t, d.Codes(), CodeRolloutInFlight, d.Message())
+	})
+	t.Run("a driver rollback while a node failed its upgrade: the request passes, each step holds the budget", func(t *testing.T) {
+		s := safeDriverScenario(t)
+		s.node("gpu-h200-01").Labels[LabelDriverUpgradeState] = "upgrade-failed"
+		d := s.decide()
+		assert.ElementsMatch(t, []Code{CodeRolloutInFlight, CodeDisruptionBudgetExceeded}, d.Codes(), d.Message())
+		s.change.Annotations[AnnotationRollback] = "true"
+		d = s.decide()
+		assert.NotContains(t, d.Codes(), CodeRolloutInFlight, d.Message())
+		assert.NotContains(t, d.Codes(), CodeDisruptionBudgetExceeded, d.Message())
 	})
 	t.Run("RolloutInFlight: a GPU Operator upgrade while a Plan is in flight", func(t *testing.T) {
 		s := safeDriverScenario(t)

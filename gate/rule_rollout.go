@@ -102,7 +102,7 @@ func rolloutInFlightBlocker(r rolloutInFlight) Blocker {
 
 // rolloutRules (Plans and SUC's per-node step): RolloutInFlight on the
 // request, the budget on both. A Plan that starts nothing is held by
-// neither.
+// neither, a rollback Plan's request by neither.
 func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 	if len(r.pending) == 0 {
 		return
@@ -111,6 +111,11 @@ func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 	fs := r.cfg.scanFleet(r.cl)
 	if r.only == "" && !r.rollback {
 		r.cfg.rolloutRule(f, r.cl, fs, p)
+	}
+	if r.rollback && r.only == "" {
+		// The way out of a failed rollout: the failed node is out already,
+		// and SUC's Job start of each node still holds the budget.
+		return
 	}
 	bc := budgetCheck{candidates: r.pending, path: pathSelector}
 	if r.only != "" {
@@ -123,7 +128,8 @@ func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
 }
 
 // rolloutRules (driver path and its per-node step): RolloutInFlight on the
-// request, the maintenance windows and the budget on both. An upgrade of
+// request, the maintenance windows and the budget on both (a rollback's
+// request: none of them). An upgrade of
 // the operator itself reloads no driver: it is held by RolloutInFlight only.
 func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	if len(r.pending) == 0 || r.req.Change.Operation == OpDelete {
@@ -133,7 +139,9 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	if r.step == nil && !r.rollback {
 		r.cfg.rolloutRule(f, r.cl, fs, nil)
 	}
-	if r.operatorUpgrade() {
+	if r.operatorUpgrade() || r.rollback && r.step == nil {
+		// A rollback is the way out of a failed rollout; its per-node
+		// steps still hold the window and the budget.
 		return
 	}
 	path, node, cl := r.req.Change.DriverPath, "", r.cl
