@@ -54,6 +54,9 @@ type NodeInventory struct {
 	// (docs/proof.md), empty otherwise; ProofMissing says what is missing.
 	Proof        string   `json:"proof,omitempty"`
 	ProofMissing []string `json:"proofMissing,omitempty"`
+	// ReachedAt is when a node at its record's target reached it (the
+	// proof's clock), for how long it has waited unproven.
+	ReachedAt time.Time `json:"-"`
 }
 
 // Inventory lists every GPU node of the cluster, sorted by name. holders may
@@ -96,7 +99,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 			case SameTuple(inv.Current, rec.Target):
 				inv.Status = StatusAtTarget
 				p := cfg.Prove(cl, n, now)
-				inv.Proof, inv.ProofMissing = p.State(), p.Missing
+				inv.Proof, inv.ProofMissing, inv.ReachedAt = p.State(), p.Missing, p.ReachedAt
 			case len(qualification.Check(rec, fresh)) > 0:
 				inv.Status = StatusStale
 			case approval != "":

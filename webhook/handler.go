@@ -57,6 +57,9 @@ type handler struct {
 	subresources []string
 	decide       decideFunc
 	log          logr.Logger
+	// identify classes the requester for the system-denial metric (nil:
+	// nobody is a system identity).
+	identify func(gate.UserInfo) string
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -76,7 +79,11 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	} else {
 		resp = respond(d)
 	}
-	observe(h.resource, d, time.Since(start))
+	identity := ""
+	if h.identify != nil {
+		identity = h.identify(userOf(req))
+	}
+	observe(h.resource, identity, d, time.Since(start))
 	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,

@@ -67,7 +67,11 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	cl.PlanSelectors = nil
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
 	holders, herr := s.Facts.Holders(ctx, step.HolderNodes())
-	return step.Decide(holders, herr), nil
+	d := step.Decide(holders, herr)
+	if !dryRun(req) {
+		s.events.held("StartUpgrade", plan, node, d)
+	}
+	return d, nil
 }
 
 // livePlans lists the SUC namespaces' Plans live: the budget counts their
@@ -85,6 +89,8 @@ func (s *Server) livePlans(ctx context.Context) ([]*upgradev1.Plan, error) {
 	}
 	return out, nil
 }
+
+func dryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
 
 // decodeJob decodes a review's Job and refuses a body of another kind.
 func decodeJob(raw []byte) (*batchv1.Job, error) {

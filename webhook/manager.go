@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -84,6 +85,17 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		// without one); reviewLimiter refuses a request without one.
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.ClientCAs, c.ClientAuth = pool, tls.VerifyClientCertIfGiven })
 	}
+	var certs *certwatcher.CertWatcher
+	if opts.CertDir != "" {
+		// Our own watcher of the same files, handed to the webhook server,
+		// so the certificate it presents is the one whose expiry is exported.
+		w, err := servingCertWatcher(opts.CertDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serving certificate: %w", err)
+		}
+		certs = w
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOptions(cfg, facts),
@@ -95,6 +107,11 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if certs != nil {
+		if err := mgr.Add(certs); err != nil {
+			return nil, nil, err
+		}
 	}
 	facts.Cache, facts.Live = mgr.GetCache(), mgr.GetAPIReader()
 	// A cache holds one selector per type: the allocation checks (any
@@ -109,6 +126,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		return nil, nil, err
 	}
 	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != ""}
+	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Pod{}, &batchv1.Job{}} {
 		// Registering the informers now makes the manager start and sync them
@@ -320,6 +338,7 @@ func (s *syncer) Start(ctx context.Context) error {
 			s.facts.SetServerVersion(v.GitVersion)
 			s.facts.synced.Store(true)
 		}
+		ready.Set(boolGauge(s.facts.ready() == nil))
 		select {
 		case <-ctx.Done():
 			return nil

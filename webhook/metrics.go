@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,19 +16,59 @@ var (
 		Help: "Admission decisions by resource, decision (allow|deny) and reason code; a denial counts once per code, an allow with no code has code=\"\".",
 	}, []string{"resource", "decision", "code"})
 	latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "gpu_upgrade_gate_decision_duration_seconds",
-		Help:    "Time to decide one review, facts and holder listing included.",
-		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+		Name: "gpu_upgrade_gate_decision_duration_seconds",
+		Help: "Time to decide one review, facts and holder listing included.",
+		// Up to the longest webhook timeout (10s), so a p99 near any
+		// configured timeout is measurable (GPUUpgradeGateSlowReviews).
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 	}, []string{"resource"})
 	refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpu_upgrade_gate_reviews_refused_total",
 		Help: "Reviews denied unread by reason: too_large (body above the cap), busy (no memory budget within the wait) or no_client_cert (--client-ca set, none presented).",
 	}, []string{"reason"})
+	// systemDenials: labels are a fixed set each (resources, identity
+	// classes, codes), never a user name.
+	systemDenials = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpu_upgrade_gate_system_denials_total",
+		Help: "Denials of a system controller (identity: kubelet, suc, exempt, control-plane) outside the per-node steps the gate guards on purpose (SUC's Job start and completion write, the GPU Operator's driver step), by resource and code.",
+	}, []string{"resource", "identity", "code"})
+	// rolloutHalted is set by the halt loop.
+	rolloutHalted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpu_upgrade_gate_rollout_halted",
+		Help: "1 while the rollout of a hardware (its identity set, joined by commas) is halted.",
+	}, []string{"hardware"})
+	ready = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gpu_upgrade_gate_ready",
+		Help: "1 when the caches are synced and fresh and the API server's version is known (readiness), 0 while reviews fail closed.",
+	})
+	servingCertExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gpu_upgrade_gate_serving_certificate_expiry_timestamp_seconds",
+		Help: "notAfter of the serving certificate the webhook presents now (Unix seconds), as certwatcher loaded it.",
+	})
 )
 
-func init() { metrics.Registry.MustRegister(decisions, latency, refused) }
+// guardedSteps are the per-node steps the gate holds on purpose: a system
+// controller waiting there is the design, not an incident.
+var guardedSteps = []string{"jobs", "completions", "driver-step"}
 
-func observe(resource string, d gate.Decision, took time.Duration) {
+func init() {
+	register(decisions, latency, refused, systemDenials, rolloutHalted, ready, servingCertExpiry)
+}
+
+// gateCollectors are the gate's own metrics: the dashboard and the alerts
+// may name only these (webhook/testdata/metrics.txt, TestMetricNames).
+var gateCollectors []prometheus.Collector
+
+// register registers the gate's own metrics on controller-runtime's
+// registry, which /metrics serves.
+func register(cs ...prometheus.Collector) {
+	gateCollectors = append(gateCollectors, cs...)
+	metrics.Registry.MustRegister(cs...)
+}
+
+// observe counts one decision; identity is the requester's system identity
+// class ("" for anyone else).
+func observe(resource, identity string, d gate.Decision, took time.Duration) {
 	decision := "allow"
 	if !d.Allowed {
 		decision = "deny"
@@ -37,7 +78,21 @@ func observe(resource string, d gate.Decision, took time.Duration) {
 	if len(codes) == 0 {
 		decisions.WithLabelValues(resource, decision, "").Inc()
 	}
+	system := !d.Allowed && identity != "" && !slices.Contains(guardedSteps, resource)
 	for _, c := range codes {
 		decisions.WithLabelValues(resource, decision, string(c)).Inc()
+		if system {
+			systemDenials.WithLabelValues(resource, identity, string(c)).Inc()
+		}
 	}
+	if system && len(codes) == 0 {
+		systemDenials.WithLabelValues(resource, identity, "").Inc()
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

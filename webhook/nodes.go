@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
@@ -49,7 +51,18 @@ func (s *Server) decideCompletion(ctx context.Context, req admission.Request) (g
 	if err != nil {
 		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
-	return gate.DecideCompletion(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()}), nil
+	d := gate.DecideCompletion(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()})
+	if !d.Allowed && !dryRun(req) {
+		// The Plans whose completion of the node this is: those upgrading
+		// it, or whose done label the write sets.
+		for _, p := range cl.Plans {
+			key := upgradev1.LabelPlanPrefix + p.Name
+			if slices.Contains(p.Status.Applying, n.Name) || n.Labels[key] != old.Labels[key] {
+				s.events.held("CompleteUpgrade", p, n, d)
+			}
+		}
+	}
+	return d, nil
 }
 
 // nodeFields are the parts of a Node the rules read (what StripNode keeps,

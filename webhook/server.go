@@ -31,6 +31,8 @@ type Server struct {
 	// requireClientCert: only requests with a verified client certificate
 	// are read (Options.ClientCA).
 	requireClientCert bool
+	// events tells Plans and Nodes why a node's step is held (nil: none).
+	events *holdEvents
 }
 
 func (s *Server) now() time.Time {
@@ -50,6 +52,7 @@ func (s *Server) Register(srv webhook.Server) {
 	l := newReviewLimiter(MaxReviewBytes, budget, DefaultReviewWait)
 	l.requireClientCert = s.requireClientCert
 	for path, h := range s.handlers() {
+		h.identify = s.Config.SystemIdentity
 		srv.Register(path, l.wrap(h.serve()))
 	}
 }

@@ -2,9 +2,11 @@
 // helm that `make helm` builds, and decodes every rendered object with the
 // real API types: apps/v1, batch/v1, core/v1, admissionregistration/v1,
 // policy/v1, rbac/v1, networking/v1 and cert-manager's v1. The NFD
-// NodeFeatureRule and the Prometheus-operator ServiceMonitor, whose Go types
-// this module does not import, decode as unstructured; any other kind is an
-// error, so a template that renders something unexpected fails loudly.
+// NodeFeatureRule and the Prometheus-operator ServiceMonitor and
+// PrometheusRule, whose Go types this module does not import, decode as
+// unstructured (hack/tools/promtool decodes the PrometheusRule with its real
+// type); any other kind is an error, so a template that renders something
+// unexpected fails loudly.
 //
 // The chart's tests live beside it; internal/testenv uses Render to install
 // the chart's own webhook configuration, ServiceAccount and RBAC into the e2e
@@ -37,6 +39,7 @@ import (
 var (
 	NodeFeatureRule = schema.GroupVersionKind{Group: "nfd.k8s-sigs.io", Version: "v1alpha1", Kind: "NodeFeatureRule"}
 	ServiceMonitor  = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
+	PrometheusRule  = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}
 )
 
 // Scheme holds every typed kind the chart may render.
@@ -212,7 +215,7 @@ func Decode(stream []byte) ([]Object, error) {
 		gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
 		var obj client.Object
 		switch {
-		case gvk == NodeFeatureRule || gvk == ServiceMonitor:
+		case gvk == NodeFeatureRule || gvk == ServiceMonitor || gvk == PrometheusRule:
 			u := &unstructured.Unstructured{}
 			if err := u.UnmarshalJSON(js); err != nil {
 				return nil, fmt.Errorf("%s: %w", source, err)

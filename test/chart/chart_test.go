@@ -55,6 +55,7 @@ var variants = map[string]func(e *expect){
 	},
 	"networkpolicy-servicemonitor-values.yaml": func(e *expect) {
 		e.networkPolicy, e.serviceMonitor, e.deleteHook = true, true, true
+		e.prometheusRule, e.dashboard = true, "monitoring"
 		e.webhookFrom, e.clientCA = []string{"10.0.0.10/32", "10.0.0.11/32"}, "apiserver-webhook-client-ca"
 		e.dcgm = [2]string{"gpu-monitoring", "dcgm-exporter"}
 	},
@@ -413,6 +414,37 @@ func TestChecksCanFail(t *testing.T) {
 			sm := FindUnstructured(o, ServiceMonitor)[0]
 			_ = unstructured.SetNestedSlice(sm.Object, []any{map[string]any{"port": "web"}}, "spec", "endpoints")
 		}, "ServiceMonitor selects no Service"},
+		// Events, alerts, dashboard
+		{"events read", "", func(o []Object) {
+			r := role(o, "-events")
+			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "list")
+		}, "may list events.k8s.io/events"},
+		{"no Events for Nodes", "", func(o []Object) {
+			for _, r := range Find[*rbacv1.Role](o) {
+				if strings.HasSuffix(r.Name, "-events") && r.Namespace == metav1.NamespaceDefault {
+					r.Rules = nil
+				}
+			}
+		}, "cannot create Events in default"},
+		{"alert on another job", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			pr := FindUnstructured(o, PrometheusRule)[0]
+			groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+			rule := groups[0].(map[string]any)["rules"].([]any)[0].(map[string]any)
+			rule["expr"] = "up == 0"
+			_ = unstructured.SetNestedSlice(pr.Object, groups, "spec", "groups")
+		}, "does not select the metrics Service's scrape"},
+		{"alert without its runbook", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			pr := FindUnstructured(o, PrometheusRule)[0]
+			groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+			rule := groups[0].(map[string]any)["rules"].([]any)[1].(map[string]any)
+			rule["annotations"].(map[string]any)["runbook_url"] = "https://example.com/"
+			_ = unstructured.SetNestedSlice(pr.Object, groups, "spec", "groups")
+		}, "does not point at its runbook section"},
+		{"dashboard without the sidecar label", "networkpolicy-servicemonitor-values.yaml", func(o []Object) {
+			for _, cm := range Find[*corev1.ConfigMap](o) {
+				delete(cm.Labels, "grafana_dashboard")
+			}
+		}, "lack the sidecar's"},
 		{"hook without deadline", "own-ca-values.yaml", func(o []Object) { Find[*batchv1.Job](o)[0].Spec.ActiveDeadlineSeconds = nil }, "activeDeadlineSeconds"},
 		{"probe skips a path", "own-ca-values.yaml", func(o []Object) {
 			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]

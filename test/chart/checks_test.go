@@ -2,6 +2,7 @@ package chart
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"path"
@@ -52,6 +53,10 @@ type expect struct {
 	// clientCA: the ConfigMap holding the API server's client CA, "" none.
 	clientCA       string
 	serviceMonitor bool
+	// prometheusRule: the alerts rendered; dashboard: the namespace of the
+	// dashboard ConfigMap, "" for none.
+	prometheusRule bool
+	dashboard      string
 	probeHook      bool
 	deleteHook     bool
 	// gpuOperator / dcgm: namespace and name the Roles must name.
@@ -81,7 +86,7 @@ func (r *rendered) check() []string {
 	for _, c := range []func() []string{
 		r.checkNamespaces, r.checkDeployment, r.checkPodSecurity, r.checkPDB, r.checkService,
 		r.checkRBAC, r.checkWebhooks, r.checkNodeMatchConditions, r.checkTLS, r.checkNodeFeatureRule,
-		r.checkNetworkPolicy, r.checkServiceMonitor, r.checkHooks,
+		r.checkNetworkPolicy, r.checkServiceMonitor, r.checkObservability, r.checkHooks,
 	} {
 		problems = append(problems, c()...)
 	}
@@ -113,6 +118,8 @@ func (r *rendered) checkNamespaces() []string {
 		case ns == r.e.namespace:
 		case (kind == "Role" || kind == "RoleBinding") && slices.Contains(others, ns):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-suc-jobs") && slices.Contains(r.e.sucNamespaces, ns):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-events") && (slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault):
+		case kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") && ns == r.e.dashboard:
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s: namespace %q, expected the release namespace %q", kind, o.GetName(), ns, r.e.namespace))
 		}
@@ -524,6 +531,11 @@ func (r *rendered) checkRBAC() []string {
 		"/configmaps":                {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
 		"apps/deployments":           {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
 		"apps/daemonsets":            {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+		// The one write: Events on the Plans (SUC namespaces) and Nodes
+		// (default) whose step the gate holds; never read, update or delete.
+		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
+			return slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault
+		}, nil},
 	}
 	seen := map[string]bool{}
 	for _, g := range grants {
@@ -576,6 +588,13 @@ func (r *rendered) checkRBAC() []string {
 	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
+		}
+	}
+	for _, ns := range append(slices.Clone(r.e.sucNamespaces), metav1.NamespaceDefault) {
+		if !slices.ContainsFunc(grants, func(g grant) bool {
+			return g.own && g.where == ns && slices.Contains(g.rule.APIGroups, "events.k8s.io") && slices.Contains(g.rule.Verbs, "create")
+		}) {
+			problems = append(problems, "the webhook's ServiceAccount cannot create Events in "+ns+", where the Plans (or Nodes) it holds are told")
 		}
 	}
 	return problems
@@ -1167,6 +1186,77 @@ func (r *rendered) checkServiceMonitor() []string {
 	}
 	if !found {
 		problems = append(problems, fmt.Sprintf("ServiceMonitor selects no Service whose port %q reaches the pods' metrics port 8080", port))
+	}
+	return problems
+}
+
+// checkObservability: the PrometheusRule and the dashboard are opt-in; when
+// on, the rules select the metrics Service's scrape job (what the
+// ServiceMonitor produces) and each has a runbook, and the dashboard carries
+// the sidecar's label and is a dashboard. hack/tools/promtool decodes the
+// rule with its real type, parses every query and runs the alert tests.
+func (r *rendered) checkObservability() []string {
+	var problems []string
+	rules := FindUnstructured(r.objs, PrometheusRule)
+	if !r.e.prometheusRule && len(rules) > 0 {
+		problems = append(problems, "PrometheusRule rendered although disabled")
+	}
+	if r.e.prometheusRule {
+		if pr := only(rules, "PrometheusRule", &problems); pr != nil {
+			job := ""
+			for _, s := range Find[*corev1.Service](r.objs) {
+				if s.Labels["app.kubernetes.io/component"] == "metrics" {
+					job = fmt.Sprintf("job=%q, namespace=%q", s.Name, s.Namespace)
+				}
+			}
+			groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+			n := 0
+			for _, g := range groups {
+				rs, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+				for _, rule := range rs {
+					m := rule.(map[string]any)
+					name, _, _ := unstructured.NestedString(m, "alert")
+					expr, _, _ := unstructured.NestedString(m, "expr")
+					runbook, _, _ := unstructured.NestedString(m, "annotations", "runbook_url")
+					n++
+					if job == "" || !strings.Contains(expr, job) {
+						problems = append(problems, fmt.Sprintf("alert %s does not select the metrics Service's scrape (%s): %s", name, job, expr))
+					}
+					if !strings.HasSuffix(runbook, "#"+strings.ToLower(name)) {
+						problems = append(problems, fmt.Sprintf("alert %s: runbook_url %q does not point at its runbook section", name, runbook))
+					}
+				}
+			}
+			if n == 0 {
+				problems = append(problems, "PrometheusRule has no alerts")
+			}
+		}
+	}
+	var dashboards []*corev1.ConfigMap
+	for _, cm := range Find[*corev1.ConfigMap](r.objs) {
+		if strings.HasSuffix(cm.Name, "-dashboard") {
+			dashboards = append(dashboards, cm)
+		}
+	}
+	if r.e.dashboard == "" {
+		if len(dashboards) > 0 {
+			problems = append(problems, "dashboard ConfigMap rendered although disabled")
+		}
+		return problems
+	}
+	cm := only(dashboards, "dashboard ConfigMap", &problems)
+	if cm == nil {
+		return problems
+	}
+	if cm.Labels["grafana_dashboard"] != "1" {
+		problems = append(problems, fmt.Sprintf("dashboard ConfigMap labels %v lack the sidecar's grafana_dashboard: \"1\"", cm.Labels))
+	}
+	var d struct {
+		UID    string            `json:"uid"`
+		Panels []json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["gpu-upgrade-gate.json"]), &d); err != nil || d.UID == "" || len(d.Panels) == 0 {
+		problems = append(problems, fmt.Sprintf("dashboard ConfigMap holds no dashboard with a uid and panels (%v)", err))
 	}
 	return problems
 }
