@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,4 +259,51 @@ func TestNodeStatusShowsProof(t *testing.T) {
 			assert.Empty(t, proofs[name], "%s is not at its target", name)
 		}
 	}
+	// The proof gauges: the proven state 1, the other 0, no wait; nodes
+	// not at their target have none.
+	got := gauges(t)
+	assert.Equal(t, 1.0, got[`gpu_upgrade_gate_node_proof{node="`+canary+`",state="proven"}`])
+	assert.Equal(t, 0.0, got[`gpu_upgrade_gate_node_proof{node="`+canary+`",state="unproven"}`])
+	assert.Contains(t, got, `gpu_upgrade_gate_node_unproven_seconds{node="`+canary+`"}`)
+	assert.Equal(t, 0.0, got[`gpu_upgrade_gate_node_unproven_seconds{node="`+canary+`"}`])
+	for name, role := range e.fleet.Roles {
+		if role == fleetgen.RoleWave1 {
+			assert.NotContains(t, got, `gpu_upgrade_gate_node_proof{node="`+name+`",state="proven"}`)
+		}
+	}
+	// Each record's expiry: its canary's completion plus maxCanaryAge.
+	require.NotEmpty(t, e.fleet.Records)
+	for cm, rec := range e.fleet.Records {
+		done, err := rec.CompletedAt()
+		require.NoError(t, err)
+		assert.Equal(t, float64(done.Add(e.fleet.Config.MaxCanaryAge.Duration).Unix()),
+			got[`gpu_upgrade_gate_record_expiry_timestamp_seconds{configmap="`+cm+`",record="`+rec.ID+`"}`], cm)
+	}
+	assert.Equal(t, e.fleet.Config.Proof.Soak.Seconds(), got["gpu_upgrade_gate_proof_soak_seconds"])
+}
+
+// gauges reads every gauge of the registry by its series text,
+// name{label="value",...} with the labels sorted.
+func gauges(t *testing.T) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.Metric {
+			if m.Gauge == nil {
+				continue
+			}
+			var ls []string
+			for _, p := range m.Label {
+				ls = append(ls, p.GetName()+`="`+p.GetValue()+`"`)
+			}
+			key := f.GetName()
+			if len(ls) > 0 {
+				key += "{" + strings.Join(ls, ",") + "}"
+			}
+			out[key] = m.Gauge.GetValue()
+		}
+	}
+	return out
 }
