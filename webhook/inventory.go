@@ -103,11 +103,7 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 		for _, s := range proofStates {
 			set(nodeProof, boolGauge(s == n.Proof), n.Node, s)
 		}
-		waited := 0.0
-		if n.Proof == "unproven" && !n.ReachedAt.IsZero() {
-			waited = max(0, at.Sub(n.ReachedAt).Seconds())
-		}
-		set(nodeUnproven, waited, n.Node)
+		set(nodeUnproven, unprovenWait(n, at), n.Node)
 	}
 	for name, r := range cl.Records {
 		if r.Record == nil {
@@ -124,6 +120,15 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 	}
 	e.shown = now
 	return e.every
+}
+
+// unprovenWait is how long a node at its target has waited unproven: 0
+// once proven, and when the objects give no time it reached its tuple.
+func unprovenWait(n gate.NodeInventory, now time.Time) float64 {
+	if n.Proof != "unproven" || n.ReachedAt.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(n.ReachedAt).Seconds())
 }
 
 func (e *inventoryExporter) NeedLeaderElection() bool { return false }

@@ -92,3 +92,23 @@ func TestSystemDenials(t *testing.T) {
 		})
 	}
 }
+
+func TestUnprovenWait(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	reached := now.Add(-95 * time.Minute)
+	for _, tc := range []struct {
+		name string
+		n    gate.NodeInventory
+		want float64
+	}{
+		{"unproven since it reached its tuple", gate.NodeInventory{Proof: "unproven", ReachedAt: reached}, 95 * 60},
+		{"proven", gate.NodeInventory{Proof: "proven", ReachedAt: reached}, 0},
+		{"not at its target", gate.NodeInventory{ReachedAt: reached}, 0},
+		{"no time known", gate.NodeInventory{Proof: "unproven"}, 0},
+		{"a clock ahead of the cluster's", gate.NodeInventory{Proof: "unproven", ReachedAt: now.Add(time.Minute)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, unprovenWait(tc.n, now))
+		})
+	}
+}
