@@ -4,12 +4,14 @@
 # PrometheusRule decoded with its real type, every alert and dashboard query
 # parsed and its metric names checked against webhook/testdata/metrics.txt,
 # and test/alerts/alerts.test.yaml (promtool's `test rules` format) run
-# with Prometheus's rule evaluation. GUG_PROMTOOL=<promtool binary> also
+# with the PromQL engine, rulefmt and Prometheus's alert templates (not the
+# rules and tsdb packages, which import every cloud's SDK: see
+# hack/tools/promtool/ruletest_test.go). GUG_PROMTOOL=<promtool binary> also
 # runs that file with promtool itself. Included by the top Makefile.
 
 .PHONY: alert-tests
 
-alert-tests: helm ## The alerts' unit tests, the PrometheusRule and the dashboard queries (Prometheus's parser and rule engine)
+alert-tests: helm ## The alerts' unit tests, the PrometheusRule and the dashboard queries (Prometheus's parser and PromQL engine)
 	cd hack/tools/promtool && $(GO) vet . && GUG_PROMTOOL=$(GUG_PROMTOOL) $(GO) test -count=1 .
 
 TEST_EXTRA += alert-tests
