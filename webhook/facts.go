@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,14 +23,18 @@ import (
 )
 
 // Facts reads the cluster state the engine needs from informer caches, and
-// GPU holders live: holders are listed for the few pending nodes only, which
-// also closes the race with a Pod scheduled a moment ago.
+// GPU holders from the API server: holders are listed for the few pending
+// nodes only (a cluster's Pods would cost far more memory than the rest
+// together), from the API server's watch cache (holderListOptions).
 type Facts struct {
 	Config *gate.Config
 	Cache  cache.Cache
-	// Live lists Pods straight from the API server (never cached: a cluster's
-	// Pods would cost far more memory than the rest together).
+	// Live reads from the API server: the per-node steps' Node and Plan, and
+	// the GPU holders.
 	Live client.Reader
+	// PodsSeen returns the newest Pod resourceVersion the gate's own Pod
+	// informer has seen, "" before it has synced (NewManager sets it).
+	PodsSeen func() string
 	// Allocations caches the allocation-check Pods only (their own label).
 	Allocations cache.Cache
 
@@ -312,7 +317,7 @@ func (f *Facts) Holders(ctx context.Context, nodes []string) (map[string][]gate.
 	errs := make([]error, len(nodes))
 	list := func(i int) {
 		var pods corev1.PodList
-		if err := f.Live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": nodes[i]}); err != nil {
+		if err := f.Live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": nodes[i]}, f.holderListOptions()); err != nil {
 			errs[i] = fmt.Errorf("list Pods on %s: %w", nodes[i], err)
 			return
 		}
@@ -345,6 +350,29 @@ func (f *Facts) Holders(ctx context.Context, nodes []string) (map[string][]gate.
 
 // maxHolderLists bounds one review's concurrent Pod listings.
 const maxHolderLists = 8
+
+// holderListOptions ask for the holders as the API server's watch cache has
+// them, no older than the Pods the gate's informer has already seen
+// (resourceVersionMatch=NotOlderThan). A consistent list (no
+// resourceVersion) made each review wait for etcd's next progress
+// notification, up to ~100 ms (p50 +50 ms a Plan create), to rule out a
+// lag of a millisecond or so, while the race it was meant to close runs
+// seconds, until the node is cordoned (docs/performance.md, "GPU holders:
+// how fresh, and why"). The floor keeps a review from reading older Pods
+// than the gate already saw, also from another API server whose cache
+// lags: that one waits to catch up (3 s at most), then answers an error,
+// and so does a cache that is not ready: both fail closed (FactsMissing).
+// Before the informer has a resourceVersion the list is consistent.
+func (f *Facts) holderListOptions() *client.ListOptions {
+	rv := ""
+	if f.PodsSeen != nil {
+		rv = f.PodsSeen()
+	}
+	if rv == "" {
+		return &client.ListOptions{}
+	}
+	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
+}
 
 // recordCache keeps parsed records by ConfigMap name and resourceVersion, so
 // a record is parsed once per change, not once per review.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,9 @@ type podsByNode struct {
 	fail     map[string]bool
 	inFlight atomic.Int32
 	peak     atomic.Int32
+	// raw are the last listing's resourceVersion options.
+	mu  sync.Mutex
+	raw metav1.ListOptions
 }
 
 func (p *podsByNode) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -40,6 +44,13 @@ func (p *podsByNode) List(_ context.Context, list client.ObjectList, opts ...cli
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
+	p.mu.Lock()
+	if lo.Raw != nil {
+		p.raw = *lo.Raw
+	} else {
+		p.raw = metav1.ListOptions{}
+	}
+	p.mu.Unlock()
 	if p.fail[node] {
 		return errors.New("connection refused")
 	}
@@ -90,4 +101,31 @@ func TestHolders(t *testing.T) {
 	none, err := f.Holders(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Empty(t, none)
+}
+
+// TestHolderFreshness: holders are listed from the API server's watch cache
+// no older than the Pods the gate's informer has seen, never at any
+// resourceVersion ("0") and never waiting for etcd (a consistent list) once
+// the informer has one.
+func TestHolderFreshness(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		seen      func() string
+		wantRV    string
+		wantMatch metav1.ResourceVersionMatch
+	}{
+		{"informer has a resourceVersion", func() string { return "4242" }, "4242", metav1.ResourceVersionMatchNotOlderThan},
+		{"informer not synced yet: consistent", func() string { return "" }, "", ""},
+		{"no informer: consistent", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &podsByNode{pods: map[string][]corev1.Pod{"gpu-01": {gpuPod("train", "gpu-01")}}}
+			f := &Facts{Config: gate.DefaultConfig(), Live: live, PodsSeen: tc.seen}
+			got, err := f.Holders(context.Background(), []string{"gpu-01"})
+			require.NoError(t, err)
+			assert.Len(t, got["gpu-01"], 1)
+			assert.Equal(t, tc.wantRV, live.raw.ResourceVersion)
+			assert.Equal(t, tc.wantMatch, live.raw.ResourceVersionMatch)
+		})
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -144,6 +145,13 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	}
 	if err := facts.WatchNodes(nodeInformer); err != nil {
 		return nil, nil, fmt.Errorf("watch Nodes: %w", err)
+	}
+	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer for Pods: %w", err)
+	}
+	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {
+		facts.PodsSeen = si.LastSyncResourceVersion
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {

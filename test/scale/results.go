@@ -23,6 +23,8 @@ type Results struct {
 	Create   *PlanCreate  `json:"planCreate,omitempty"`
 	Load     []LoadResult `json:"load,omitempty"`
 	Faults   *Faults      `json:"faults,omitempty"`
+	// Admission: writes through the API server, interleaved (admission.go).
+	Admission *Admission `json:"admission,omitempty"`
 	// Failures are the phases that did not complete, with why.
 	Failures []string `json:"failures,omitempty"`
 }

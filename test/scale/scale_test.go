@@ -109,6 +109,7 @@ func TestScale(t *testing.T) {
 	}
 	phase("memory", e.memory)
 	phase("plan-create", func(t *testing.T) { e.planCreate(ctx, t) })
+	phase("admission", func(t *testing.T) { e.admission(ctx, t) })
 	phase("load", func(t *testing.T) { e.load(ctx, t) })
 	phase("faults", func(t *testing.T) { e.faults(ctx, t) })
 }

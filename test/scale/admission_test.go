@@ -1,0 +1,613 @@
+//go:build scale
+
+package scale
+
+// The admission phase (issue 14): what a write waits on through the real
+// kube-apiserver. The same Plan create goes, round-robin, to a plain
+// namespace, to one a ValidatingAdmissionPolicy guards (the peers' four
+// rules in CEL) and to the gate (every rule, holders listed); SUC's Job
+// start to a plain namespace and to the gate's per-node guard. Each mode is
+// paced (a write every 150 ms: the API server's watch cache then sees no
+// event in between) or back to back, idle or with another client creating,
+// listing and deleting Pods. Then the ways to read a node's holders are
+// compared alone, for latency and freshness, and a Pod informer per GPU
+// node is costed. The harness plays SUC (it writes SUC's Job as SUC's
+// ServiceAccount) because no controller runs here.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/loadgen"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
+)
+
+const (
+	nsPlain  = "bench-plain"
+	nsPolicy = "bench-policy"
+	nsChurn  = "bench-churn"
+	// sucUser is SUC's ServiceAccount, as the chart's Job guard expects it.
+	sucUser = "system:serviceaccount:" + fleetgen.NamespaceSUC + ":system-upgrade"
+	// pacedGap: longer than the API server's progress-notify period (100 ms).
+	pacedGap = 150 * time.Millisecond
+)
+
+// policyRules are the peers' four rules, in CEL.
+var policyRules = []string{
+	"object.spec.concurrency == 1",
+	"(has(object.spec.cordon) && object.spec.cordon) || has(object.spec.drain)",
+	"has(object.spec.version) && object.spec.version != ''",
+	"has(object.metadata.annotations) && 'gpu-upgrade-gate.io/qualification' in object.metadata.annotations",
+}
+
+// write is one series: it makes its write i and returns how long the timed
+// request took (the cleanup after it is not timed).
+type write struct {
+	name string
+	do   func(ctx context.Context, i int) (time.Duration, error)
+}
+
+func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
+	n := envInt("GUG_SCALE_ADMISSION_N", 100)
+	f := e.fleet
+	require.NoError(t, e.register(ctx, true))
+	cs, err := kubernetes.NewForConfig(e.cp.RESTConfig())
+	require.NoError(t, err)
+	for _, ns := range []string{nsPlain, nsPolicy, nsChurn} {
+		require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	}
+	require.NoError(t, e.policy(ctx))
+	// SUC's ServiceAccount may write Jobs (the chart's RBAC is SUC's own
+	// chart's business; here it gets what it needs).
+	require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-suc"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: fleetgen.NamespaceSUC, Name: "system-upgrade"}}})))
+	suc, err := client.New(e.cp.ConfigFor(sucUser), client.Options{Scheme: e.admin.Scheme()})
+	require.NoError(t, err)
+
+	node := f.ByRole("v100", "", fleetgen.RolePlain)[0].Name
+	jobPlan := f.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	a := &Admission{Plan: "GPU canary Plan (one V100 node by hostname), allowed", Policy: policyRules,
+		Job: "SUC's upgrade Job for the V100 canary node of Plan gpu-v100-canary-zone-a, created running (parallelism 1) as SUC's ServiceAccount, allowed"}
+	e.res.Admission = a
+	plan := func(ns string) func(ctx context.Context, i int) (time.Duration, error) {
+		return func(ctx context.Context, i int) (time.Duration, error) {
+			p := fleetgen.HostnamePlan(fmt.Sprintf("adm-%d", i), fleetgen.RecordName("v100"), node)
+			p.Namespace = ns
+			start := time.Now()
+			if err := e.admin.Create(ctx, p); err != nil {
+				return 0, fmt.Errorf("Plan %s/%s: %w", ns, p.Name, err)
+			}
+			took := time.Since(start)
+			return took, e.admin.Delete(ctx, p)
+		}
+	}
+	job := func(ns string) func(ctx context.Context, i int) (time.Duration, error) {
+		return func(ctx context.Context, i int) (time.Duration, error) {
+			j := sucJob(ns, fmt.Sprintf("apply-gpu-v100-canary-zone-a-on-%s-with-%d", jobPlan, i), "gpu-v100-canary-zone-a", jobPlan)
+			start := time.Now()
+			if err := suc.Create(ctx, j); err != nil {
+				return 0, fmt.Errorf("Job %s/%s: %w", ns, j.Name, err)
+			}
+			took := time.Since(start)
+			return took, e.admin.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+	}
+	writes := []write{
+		{"plain", plan(nsPlain)}, {"policy", plan(nsPolicy)}, {"gate", plan(fleetgen.NamespaceSUC)},
+		{"job-plain", job(nsPlain)}, {"job-gate", job(fleetgen.NamespaceSUC)},
+	}
+	for _, w := range writes {
+		a.Series = append(a.Series, w.name)
+		_, err := w.do(ctx, -1) // each is allowed, and warm
+		require.NoError(t, err, w.name)
+	}
+	for _, m := range []struct {
+		name  string
+		gap   time.Duration
+		churn bool
+	}{
+		{"idle, paced 150 ms", pacedGap, false}, {"idle, back to back", 0, false},
+		{"Pod churn, paced 150 ms", pacedGap, true}, {"Pod churn, back to back", 0, true},
+	} {
+		mode, err := e.admissionMode(ctx, cs, m.name, m.gap, m.churn, writes, n)
+		require.NoError(t, err, m.name)
+		a.Modes = append(a.Modes, *mode)
+		t.Logf("%s (load %s): %s", m.name, mode.LoadBefore, modeLine(mode))
+	}
+	e.holderReads(ctx, t, cs, a)
+	e.direct(ctx, t, a, node)
+	e.nodeInformers(ctx, t, cs, a)
+}
+
+func modeLine(m *AdmissionMode) string {
+	var parts []string
+	for _, s := range []string{"plain", "policy", "gate", "job-plain", "job-gate"} {
+		parts = append(parts, fmt.Sprintf("%s p50 %s", s, m.Series[s].P50))
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf("; gate handler p50 %s, API server's webhook call mean %s, %d connections", m.GateHandler.P50, m.WebhookMean, m.Connections)
+}
+
+// sucJob is SUC's upgrade Job for node, created running.
+func sucJob(ns, name, plan, node string) *batchv1.Job {
+	one := int32(1)
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{upgradev1.LabelPlan: plan, upgradev1.LabelNode: node}},
+		Spec: batchv1.JobSpec{Parallelism: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			NodeName: node, Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade:" + fleetgen.Target.RKE2}}}}}}
+}
+
+// policy registers the ValidatingAdmissionPolicy for the policy namespace
+// and waits until it denies.
+func (e *scaleEnv) policy(ctx context.Context) error {
+	var v []admissionregistrationv1.Validation
+	for _, r := range policyRules {
+		v = append(v, admissionregistrationv1.Validation{Expression: r, Message: "bench rule: " + r})
+	}
+	fail := admissionregistrationv1.Fail
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench-plan-rules"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail, Validations: v,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{upgradev1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"plans"}}}}}}}}
+	if err := client.IgnoreAlreadyExists(e.admin.Create(ctx, vap)); err != nil {
+		return err
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-plan-rules"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: vap.Name, ValidationActions: []admissionregistrationv1.ValidationAction{"Deny"},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": nsPolicy}}}}}
+	if err := client.IgnoreAlreadyExists(e.admin.Create(ctx, binding)); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		p := fleetgen.HostnamePlan("policy-probe", fleetgen.RecordName("v100"), "nowhere")
+		p.Namespace, p.Spec.Concurrency = nsPolicy, 3
+		err := e.admin.Create(ctx, p, client.DryRunAll)
+		if err != nil && strings.Contains(err.Error(), "bench rule") {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("the ValidatingAdmissionPolicy did not start denying")
+}
+
+// admissionMode runs n rounds of every write, the order rotated each round.
+func (e *scaleEnv) admissionMode(ctx context.Context, cs kubernetes.Interface, name string, gap time.Duration, churn bool, writes []write, n int) (*AdmissionMode, error) {
+	m := &AdmissionMode{Name: name, Gap: gap, Churn: churn, Series: map[string]Stats{}, LoadBefore: LoadAverage()}
+	var stopChurn func() int
+	if churn {
+		stopChurn = e.churn(ctx)
+	}
+	before, err := apiserverMetrics(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	logStart := fileSize(e.serve.LogPath)
+	conns := watchConnections(e.serve.Port)
+	took := map[string][]time.Duration{}
+	next := time.Now()
+	for round := range n {
+		for k := range writes {
+			w := writes[(round+k)%len(writes)]
+			time.Sleep(time.Until(next))
+			next = time.Now().Add(gap)
+			d, err := w.do(ctx, round)
+			if err != nil {
+				conns()
+				if stopChurn != nil {
+					stopChurn()
+				}
+				return nil, err
+			}
+			took[w.name] = append(took[w.name], d)
+		}
+	}
+	m.Connections = conns()
+	if stopChurn != nil {
+		m.ChurnOps = stopChurn()
+	}
+	after, err := apiserverMetrics(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	m.LoadAfter = LoadAverage()
+	for s, ds := range took {
+		m.Series[s] = StatsOf(ds)
+	}
+	m.WebhookMean = after.mean(before, "apiserver_admission_webhook_admission_duration_seconds", `name="`+webhook.WebhookPlans+`"`)
+	m.PodReadWaitMean = after.mean(before, "apiserver_watch_cache_read_wait_seconds", `resource="pods"`)
+	m.GateHandler = StatsOf(handlerDurations(e.serve.LogPath, logStart, "Plan "+fleetgen.NamespaceSUC+"/adm-"))
+	return m, nil
+}
+
+// churn is another client creating, listing and deleting Pods (on a CPU
+// node) until the returned func is called; it returns the requests made.
+func (e *scaleEnv) churn(ctx context.Context) func() int {
+	ctx, cancel := context.WithCancel(ctx)
+	cpu := ""
+	for _, n := range e.fleet.Nodes {
+		if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; !cp && !e.fleet.Config.IsGPUNode(n) {
+			cpu = n.Name
+			break
+		}
+	}
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsChurn, Name: fmt.Sprintf("churn-%d", i)},
+				Spec: corev1.PodSpec{NodeName: cpu, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			if e.admin.Create(ctx, p) == nil {
+				var list corev1.PodList
+				_ = e.admin.List(ctx, &list, client.InNamespace(nsChurn))
+				_ = e.admin.Delete(ctx, p, client.GracePeriodSeconds(0))
+				ops.Add(3)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	return func() int { cancel(); wg.Wait(); return int(ops.Load()) }
+}
+
+// holderReads: the ways to list a node's Pods, alone, each right after a
+// write (as the gate's read follows the Plan's write), round-robin.
+func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.Interface, a *Admission) {
+	n := envInt("GUG_SCALE_READS_N", 60)
+	node := e.fleet.ByRole("v100", "", fleetgen.RolePlain)[0].Name
+	// The gate's own Pod informer: the validator Pods, by label and namespace.
+	cfg := e.fleet.Config
+	inf := toolscache.NewSharedIndexInformer(toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", cfg.Proof.Validator.Namespace,
+		func(o *metav1.ListOptions) { o.LabelSelector = cfg.Proof.ValidatorSelector().String() }), &corev1.Pod{}, 0, toolscache.Indexers{})
+	stop := make(chan struct{})
+	defer close(stop)
+	go inf.Run(stop)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsPlain, Name: "write-marker"}, Data: map[string]string{"i": "0"}}
+	require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, marker)))
+	var lastWrite string
+	reads := []struct {
+		name string
+		opts func() metav1.ListOptions
+	}{
+		{"consistent (no resourceVersion)", func() metav1.ListOptions { return metav1.ListOptions{} }},
+		{"resourceVersion=0", func() metav1.ListOptions { return metav1.ListOptions{ResourceVersion: "0"} }},
+		{"NotOlderThan the gate's Pod informer", func() metav1.ListOptions {
+			return metav1.ListOptions{ResourceVersion: inf.LastSyncResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		}},
+		{"NotOlderThan the write just made", func() metav1.ListOptions {
+			return metav1.ListOptions{ResourceVersion: lastWrite, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		}},
+	}
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	for _, m := range []struct {
+		name  string
+		gap   time.Duration
+		churn bool
+	}{{"idle, paced 150 ms", pacedGap, false}, {"idle, back to back", 0, false}, {"Pod churn, paced 150 ms", pacedGap, true}, {"Pod churn, back to back", 0, true}} {
+		var stopChurn func() int
+		if m.churn {
+			stopChurn = e.churn(ctx)
+		}
+		mode := HolderReadMode{Mode: m.name, Reads: map[string]Stats{}, Load: LoadAverage()}
+		took := map[string][]time.Duration{}
+		next := time.Now()
+		for round := range n {
+			for k := range reads {
+				r := reads[(round+k)%len(reads)]
+				time.Sleep(time.Until(next))
+				next = time.Now().Add(m.gap)
+				marker.Data["i"] = strconv.Itoa(round*len(reads) + k)
+				require.NoError(t, e.admin.Update(ctx, marker))
+				lastWrite = marker.ResourceVersion
+				o := r.opts()
+				o.FieldSelector = sel
+				start := time.Now()
+				_, err := cs.CoreV1().Pods("").List(ctx, o)
+				require.NoError(t, err, r.name)
+				took[r.name] = append(took[r.name], time.Since(start))
+			}
+		}
+		for name, ds := range took {
+			mode.Reads[name] = StatsOf(ds)
+		}
+		a.Reads = append(a.Reads, mode)
+		t.Logf("holder reads, %s: %v", m.name, mode.Reads)
+		if stopChurn != nil {
+			stopChurn()
+		}
+	}
+	// Freshness: a Pod created on a GPU node, then listed at once.
+	fresh := e.fleet.ByRole("v100", "", fleetgen.RolePlain)[1].Name
+	nodeInf := toolscache.NewSharedIndexInformer(toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "",
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", fresh).String()
+		}), &corev1.Pod{}, 0, toolscache.Indexers{})
+	go nodeInf.Run(stop)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced))
+	names := []string{}
+	for _, r := range reads {
+		names = append(names, r.name)
+	}
+	names = append(names, "a Pod informer for the node (its store, no request)")
+	freshSel := fields.OneTermEqualSelector("spec.nodeName", fresh).String()
+	for _, churn := range []bool{false, true} {
+		var stopChurn func() int
+		if churn {
+			stopChurn = e.churn(ctx)
+		}
+		seen := map[string]int{}
+		for i := range n {
+			for k := range names {
+				name := names[(i+k)%len(names)]
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsChurn, Name: fmt.Sprintf("fresh-%v-%d-%d", churn, i, k)},
+					Spec: corev1.PodSpec{NodeName: fresh, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+				require.NoError(t, e.admin.Create(ctx, p))
+				lastWrite = p.ResourceVersion
+				found := false
+				if idx := slices.Index(names, name); idx < len(reads) {
+					o := reads[idx].opts()
+					o.FieldSelector = freshSel
+					list, err := cs.CoreV1().Pods("").List(ctx, o)
+					require.NoError(t, err)
+					found = slices.ContainsFunc(list.Items, func(q corev1.Pod) bool { return q.Name == p.Name })
+				} else {
+					_, found, _ = nodeInf.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+				}
+				if found {
+					seen[name]++
+				}
+				require.NoError(t, e.admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+			}
+		}
+		for _, name := range names {
+			a.Freshness = append(a.Freshness, HolderFreshness{Read: name, Churn: churn, Trials: n, Seen: seen[name]})
+		}
+		t.Logf("freshness (churn %v): %v of %d", churn, seen, n)
+		if stopChurn != nil {
+			stopChurn()
+		}
+	}
+}
+
+// direct: the same Plan review sent by the load generator straight to the
+// webhook, paced and back to back: whatever the paced writes add beyond
+// this is between the API server and the webhook.
+func (e *scaleEnv) direct(ctx context.Context, t *testing.T, a *Admission, node string) {
+	p := fleetgen.HostnamePlan("adm-direct", fleetgen.RecordName("v100"), node)
+	rv := e.fleet.PlanReview(p, nil, time.Now())
+	for _, m := range []struct {
+		name string
+		gap  time.Duration
+		dur  time.Duration
+	}{{"paced 150 ms", pacedGap, 15 * time.Second}, {"back to back", 0, 5 * time.Second}} {
+		o := e.options([]fleetgen.Review{rv})
+		o.Workers, o.Duration = 1, m.dur
+		if m.gap > 0 {
+			o.Rate = float64(time.Second) / float64(m.gap)
+		}
+		load := LoadAverage()
+		var ds []time.Duration
+		var mu sync.Mutex
+		o.OnResult = func(r *loadgen.Result) { mu.Lock(); ds = append(ds, r.Done.Sub(r.Sent)); mu.Unlock() }
+		sum, err := loadgen.Run(ctx, o)
+		require.NoError(t, err)
+		require.Zero(t, sum.Errors(), "direct %s", m.name)
+		a.Direct = append(a.Direct, DirectRun{Name: m.name, Gap: m.gap, Stat: StatsOf(ds), Load: load})
+		t.Logf("direct %s: p50 %s", m.name, StatsOf(ds).P50)
+	}
+}
+
+// nodeInformers costs a Pod informer per GPU node (spec.nodeName), as a
+// kubelet watches its own Pods: memory and goroutines in this process, the
+// time to sync, and the lag from a Pod's create to its informer.
+func (e *scaleEnv) nodeInformers(ctx context.Context, t *testing.T, cs kubernetes.Interface, a *Admission) {
+	var gpu []string
+	for _, n := range e.fleet.Nodes {
+		if e.fleet.Config.IsGPUNode(n) {
+			gpu = append(gpu, n.Name)
+		}
+	}
+	load := LoadAverage()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	goroutines := runtime.NumGoroutine()
+	stop := make(chan struct{})
+	defer close(stop)
+	type added struct {
+		name string
+		at   time.Time
+	}
+	events := make(chan added, 1024)
+	infs := make([]toolscache.SharedIndexInformer, len(gpu))
+	start := time.Now()
+	for i, name := range gpu {
+		infs[i] = toolscache.NewSharedIndexInformer(toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "",
+			func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", name).String()
+			}), &corev1.Pod{}, 0, toolscache.Indexers{})
+		_, err := infs[i].AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+			if p, ok := o.(*corev1.Pod); ok && strings.HasPrefix(p.Name, "lag-") {
+				events <- added{p.Name, time.Now()}
+			}
+		}})
+		require.NoError(t, err)
+		go infs[i].Run(stop)
+	}
+	for _, inf := range infs {
+		require.True(t, toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	}
+	ni := &NodeInformers{Nodes: len(gpu), SyncTime: time.Since(start), Load: load}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	ni.HeapBytes = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	ni.Goroutines = runtime.NumGoroutine() - goroutines
+	var lags []time.Duration
+	for i := range 30 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsChurn, Name: fmt.Sprintf("lag-%d", i)},
+			Spec: corev1.PodSpec{NodeName: gpu[(i*37)%len(gpu)], Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		require.NoError(t, e.admin.Create(ctx, p))
+		created := time.Now()
+		select {
+		case ev := <-events:
+			require.Equal(t, p.Name, ev.name)
+			lags = append(lags, max(0, ev.at.Sub(created)))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the informer of node %s did not see Pod %s", p.Spec.NodeName, p.Name)
+		}
+		require.NoError(t, e.admin.Delete(ctx, p, client.GracePeriodSeconds(0)))
+	}
+	ni.Lag = StatsOf(lags)
+	a.Informers = ni
+	t.Logf("%d node Pod informers: synced in %s, heap +%.1f MiB, +%d goroutines, lag p50 %s", ni.Nodes, ni.SyncTime, float64(ni.HeapBytes)/(1<<20), ni.Goroutines, ni.Lag.P50)
+}
+
+// metricSums are the _sum and _count of histograms, by metric and labels.
+type metricSums map[string]float64
+
+func apiserverMetrics(ctx context.Context, cs kubernetes.Interface) (metricSums, error) {
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	out := metricSums{}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "apiserver_admission_webhook_admission_duration_seconds_") && !strings.HasPrefix(l, "apiserver_watch_cache_read_wait_seconds_") {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
+			out[l[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// mean is the mean of a histogram's observations since before, over the
+// series whose labels contain match.
+func (m metricSums) mean(before metricSums, metric, match string) time.Duration {
+	var sum, count float64
+	for k, v := range m {
+		if !strings.Contains(k, match) {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(k, metric+"_sum"):
+			sum += v - before[k]
+		case strings.HasPrefix(k, metric+"_count"):
+			count += v - before[k]
+		}
+	}
+	if count == 0 {
+		return 0
+	}
+	return time.Duration(sum / count * float64(time.Second))
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// handlerDurations are the durationMs of the decision log lines written
+// after offset whose object starts with prefix.
+func handlerDurations(path string, offset int64, prefix string) []time.Duration {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(offset, 0); err != nil {
+		return nil
+	}
+	var out []time.Duration
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Object     string  `json:"object"`
+			DurationMs float64 `json:"durationMs"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && strings.HasPrefix(l.Object, prefix) {
+			out = append(out, time.Duration(l.DurationMs*float64(time.Millisecond)))
+		}
+	}
+	return out
+}
+
+// watchConnections samples the established TCP connections to port (the
+// webhook, from the API server) until the returned func is called, which
+// returns how many distinct ones it saw.
+func watchConnections(port int) func() int {
+	hexPort := fmt.Sprintf(":%04X", port)
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					continue
+				}
+				for _, l := range strings.Split(string(data), "\n")[1:] {
+					f := strings.Fields(l)
+					if len(f) > 3 && strings.HasSuffix(f[1], hexPort) && f[3] == "01" {
+						mu.Lock()
+						seen[f[2]] = true
+						mu.Unlock()
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+}
