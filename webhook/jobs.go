@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -44,18 +47,34 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if nodeName == "" {
 		return gate.StepFactsMissing(object, "", "the Job's node (label "+upgradev1.LabelNode+")", pathJobNode, errors.New("the label is absent or empty")), nil
 	}
-	node, err := s.liveNode(ctx, nodeName)
-	if err != nil {
-		return gate.StepFactsMissing(object, nodeName, "the Job's node "+nodeName, pathJobNode, err), nil
+	// The three live reads go out at once (a start waits for one round trip,
+	// not three): the Node, the Plan, and the node's holders, which the
+	// step needs whenever the node is a GPU node.
+	var (
+		node          *corev1.Node
+		plan          = &upgradev1.Plan{}
+		nodeErr, pErr error
+		holders       map[string][]gate.Holder
+		herr          error
+		wg            sync.WaitGroup
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); node, nodeErr = s.liveNode(ctx, nodeName) }()
+	go func() { defer wg.Done(); holders, herr = s.Facts.Holders(ctx, []string{nodeName}) }()
+	go func() {
+		defer wg.Done()
+		if planName == "" {
+			pErr = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
+			return
+		}
+		pErr = s.Facts.Live.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan)
+	}()
+	wg.Wait()
+	if nodeErr != nil {
+		return gate.StepFactsMissing(object, nodeName, "the Job's node "+nodeName, pathJobNode, nodeErr), nil
 	}
-	plan := &upgradev1.Plan{}
-	if planName == "" {
-		err = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
-	} else {
-		err = s.Facts.Live.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan)
-	}
-	if err != nil {
-		return gate.StepFactsMissing(object, nodeName, fmt.Sprintf("the Job's Plan %s/%s (for node %s)", job.Namespace, planName, nodeName), pathJobPlan, err), nil
+	if pErr != nil {
+		return gate.StepFactsMissing(object, nodeName, fmt.Sprintf("the Job's Plan %s/%s (for node %s)", job.Namespace, planName, nodeName), pathJobPlan, pErr), nil
 	}
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
@@ -66,7 +85,9 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	cl.PlanSelectors = nil
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
-	holders, herr := s.Facts.Holders(ctx, step.HolderNodes())
+	if want := step.HolderNodes(); !slices.Equal(want, []string{nodeName}) {
+		holders, herr = s.Facts.Holders(ctx, want)
+	}
 	d := step.Decide(holders, herr)
 	if !dryRun(req) {
 		s.events.held("StartUpgrade", plan, node, d)

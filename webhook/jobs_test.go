@@ -45,6 +45,14 @@ func (l liveObjects) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	return json.Unmarshal(data, obj)
 }
 
+// List finds nothing (no GPU holders), or fails for a "list/<kind>" key.
+func (l liveObjects) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	if l.fail[fmt.Sprintf("list/%T", list)] {
+		return fmt.Errorf("connection refused")
+	}
+	return nil
+}
+
 func sucJob(parallelism int32, labels map[string]string) *batchv1.Job {
 	return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: "apply-gpu-canary-on-gpu-v100-01-with-abc", Namespace: "system-upgrade", Labels: labels},

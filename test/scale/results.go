@@ -20,7 +20,6 @@ type Results struct {
 	Machine  Machine      `json:"machine"`
 	Fleet    FleetInfo    `json:"fleet"`
 	Memory   *Memory      `json:"memory,omitempty"`
-	Create   *PlanCreate  `json:"planCreate,omitempty"`
 	Load     []LoadResult `json:"load,omitempty"`
 	Faults   *Faults      `json:"faults,omitempty"`
 	// Admission: writes through the API server, interleaved (admission.go).
@@ -121,19 +120,6 @@ func StatsOf(ds []time.Duration) Stats {
 	s := Stats{N: len(ds)}
 	s.P50, s.P90, s.P99, s.Max = loadgen.Percentiles(ds)
 	return s
-}
-
-// PlanCreate is the latency of creating a Plan through the API server with
-// the webhook registered and not, interleaved in rounds.
-type PlanCreate struct {
-	Rounds       int    `json:"rounds"`
-	PerRound     int    `json:"perRound"`
-	Plan         string `json:"plan"`
-	Registered   Stats  `json:"registered"`
-	Unregistered Stats  `json:"unregistered"`
-	// AddedMedian is Registered.P50 - Unregistered.P50.
-	AddedMedian time.Duration `json:"addedMedian"`
-	Load        string        `json:"load"`
 }
 
 // LoadResult is one load scenario, repeated.

@@ -15,7 +15,7 @@ package scale
 // GUG_SCALE_NODES (default 5000), GUG_SCALE_RUN (each load run, default
 // 20s), GUG_SCALE_REPEAT (runs per load scenario, default 3),
 // GUG_SCALE_FAULT_TAIL (load after the last fault, default 10s) make a
-// shorter or longer run; GUG_SCALE_PHASES (e.g. "memory,plan-create") runs
+// shorter or longer run; GUG_SCALE_PHASES (e.g. "memory,admission") runs
 // only some phases, GUG_SCALE_LOAD (e.g. "plan-200") only some load runs.
 
 import (
@@ -108,7 +108,6 @@ func TestScale(t *testing.T) {
 		}
 	}
 	phase("memory", e.memory)
-	phase("plan-create", func(t *testing.T) { e.planCreate(ctx, t) })
 	phase("admission", func(t *testing.T) { e.admission(ctx, t) })
 	phase("load", func(t *testing.T) { e.load(ctx, t) })
 	phase("faults", func(t *testing.T) { e.faults(ctx, t) })
@@ -222,42 +221,6 @@ func (e *scaleEnv) register(ctx context.Context, want bool) error {
 		}
 	}
 	return fmt.Errorf("the API server did not start or stop calling the webhook (want %v)", want)
-}
-
-// planCreate: Plan creation through the API server with the webhook
-// registered and not, interleaved in rounds so both see the same machine.
-func (e *scaleEnv) planCreate(ctx context.Context, t *testing.T) {
-	const rounds, perRound = 10, 20
-	node := e.fleet.ByRole("v100", "zone-b", fleetgen.RolePlain)[1].Name
-	var with, without []time.Duration
-	load := LoadAverage()
-	for round := range rounds {
-		order := []bool{true, false}
-		if round%2 == 1 {
-			order = []bool{false, true}
-		}
-		for _, registered := range order {
-			require.NoError(t, e.register(ctx, registered))
-			for i := range perRound {
-				p := fleetgen.HostnamePlan(fmt.Sprintf("latency-%d-%v-%d", round, registered, i), fleetgen.RecordName("v100"), node)
-				start := time.Now()
-				require.NoError(t, e.admin.Create(ctx, p), "the Plan is allowed")
-				took := time.Since(start)
-				if registered {
-					with = append(with, took)
-				} else {
-					without = append(without, took)
-				}
-				require.NoError(t, e.admin.Delete(ctx, p))
-			}
-		}
-	}
-	// The rest runs with the webhook registered.
-	require.NoError(t, e.register(ctx, true))
-	c := &PlanCreate{Rounds: rounds, PerRound: perRound, Plan: "GPU canary Plan (one V100 node by hostname), allowed", Registered: StatsOf(with), Unregistered: StatsOf(without), Load: load + " → " + LoadAverage()}
-	c.AddedMedian = c.Registered.P50 - c.Unregistered.P50
-	e.res.Create = c
-	t.Logf("Plan create p50 %s with the webhook, %s without (adds %s)", c.Registered.P50, c.Unregistered.P50, c.AddedMedian)
 }
 
 type loadSpec struct {

@@ -289,11 +289,7 @@ func render(dir string) (string, error) {
 			measured: fmt.Sprintf("%s once synced (peak %s); %s after the load runs (peak %s)", mib(res.Memory.SyncedRSS), mib(res.Memory.SyncedHWM), mib(res.Memory.AfterLoadRSS), mib(res.Memory.AfterLoadHWM)),
 			met:      res.Memory.SyncedRSS <= 100<<20, known: true, how: "VmRSS / VmHWM of the `serve` process"})
 	}
-	if c := res.Create; c != nil {
-		ts = append(ts, target{id: "plan-create", what: "Plan creation through the API server: added by the webhook", goal: "≤ 3 ms at the median",
-			measured: fmt.Sprintf("%s (p50 %s with, %s without)", ms(c.AddedMedian), ms(c.Registered.P50), ms(c.Unregistered.P50)), met: c.AddedMedian <= 3*time.Millisecond, known: true,
-			how: fmt.Sprintf("%d creates each, interleaved in %d rounds", c.Registered.N, c.Rounds)})
-	}
+	ts = append(ts, admissionTargets(&res)...)
 	if fa := res.Faults; fa != nil {
 		ok := fa.Summary.Wrong == 0 && fa.Panics == 0 && fa.Summary.Status5xx == 0 && fa.Summary.Failed == 0 && fa.FinalWrong == 0 && fa.Restarts == 0
 		ts = append(ts, target{id: "faults", what: "Faults under load (certificate rotation, API server restart, record deleted and recreated)", goal: "0 wrong, 0 panics, 0 5xx",
@@ -348,14 +344,7 @@ func render(dir string) (string, error) {
 		w("\n")
 	}
 
-	if c := res.Create; c != nil {
-		w("## Plan creation through the API server\n\n")
-		w("%s, created and deleted %d times with the webhook registered and %d times without, in %d interleaved rounds of %d (the registration toggled between rounds and awaited with a dry-run probe), load %s.\n\n", c.Plan, c.Registered.N, c.Unregistered.N, c.Rounds, c.PerRound, c.Load)
-		w("| | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n")
-		w("| webhook registered | %s | %s | %s | %s |\n", ms(c.Registered.P50), ms(c.Registered.P90), ms(c.Registered.P99), ms(c.Registered.Max))
-		w("| not registered | %s | %s | %s | %s |\n", ms(c.Unregistered.P50), ms(c.Unregistered.P90), ms(c.Unregistered.P99), ms(c.Unregistered.Max))
-		w("| added by the webhook | %s | | | |\n\n", ms(c.AddedMedian))
-	}
+	writeAdmission(w, &res)
 
 	if mem := res.Memory; mem != nil {
 		w("## Memory\n\n| | VmRSS | VmHWM (peak) |\n|---|---|---|\n")
