@@ -48,6 +48,8 @@ type AdmissionMode struct {
 	// Connections are the distinct TCP connections from the API server to
 	// the webhook seen during the mode (1: kept alive).
 	Connections int `json:"connections"`
+	// GateGCs are the webhook process's garbage collections in the mode.
+	GateGCs int `json:"gateGCs"`
 }
 
 // HolderReadMode is one way of listing a node's Pods, in one mode.

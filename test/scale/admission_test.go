@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -209,6 +210,7 @@ func (e *scaleEnv) admissionMode(ctx context.Context, cs kubernetes.Interface, n
 		return nil, err
 	}
 	logStart := fileSize(e.serve.LogPath)
+	gcBefore := gateGCs(e.serve.Metrics)
 	conns := watchConnections(e.serve.Port)
 	took := map[string][]time.Duration{}
 	next := time.Now()
@@ -237,6 +239,7 @@ func (e *scaleEnv) admissionMode(ctx context.Context, cs kubernetes.Interface, n
 		return nil, err
 	}
 	m.LoadAfter = LoadAverage()
+	m.GateGCs = gateGCs(e.serve.Metrics) - gcBefore
 	for s, ds := range took {
 		m.Series[s] = StatsOf(ds)
 	}
@@ -533,6 +536,25 @@ func (m metricSums) mean(before metricSums, metric, match string) time.Duration 
 		return 0
 	}
 	return time.Duration(sum / count * float64(time.Second))
+}
+
+// gateGCs is the serve process's count of garbage collections
+// (go_gc_duration_seconds_count on its metrics endpoint; -1 unknown).
+func gateGCs(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_duration_seconds_count "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return -1
 }
 
 func fileSize(path string) int64 {

@@ -30,7 +30,8 @@ func holderRead(a *scale.Admission, mode string) time.Duration {
 
 const gateRead = "NotOlderThan the gate's Pod informer"
 
-func admissionTargets(res *scale.Results) []target {
+// admissionTargets: handler is BenchmarkHandler/plan-create (nil: not run).
+func admissionTargets(res *scale.Results, handler *bench) []target {
 	a := res.Admission
 	if a == nil || len(a.Modes) == 0 {
 		return nil
@@ -53,6 +54,9 @@ func admissionTargets(res *scale.Results) []target {
 		}
 	}
 	n := a.Modes[0].Series["gate"].N
+	if handler != nil {
+		plan = append(plan, fmt.Sprintf("the Plan handler alone, in process with no I/O (`Handler/plan-create`): %s", dur(handler.ns)))
+	}
 	return []target{
 		{id: "plan-added", what: "Plan create through the API server: added by the gate (every rule), median", goal: "≤ 2.5 ms (the best peer) idle",
 			measured: strings.Join(plan, "; "), met: planMet, known: true,
@@ -94,10 +98,10 @@ func writeAdmission(w func(string, ...any), res *scale.Results) {
 	}
 	w("\nWhere the gate's time goes, per mode: its own handling of the Plan review (decision log `durationMs`: decode, facts, the holder read, the engine), ")
 	w("the API server's mean time calling the Plan webhook (`apiserver_admission_webhook_admission_duration_seconds`), the mean wait of Pod reads for the watch cache ")
-	w("(`apiserver_watch_cache_read_wait_seconds`, every client's), and the TCP connections the API server used to the webhook (from /proc/net/tcp, sampled every 20 ms).\n\n")
-	w("| mode | gate handler p50 | p90 | API server's webhook call, mean | Pod read wait, mean | connections | churn requests |\n|---|---|---|---|---|---|---|\n")
+	w("(`apiserver_watch_cache_read_wait_seconds`, every client's), the TCP connections the API server used to the webhook (from /proc/net/tcp, sampled every 20 ms), and the webhook process's garbage collections (`go_gc_duration_seconds_count`).\n\n")
+	w("| mode | gate handler p50 | p90 | API server's webhook call, mean | Pod read wait, mean | connections | GCs | churn requests |\n|---|---|---|---|---|---|---|---|\n")
 	for _, m := range a.Modes {
-		w("| %s | %s | %s | %s | %s | %d | %d |\n", m.Name, ms(m.GateHandler.P50), ms(m.GateHandler.P90), ms(m.WebhookMean), ms(m.PodReadWaitMean), m.Connections, m.ChurnOps)
+		w("| %s | %s | %s | %s | %s | %d | %d | %d |\n", m.Name, ms(m.GateHandler.P50), ms(m.GateHandler.P90), ms(m.WebhookMean), ms(m.PodReadWaitMean), m.Connections, m.GateGCs, m.ChurnOps)
 	}
 	if len(a.Direct) > 0 {
 		w("\nThe same Plan review sent by the load generator straight to the webhook (one keep-alive connection, no API server in between):\n\n")
