@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +58,19 @@ func TestHoldersByRuntime(t *testing.T) {
 		require.NoError(t, env.Admin.Create(ctx, p))
 		defer func() { require.NoError(t, env.Admin.Delete(ctx, p)) }()
 	}
+	// The gate lists holders from the API server's watch cache, which gets
+	// a Pod a moment after its create returns (docs/performance.md, "GPU
+	// holders: how fresh, and why"): this test is about what makes a Pod a
+	// holder, so it waits until the cache has them.
+	require.Eventually(t, func() bool {
+		var list corev1.PodList
+		if err := env.Admin.List(ctx, &list, client.InNamespace("ml"), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+			return false
+		}
+		return !slices.ContainsFunc(pods, func(p *corev1.Pod) bool {
+			return !slices.ContainsFunc(list.Items, func(q corev1.Pod) bool { return q.Name == p.Name })
+		})
+	}, 10*time.Second, 10*time.Millisecond)
 	c, _ := as(t, "alice")
 	for _, tc := range []struct {
 		node string
