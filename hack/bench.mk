@@ -2,8 +2,11 @@
 # writes docs/performance.md: the engine and handler benchmarks with CPU
 # profiles, then the scale and fault tests (test/scale, build tag scale): a
 # real kube-apiserver holding a 5,000-node fleet, `gpu-upgrade-gate serve` as
-# its own process, the load generator (test/loadgen) over loopback TLS. About
-# 15 minutes on 2 cores; it is not part of `make test`, which runs only the
+# its own process, the load generator (test/loadgen) over loopback TLS, and
+# issue 14's admission phase (Plan and Job writes through the API server,
+# interleaved with a plain namespace and a ValidatingAdmissionPolicy; the
+# holder-read options: test/scale/admission_test.go). About 20 minutes on 2
+# idle cores; it is not part of `make test`, which runs only the
 # load generator's smoke run (a few seconds, correctness only) and vets the
 # scale tests. Included by the top Makefile.
 
