@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
@@ -74,6 +76,7 @@ type write struct {
 
 func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 	n := envInt("GUG_SCALE_ADMISSION_N", 100)
+	ctrllog.SetLogger(logr.Discard()) // the clients below log nothing of use
 	f := e.fleet
 	require.NoError(t, e.register(ctx, true))
 	cs, err := kubernetes.NewForConfig(e.cp.RESTConfig())

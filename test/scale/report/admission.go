@@ -111,6 +111,9 @@ func writeAdmission(w func(string, ...any), res *scale.Results) {
 		}
 	}
 	w("\n")
+	if n := section(notes, "paced"); n != "" {
+		w("%s\n\n", n)
+	}
 	if len(a.Reads) > 0 {
 		w("## GPU holders: the read options\n\n")
 		w("A node's Pods listed by `spec.nodeName` straight after a write (a ConfigMap update, standing in for the Plan's create: it moves etcd's revision, not the Pods'), ")
