@@ -264,6 +264,9 @@ func (e *scaleEnv) load(ctx context.Context, t *testing.T) {
 			require.NoError(t, err)
 			lr.Runs = append(lr.Runs, LoadRun{Summary: *sum, LoadBefore: before, LoadAfter: LoadAverage()})
 			t.Logf("%s #%d (load %s):\n%s", s.name, i+1, before, sum)
+			if sum.Errors() != 0 || sum.Status5xx != 0 {
+				e.res.Load = append(e.res.Load, lr) // the report shows the run that failed
+			}
 			require.Zero(t, sum.Errors(), "%s: wrong decisions or failures", s.name)
 			require.Zero(t, sum.Status5xx)
 		}
