@@ -47,18 +47,22 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if nodeName == "" {
 		return gate.StepFactsMissing(object, "", "the Job's node (label "+upgradev1.LabelNode+")", pathJobNode, errors.New("the label is absent or empty")), nil
 	}
-	// The three live reads go out at once (a start waits for one round trip,
-	// not three): the Node, the Plan, and the node's holders, which the
-	// step needs whenever the node is a GPU node.
+	// The four live reads go out at once (a start waits for one round trip,
+	// not four): the Node, the Plan, the node's holders, which the step
+	// needs whenever the node is a GPU node, and the Plans whose
+	// status.applying the disruption budget counts.
 	var (
 		node          *corev1.Node
 		plan          = &upgradev1.Plan{}
 		nodeErr, pErr error
 		holders       map[string][]gate.Holder
 		herr          error
+		plans         []*upgradev1.Plan
+		plansErr      error
 		wg            sync.WaitGroup
 	)
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); plans, plansErr = s.livePlans(ctx) }()
 	go func() { defer wg.Done(); node, nodeErr = s.liveNode(ctx, nodeName) }()
 	go func() { defer wg.Done(); holders, herr = s.Facts.Holders(ctx, []string{nodeName}) }()
 	go func() {
@@ -80,9 +84,10 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if err != nil {
 		return gate.FactsUnavailable(object, err), nil
 	}
-	if cl.Plans, err = s.livePlans(ctx); err != nil {
-		return gate.StepFactsMissing(object, nodeName, "the Plans whose status.applying the disruption budget counts", pathJobPlan, err), nil
+	if plansErr != nil {
+		return gate.StepFactsMissing(object, nodeName, "the Plans whose status.applying the disruption budget counts", pathJobPlan, plansErr), nil
 	}
+	cl.Plans = plans
 	cl.PlanSelectors = nil
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
 	if want := step.HolderNodes(); !slices.Equal(want, []string{nodeName}) {
