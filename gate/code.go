@@ -48,6 +48,9 @@ const (
 	CodeRolloutInFlight          Code = "RolloutInFlight"
 	CodeWindowInvalid            Code = "WindowInvalid"
 	CodeOutsideWindow            Code = "OutsideWindow"
+	// CodeRolloutHalted: a failure halted the hardware's rollout (halt.go).
+	CodeRolloutHalted     Code = "RolloutHalted"
+	CodeRequesterMismatch Code = "RequesterMismatch"
 )
 
 // Node codes.

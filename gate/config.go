@@ -106,6 +106,9 @@ type Config struct {
 	Budget BudgetConfig `json:"budget"`
 	// Windows are the maintenance windows (rule_window.go).
 	Windows WindowsConfig `json:"windows"`
+	// Halts says where halts are kept and when a node that has not come
+	// back halts its rollout (halt.go).
+	Halts HaltConfig `json:"halts"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -129,6 +132,7 @@ func DefaultConfig() *Config {
 		Proof:          DefaultProofConfig(),
 		Budget:         DefaultBudgetConfig(),
 		Windows:        DefaultWindowsConfig(),
+		Halts:          DefaultHaltConfig(),
 	}
 }
 
@@ -172,9 +176,9 @@ func LoadConfig(data []byte) (*Config, error) {
 		}
 		// Decode key by key into a zero Config, so an error names its key and
 		// a list in the file replaces the default list instead of merging into it.
-		// The proof, budget and windows sections start from their defaults,
-		// so a file that sets one of their keys keeps the others.
-		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig()}
+		// The proof, budget, windows and halts sections start from their
+		// defaults, so a file that sets one of their keys keeps the others.
+		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig(), Halts: DefaultHaltConfig()}
 		for _, k := range sortedKeys(keys) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			strict, err := sigsjson.UnmarshalStrict(one, file)
@@ -267,6 +271,7 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	errs = append(errs, c.Budget.validate(field.NewPath("budget"))...)
 	errs = append(errs, c.Windows.validate(field.NewPath("windows"))...)
+	errs = append(errs, c.Halts.validate(field.NewPath("halts"))...)
 	return errs
 }
 

@@ -23,6 +23,8 @@ const (
 	AuditRevoked  = "revoked"
 	AuditProofs   = "proofs"
 	AuditProofOff = "proof-off"
+	// AuditHalts names the halts a decision relied on ("hardware@node").
+	AuditHalts = "halts"
 )
 
 // Blocker is one violated rule. Err carries the field path of the object
@@ -97,6 +99,8 @@ type Decision struct {
 	// "node=unproven"); ProofOff the proof requirements switched off then.
 	Proofs   []string
 	ProofOff []ProofRequirement
+	// Halts are the halts the decision relied on ("hardware key@node").
+	Halts []string
 }
 
 // Codes lists the distinct blocker codes in the order they were found.
@@ -171,6 +175,9 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	}
 	if d.BreakGlass != "" {
 		a[AuditBreakGlass] = d.BreakGlass
+	}
+	if len(d.Halts) > 0 {
+		a[AuditHalts] = strings.Join(d.Halts, ",")
 	}
 	if len(d.Proofs) > 0 {
 		a[AuditProofs] = strings.Join(d.Proofs, ",")

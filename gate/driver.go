@@ -249,6 +249,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		}
 		judge(r.review(), ts, &f)
 		r.proofRule(usable, &f, &d)
+		r.haltRule(&f, &d)
 	}
 	r.rolloutRules(&f, &d)
 	return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)

@@ -52,6 +52,8 @@ type Cluster struct {
 	// node list. The engine uses it only when it holds exactly Nodes, and
 	// otherwise indexes Nodes for the one review.
 	Index *NodeIndex
+	// Halts is the halt record (haltrecord.go).
+	Halts HaltRecord
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

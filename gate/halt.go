@@ -15,8 +15,9 @@ import (
 
 // Halt is a failure of a node moving to a destination tuple, for its
 // hardware: what stops the line (issue 12 item 3). DetectHalts finds the
-// signals; keeping them (so a halt outlives its signal) and clearing them
-// belong to the leader-elected loop and the halt record, not to the engine.
+// signals; KeepHalts keeps them in the halt record (a ConfigMap the
+// leader-elected loop of serve writes), so a halt outlives its signal, and
+// only a person other than the rollout's requester clears it.
 type Halt struct {
 	// Hardware is the record's hardware, sorted.
 	Hardware []string `json:"hardware"`
@@ -24,10 +25,26 @@ type Halt struct {
 	// Signal says what failed, with the value seen.
 	Signal string `json:"signal"`
 	// SeenAt is the signal's own timestamp when it has one (a Job's Failed
-	// condition, a node condition's transition), else the time it was seen.
+	// condition, a node condition's transition, the end of a recovery
+	// timeout), else the time it was seen.
 	SeenAt time.Time `json:"seenAt"`
 	Plan   string    `json:"plan"`
 	Record string    `json:"record"`
+	// RequestedBy is the Plan's requester as the Plan webhook attested it
+	// (annotation gpu-upgrade-gate.io/requested-by); empty when the Plan
+	// did not carry it, and then only the break-glass group clears.
+	RequestedBy string `json:"requestedBy,omitempty"`
+}
+
+// sameSignal: the same failure of the same node seen again (its SeenAt may
+// be the moment it was seen, so it is not compared).
+func (h Halt) sameSignal(o Halt) bool {
+	return h.Node == o.Node && h.Signal == o.Signal && h.Plan == o.Plan && slices.Equal(h.Hardware, o.Hardware)
+}
+
+// String is the halt in one line, for messages and audit annotations.
+func (h Halt) String() string {
+	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record)
 }
 
 // HardwareKey is the halt's key: one halt per hardware, in a form a
@@ -43,7 +60,9 @@ func HardwareKey(hw []string) string {
 // record's target, the failure signals it shows now: its SUC Job for that
 // Plan failed; the GPU Operator marked its driver upgrade failed; a
 // GPU-health condition is unhealthy; it runs a tuple that is neither the
-// record's source nor its target (half applied). Rollback Plans are the way
+// record's source nor its target (half applied); its Ready condition or its
+// validator Pod has not come back within halts.recoveryTimeout of its
+// upgrade (dated by the objects' own timestamps). Rollback Plans are the way
 // out and never halt. The first signal per hardware wins, in node order.
 func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 	var out []Halt
@@ -72,7 +91,8 @@ func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 			if signal == "" {
 				continue
 			}
-			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: p.Namespace + "/" + p.Name, Record: rec.ID})
+			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: p.Namespace + "/" + p.Name, Record: rec.ID,
+				RequestedBy: p.Annotations[AnnotationRequestedBy]})
 			seen[HardwareKey(hw)] = true
 			break
 		}
@@ -82,10 +102,12 @@ func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 
 // haltSignal is the first failure the node shows, "" for none.
 func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.Record, n *corev1.Node, cur qualification.Tuple, now time.Time) (string, time.Time) {
+	var job *batchv1.Job
 	for _, j := range cl.Proof.UpgradeJobs {
 		if j.Labels[upgradev1.LabelNode] != n.Name || j.Labels[upgradev1.LabelPlan] != p.Name || j.Namespace != p.Namespace {
 			continue
 		}
+		job = j
 		for _, c := range j.Status.Conditions {
 			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 				return fmt.Sprintf("SUC Job %s/%s failed (%s)", j.Namespace, j.Name, orNone(c.Reason)), c.LastTransitionTime.Time
@@ -102,6 +124,56 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 	}
 	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) {
 		return fmt.Sprintf("tuple half applied: neither the record's source nor its target (%s)", strings.Join(tupleDiff(cur, rec.Target, false), ", ")), now
+	}
+	if job != nil || SameTuple(cur, rec.Target) {
+		return cfg.notBack(cl, n, upgradeStart(job, n), now)
+	}
+	return "", time.Time{}
+}
+
+// upgradeStart is when the node's upgrade last moved, by the objects' own
+// timestamps: its Job's completion (else its creation) and its cordon.
+func upgradeStart(job *batchv1.Job, n *corev1.Node) time.Time {
+	var at time.Time
+	if job != nil {
+		at = jobCompletion(job)
+		if at.IsZero() {
+			at = job.CreationTimestamp.Time
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == TaintUnschedulable && t.TimeAdded != nil {
+			at = later(at, t.TimeAdded.Time)
+		}
+	}
+	return at
+}
+
+// notBack: Ready, or the validator Pod's Ready, has not held for longer
+// than the recovery timeout since the upgrade moved (or since it last
+// dropped, whichever is later). A moment that cannot be dated is no signal.
+func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (string, time.Time) {
+	timeout := c.Halts.RecoveryTimeout.Duration
+	if c.Proof.on(ProofReady) {
+		if ready := condition(n, corev1.NodeReady); ready.Status != corev1.ConditionTrue {
+			if since := later(start, ready.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
+				return fmt.Sprintf("node Ready is %s since %s, not back within %s", orNone(string(ready.Status)), stamp(since), timeout), since.Add(timeout)
+			}
+		}
+	}
+	if !c.Proof.on(ProofValidator) {
+		return "", time.Time{}
+	}
+	validators := podsOn(cl.Proof.Validators, n.Name)
+	if len(validators) == 0 && !start.IsZero() && now.Sub(start) >= timeout {
+		return fmt.Sprintf("no validator Pod (%s) on the node since %s, not back within %s", c.Proof.Validator.Selector, stamp(start), timeout), start.Add(timeout)
+	}
+	for _, v := range validators {
+		if cond := podCondition(v, corev1.PodReady); cond.Status != corev1.ConditionTrue {
+			if since := later(start, cond.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
+				return fmt.Sprintf("validator Pod %s/%s not Ready since %s, not back within %s", v.Namespace, v.Name, stamp(since), timeout), since.Add(timeout)
+			}
+		}
 	}
 	return "", time.Time{}
 }

@@ -32,7 +32,28 @@ func TestDetectHalts(t *testing.T) {
 			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{j}
 		}, want: "SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded)", at: failedAt},
 		{name: "a completed Job is no halt", mutate: func(s *scenario, _ *corev1.Node) {
-			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, failedAt)}
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-10*time.Minute))}
+		}},
+		{name: "Ready not back within the recovery timeout", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+			s.cluster.Proof.Validators = []*corev1.Pod{validatorPod("gpu-v100-01", corev1.ConditionTrue, testNow.Add(-2*time.Hour))}
+			n.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(testNow.Add(-90 * time.Minute))}
+		}, want: "node Ready is False since 2026-11-21T10:30:00Z, not back within 1h0m0s", at: testNow.Add(-30 * time.Minute)},
+		{name: "Ready down but within the timeout: no halt yet", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+			s.cluster.Proof.Validators = []*corev1.Pod{validatorPod("gpu-v100-01", corev1.ConditionTrue, testNow.Add(-2*time.Hour))}
+			n.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(testNow.Add(-59 * time.Minute))}
+		}},
+		{name: "validator not back within the recovery timeout", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+			s.cluster.Proof.Validators = []*corev1.Pod{validatorPod("gpu-v100-01", corev1.ConditionFalse, testNow.Add(-3*time.Hour))}
+		}, want: "validator Pod gpu-operator/nvidia-operator-validator-gpu-v100-01 not Ready since 2026-11-21T10:00:00Z, not back within 1h0m0s", at: testNow.Add(-time.Hour)},
+		{name: "no validator Pod within the recovery timeout", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+		}, want: "no validator Pod (app=nvidia-operator-validator) on the node since 2026-11-21T10:00:00Z, not back within 1h0m0s", at: testNow.Add(-time.Hour)},
+		{name: "validator switched off: its absence halts nothing", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cfg.Proof.Off = []ProofRequirement{ProofValidator}
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
 		}},
 		{name: "driver upgrade failed", mutate: func(_ *scenario, n *corev1.Node) { n.Labels[LabelDriverUpgradeState] = "upgrade-failed" },
 			want: "label nvidia.com/gpu-driver-upgrade-state=upgrade-failed", at: testNow},
@@ -53,6 +74,7 @@ func TestDetectHalts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := safeScenario(t)
 			s.cluster.Plans = []*upgradev1.Plan{s.req.Plan}
+			s.req.Plan.Annotations[AnnotationRequestedBy] = "alice"
 			tc.mutate(s, s.node("gpu-v100-01"))
 			halts := DetectHalts(s.cfg, s.cluster, testNow)
 			if tc.want == "" {
@@ -67,6 +89,7 @@ func TestDetectHalts(t *testing.T) {
 			assert.Equal(t, "system-upgrade/gpu-v100-canary", h.Plan)
 			assert.Equal(t, "v100-r580-canary-1", h.Record)
 			assert.Equal(t, "10de_1db6_10de_124a", h.HardwareKey())
+			assert.Equal(t, "alice", h.RequestedBy)
 		})
 	}
 }

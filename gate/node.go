@@ -132,6 +132,7 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.uncordonRule(&f)
 	r.identityRule(&f)
 	completionRule(r.cfg, r.cl, r.req, &f, &d)
+	haltUncordonRule(r.cfg, r.cl, r.req, &f, &d)
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {

@@ -63,11 +63,16 @@ type PlanReview struct {
 	dest   *qualification.Tuple  // the tuple the record moves nodes to
 	// pendingT are the transitions Decide built, one per pending node.
 	pendingT []*Transition
+	// write: the review is of the Plan write itself (PreparePlan), not of a
+	// stored Plan for a node step or a Node change.
+	write bool
 }
 
 // PreparePlan selects the Plan's nodes as SUC would for the Plan as written.
 func PreparePlan(cfg *Config, cl *Cluster, req PlanRequest) *PlanReview {
-	return preparePlan(cfg, cl, req, nil, "")
+	r := preparePlan(cfg, cl, req, nil, "")
+	r.write = true
+	return r
 }
 
 // PrepareNodeStep is PreparePlan restricted to one node: the review a
@@ -193,6 +198,8 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.inFlightRule(&f)
 	r.proofRule(&f, &d)
 	r.rolloutRules(&f, &d)
+	r.haltRule(&f, &d)
+	r.requesterRule(&f)
 	switch {
 	case len(r.pending) == 0:
 		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)

@@ -155,6 +155,7 @@ func DecideCompletion(cfg *Config, cl *Cluster, req NodeRequest) Decision {
 	d := Decision{Object: "Node " + req.Node.Name, Nodes: []string{req.Node.Name}}
 	var f findings
 	completionRule(cfg, cl, req, &f, &d)
+	haltUncordonRule(cfg, cl, req, &f, &d)
 	f.settle(&d)
 	return d
 }

@@ -33,6 +33,8 @@ const (
 	// ReviewCompletion: SUC's completion write of a node (uncordon and
 	// plan label when its Job completed), a per-node step.
 	ReviewCompletion Review = "completion"
+	// ReviewHaltRecord: a write of the halt record (DecideHaltRecordWrite).
+	ReviewHaltRecord Review = "halt-record"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -108,6 +110,10 @@ var ruleTable = []Rule{
 	{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}},
 	{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep}},
 	{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths},
+	// A halted rollout (review-level): forward moves, the failed node's
+	// uncordon, and the halt record's own writes.
+	{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}},
+	{Name: "requester", Codes: []Code{CodeRequesterMismatch}, Reviews: []Review{ReviewPlan}},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},

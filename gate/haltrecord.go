@@ -1,0 +1,238 @@
+package gate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The halt record: one ConfigMap in the gate's namespace (chart-created,
+// never overwritten by an upgrade) that the leader-elected loop of serve
+// writes. A halt lives there until a person other than the requester of the
+// failed rollout clears it with an annotation (docs/proof.md).
+
+const (
+	// AnnotationRequestedBy on a GPU Plan names its requester; the Plan
+	// webhook admits it only when it equals the user who writes the Plan,
+	// so a halt can name who started the failed rollout.
+	AnnotationRequestedBy = "gpu-upgrade-gate.io/requested-by"
+	// ClearAnnotationPrefix + hardware key, on the halt record, clears that
+	// hardware's halt; its value is the reason.
+	ClearAnnotationPrefix = "gpu-upgrade-gate.io/clear-"
+	// HaltKeyPrefix + hardware key holds a halt; ClearedKeyPrefix + hardware
+	// key the last cleared halt (so the same signal, still visible, does not
+	// halt again).
+	HaltKeyPrefix    = "halt."
+	ClearedKeyPrefix = "cleared."
+)
+
+// HaltConfig is the `halts` section of the config.
+type HaltConfig struct {
+	// ConfigMap is the halt record's name, in the gate's namespace.
+	ConfigMap string `json:"configMap"`
+	// RecoveryTimeout: a node whose Ready or validator Pod is not back this
+	// long after its upgrade moved halts its hardware's rollout.
+	RecoveryTimeout metav1.Duration `json:"recoveryTimeout"`
+}
+
+// DefaultHaltConfig: the chart's ConfigMap name, one hour to come back.
+func DefaultHaltConfig() HaltConfig {
+	return HaltConfig{ConfigMap: "gpu-upgrade-gate-halts", RecoveryTimeout: metav1.Duration{Duration: time.Hour}}
+}
+
+func (h *HaltConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if msgs := validation.IsDNS1123Subdomain(h.ConfigMap); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("configMap"), h.ConfigMap, msgs[0]))
+	}
+	if h.RecoveryTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(path.Child("recoveryTimeout"), h.RecoveryTimeout.Duration.String(), "must be above 0, e.g. 1h"))
+	}
+	return errs
+}
+
+// ClearAnnotation is the annotation that clears the halt of a hardware key
+// (a name part holds 63 characters: a longer key is hashed).
+func ClearAnnotation(key string) string {
+	name := "clear-" + key
+	if len(name) > validation.LabelValueMaxLength {
+		sum := sha256.Sum256([]byte(key))
+		name = "clear-" + hex.EncodeToString(sum[:8])
+	}
+	return "gpu-upgrade-gate.io/" + name
+}
+
+// ClearedHalt is a halt a person cleared.
+type ClearedHalt struct {
+	Halt      Halt      `json:"halt"`
+	Reason    string    `json:"reason"`
+	ClearedAt time.Time `json:"clearedAt"`
+}
+
+// HaltRecord is the halt record as read. The zero value holds no halts
+// (an adapter that keeps none, e.g. the CLI on a snapshot without it).
+type HaltRecord struct {
+	// Name is "namespace/name" of the ConfigMap.
+	Name string
+	// Halts and Cleared by hardware key; Clears are the clear annotations
+	// present (hardware key to reason).
+	Halts   map[string]Halt
+	Cleared map[string]ClearedHalt
+	Clears  map[string]string
+	// Err: the record is missing or does not parse; every forward move of
+	// every hardware is then refused (fail closed).
+	Err error
+}
+
+// HaltRecordName is "namespace/name" of the configured halt record.
+func (c *Config) HaltRecordName() string { return c.Namespace + "/" + c.Halts.ConfigMap }
+
+// MissingHaltRecord is the record when the ConfigMap cannot be read.
+func (c *Config) MissingHaltRecord(err error) HaltRecord {
+	return HaltRecord{Name: c.HaltRecordName(), Err: err}
+}
+
+// ParseHaltRecord reads the halt ConfigMap strictly: every key is a halt or a
+// cleared halt of the hardware it names, every halt names its node, signal
+// and time; anything else is an error naming the key.
+func (c *Config) ParseHaltRecord(cm *corev1.ConfigMap) HaltRecord {
+	r := HaltRecord{Name: c.HaltRecordName(), Halts: map[string]Halt{}, Cleared: map[string]ClearedHalt{}, Clears: map[string]string{}}
+	var errs field.ErrorList
+	if len(cm.BinaryData) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("binaryData"), "the halt record holds no binary data"))
+	}
+	for _, k := range sortedKeys(cm.Data) {
+		path := field.NewPath("data").Key(k)
+		switch {
+		case strings.HasPrefix(k, HaltKeyPrefix):
+			var h Halt
+			if err := strictJSON(cm.Data[k], &h); err != nil {
+				errs = append(errs, field.Invalid(path, cm.Data[k], "expected a halt as JSON ({\"hardware\":[...],\"node\":...,\"signal\":...,\"seenAt\":...}): "+err.Error()))
+			} else if err := h.check(strings.TrimPrefix(k, HaltKeyPrefix)); err != nil {
+				errs = append(errs, field.Invalid(path, cm.Data[k], err.Error()))
+			} else {
+				r.Halts[h.HardwareKey()] = h
+			}
+		case strings.HasPrefix(k, ClearedKeyPrefix):
+			var ch ClearedHalt
+			if err := strictJSON(cm.Data[k], &ch); err != nil {
+				errs = append(errs, field.Invalid(path, cm.Data[k], "expected a cleared halt as JSON ({\"halt\":{...},\"reason\":...,\"clearedAt\":...}): "+err.Error()))
+			} else if err := ch.Halt.check(strings.TrimPrefix(k, ClearedKeyPrefix)); err != nil {
+				errs = append(errs, field.Invalid(path, cm.Data[k], err.Error()))
+			} else {
+				r.Cleared[ch.Halt.HardwareKey()] = ch
+			}
+		default:
+			errs = append(errs, field.NotSupported(path, k, []string{HaltKeyPrefix + "<hardware key>", ClearedKeyPrefix + "<hardware key>"}))
+		}
+	}
+	for key := range r.Halts {
+		if reason, ok := cm.Annotations[ClearAnnotation(key)]; ok {
+			r.Clears[key] = reason
+		}
+	}
+	if len(errs) > 0 {
+		r.Err = errs.ToAggregate()
+	}
+	return r
+}
+
+func strictJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// check: a halt names its hardware (under the key it is stored at), node,
+// signal and time.
+func (h Halt) check(key string) error {
+	switch {
+	case len(h.Hardware) == 0 || !slices.IsSorted(h.Hardware):
+		return errors.New("hardware must list the record's GPU identities, sorted")
+	case h.HardwareKey() != key:
+		return fmt.Errorf("stored under hardware key %q but its hardware is %q", key, h.HardwareKey())
+	case h.Node == "" || h.Signal == "" || h.SeenAt.IsZero():
+		return errors.New("a halt names its node, signal and seenAt")
+	}
+	return nil
+}
+
+// Halted says whether a forward move of hardware hw is held, and by what;
+// ok is false when the record itself fails closed.
+func (r *HaltRecord) Halted(hw []string) (Halt, bool) {
+	h, ok := r.Halts[HardwareKey(hw)]
+	return h, ok
+}
+
+// Data is the record's ConfigMap data.
+func (r *HaltRecord) Data() map[string]string {
+	out := map[string]string{}
+	for k, h := range r.Halts {
+		b, _ := json.Marshal(h)
+		out[HaltKeyPrefix+k] = string(b)
+	}
+	for k, ch := range r.Cleared {
+		b, _ := json.Marshal(ch)
+		out[ClearedKeyPrefix+k] = string(b)
+	}
+	return out
+}
+
+// KeepHalts is one turn of the halt loop: cleared halts (a clear annotation
+// the webhook admitted) leave the record, each hardware's new failure
+// signal becomes its halt unless one is kept already or it is the cleared
+// halt's signal still visible, and a cleared entry is forgotten once its
+// signal is gone (the failure recurring then halts again). It returns the
+// next record and what changed; a record that fails closed is left alone.
+func KeepHalts(cfg *Config, cl *Cluster, rec HaltRecord, now time.Time) (HaltRecord, []string) {
+	if rec.Err != nil {
+		return rec, nil
+	}
+	next := HaltRecord{Name: rec.Name, Halts: maps.Clone(rec.Halts), Cleared: maps.Clone(rec.Cleared), Clears: map[string]string{}}
+	if next.Halts == nil {
+		next.Halts = map[string]Halt{}
+	}
+	if next.Cleared == nil {
+		next.Cleared = map[string]ClearedHalt{}
+	}
+	var changes []string
+	for _, key := range sortedKeys(rec.Clears) {
+		if h, ok := next.Halts[key]; ok {
+			next.Cleared[key] = ClearedHalt{Halt: h, Reason: rec.Clears[key], ClearedAt: now}
+			delete(next.Halts, key)
+			changes = append(changes, fmt.Sprintf("cleared %s (%s): %s", key, h, rec.Clears[key]))
+		}
+	}
+	detected := DetectHalts(cfg, cl, now)
+	for _, d := range detected {
+		key := d.HardwareKey()
+		if _, kept := next.Halts[key]; kept {
+			continue
+		}
+		if ch, ok := next.Cleared[key]; ok && ch.Halt.sameSignal(d) {
+			continue
+		}
+		next.Halts[key] = d
+		changes = append(changes, fmt.Sprintf("halted %s: %s", key, d))
+	}
+	for key, ch := range next.Cleared {
+		if !slices.ContainsFunc(detected, ch.Halt.sameSignal) {
+			delete(next.Cleared, key)
+			changes = append(changes, fmt.Sprintf("forgot cleared %s: its signal is gone", key))
+		}
+	}
+	slices.Sort(changes)
+	return next, changes
+}

@@ -1,0 +1,322 @@
+package gate
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+const keyV100 = "10de_1db6_10de_124a"
+
+var gateSA = "system:serviceaccount:gpu-upgrade-gate:gpu-upgrade-gate"
+
+func haltV100() Halt {
+	return Halt{Hardware: []string{hwV100}, Node: "gpu-v100-01", Signal: "SUC Job system-upgrade/apply-x failed (BackoffLimitExceeded)",
+		SeenAt: testNow.Add(-time.Hour), Plan: "system-upgrade/gpu-v100-canary", Record: "v100-r580-canary-1", RequestedBy: "alice"}
+}
+
+// halted is the scenario with the V100 rollout halted.
+func halted(s *scenario) {
+	s.cluster.Halts = HaltRecord{Halts: map[string]Halt{keyV100: haltV100()}}
+}
+
+func haltCM(cfg *Config, data map[string]string, annotations map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Halts.ConfigMap, Annotations: annotations}, Data: data}
+}
+
+func codesOf(d Decision) []Code { return d.Codes() }
+
+// TestRolloutHaltedPlans: a forward Plan of halted hardware is refused,
+// naming the node, the signal and when it was seen; the rollback Plan, other
+// hardware and a Plan that moves nothing are not; a halt record that does
+// not parse refuses every forward Plan; SUC's per-node step is refused too.
+func TestRolloutHaltedPlans(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *scenario)
+		want   string // "" = not RolloutHalted
+	}{
+		{name: "not halted", mutate: func(*scenario) {}},
+		{name: "halted: the next Plan is refused", mutate: halted,
+			want: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-x failed (BackoffLimitExceeded) (seen 2026-11-21T11:00:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1); no node of this hardware moves forward until the halt is cleared: roll node gpu-v100-01 back"},
+		{name: "halted: the clear hint names who may clear", mutate: halted,
+			want: "then someone other than alice clears the halt: kubectl annotate configmap -n gpu-upgrade-gate gpu-upgrade-gate-halts gpu-upgrade-gate.io/clear-10de_1db6_10de_124a=\"<reason>\""},
+		{name: "halted: the record's rollback Plan stays allowed", mutate: func(s *scenario) {
+			halted(s)
+			s.req.Plan.Annotations[AnnotationRollback] = "true"
+			setTuple(s.node("gpu-v100-01"), tupleTarget)
+		}},
+		{name: "another hardware's halt does not hold V100", mutate: func(s *scenario) {
+			h := haltV100()
+			h.Hardware = []string{hwH200}
+			s.cluster.Halts = HaltRecord{Halts: map[string]Halt{h.HardwareKey(): h}}
+		}},
+		{name: "the halt record does not parse: fail closed", mutate: func(s *scenario) {
+			s.cluster.Halts = HaltRecord{Err: errors.New(`data[halt.x]: Invalid value: "nonsense"`)}
+		}, want: "[RolloutHalted] halt record gpu-upgrade-gate/gpu-upgrade-gate-halts cannot be read: data[halt.x]: Invalid value: \"nonsense\"; until it can, every forward move of GPU hardware is refused; if it is missing, create it empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			if tc.want == "" {
+				assert.NotContains(t, codesOf(d), CodeRolloutHalted, d.Message())
+				return
+			}
+			require.Contains(t, codesOf(d), CodeRolloutHalted)
+			assert.Contains(t, d.Message(), tc.want)
+			if s.cluster.Halts.Err == nil {
+				assert.Equal(t, keyV100+"@gpu-v100-01", d.AuditAnnotations()[AuditHalts])
+			}
+		})
+	}
+
+	t.Run("SUC's per-node step is refused", func(t *testing.T) {
+		s := safeScenario(t)
+		halted(s)
+		step := PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-02", Plan: s.req.Plan, Node: s.node("gpu-v100-01"), User: UserInfo{Name: sucUserName}, Now: testNow})
+		d := step.Decide(nil, nil)
+		assert.Contains(t, codesOf(d), CodeRolloutHalted)
+	})
+}
+
+const sucUserName = "system:serviceaccount:system-upgrade:system-upgrade"
+
+// TestRolloutHaltedDriver: a driver change that reloads halted hardware is
+// refused; the driver step of that hardware too.
+func TestRolloutHaltedDriver(t *testing.T) {
+	for _, halt := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not halted", true: "halted"}[halt], func(t *testing.T) {
+			s := safeDriverScenario(t)
+			if halt {
+				halted(s.scenario)
+			}
+			d := s.decide()
+			assert.Equal(t, halt, contains(codesOf(d), CodeRolloutHalted), d.Message())
+		})
+	}
+}
+
+func contains(cs []Code, c Code) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHaltUncordon: the failed node stays cordoned until it is back on the
+// record's source and proven; another node's uncordon is not the halt's.
+func TestHaltUncordon(t *testing.T) {
+	cases := []struct {
+		name   string
+		node   string
+		mutate func(s *scenario, n *corev1.Node)
+		want   string
+	}{
+		{name: "the failed node at the target", node: "gpu-v100-01", mutate: func(_ *scenario, n *corev1.Node) { setTuple(n, tupleTarget) },
+			want: "node gpu-v100-01 failed its upgrade (SUC Job system-upgrade/apply-x failed (BackoffLimitExceeded)) and is not back on record v100-r580-canary-1's source tuple"},
+		{name: "the failed node on the source, unproven", node: "gpu-v100-01", mutate: func(*scenario, *corev1.Node) {},
+			want: "it is back on the source tuple but not proven: no validator Pod"},
+		{name: "the failed node on the source and proven", node: "gpu-v100-01", mutate: func(s *scenario, _ *corev1.Node) { prove(s, "gpu-v100-01") }},
+		{name: "another node of the hardware", node: "gpu-v100-02", mutate: func(*scenario, *corev1.Node) {}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			halted(s)
+			n := s.node(tc.node)
+			tc.mutate(s, n)
+			old := n.DeepCopy()
+			old.Spec.Unschedulable = true
+			d := DecideCompletion(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: UserInfo{Name: "carol"}, Now: testNow})
+			if tc.want == "" {
+				assert.NotContains(t, codesOf(d), CodeRolloutHalted, d.Message())
+				return
+			}
+			require.Contains(t, codesOf(d), CodeRolloutHalted)
+			assert.Contains(t, d.Message(), tc.want)
+		})
+	}
+}
+
+// TestParseHaltRecord: a record round-trips; nonsense is an error naming
+// the key.
+func TestParseHaltRecord(t *testing.T) {
+	cfg := DefaultConfig()
+	rec := HaltRecord{Halts: map[string]Halt{keyV100: haltV100()}}
+	got := cfg.ParseHaltRecord(haltCM(cfg, rec.Data(), map[string]string{ClearAnnotation(keyV100): "rolled back, INC-7"}))
+	require.NoError(t, got.Err)
+	assert.Equal(t, haltV100(), got.Halts[keyV100])
+	assert.Equal(t, "rolled back, INC-7", got.Clears[keyV100])
+	for name, data := range map[string]map[string]string{
+		"not JSON":      {"halt." + keyV100: "halted!"},
+		"unknown field": {"halt." + keyV100: `{"hardware":["10de:1db6/10de:124a"],"node":"n","signal":"s","seenAt":"2026-11-21T11:00:00Z","severity":"high"}`},
+		"wrong key":     {"halt.10de_2335_10de_18bf": `{"hardware":["10de:1db6/10de:124a"],"node":"n","signal":"s","seenAt":"2026-11-21T11:00:00Z"}`},
+		"no node":       {"halt." + keyV100: `{"hardware":["10de:1db6/10de:124a"],"signal":"s","seenAt":"2026-11-21T11:00:00Z"}`},
+		"unknown key":   {"note": "hello"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := cfg.ParseHaltRecord(haltCM(cfg, data, nil))
+			require.Error(t, r.Err)
+			for k := range data {
+				assert.Contains(t, r.Err.Error(), "data["+k+"]")
+			}
+		})
+	}
+	assert.Equal(t, "gpu-upgrade-gate.io/clear-"+keyV100, ClearAnnotation(keyV100))
+	long := ClearAnnotation(HardwareKey([]string{hwH200, hwV100, "10de:20b0/10de:1450"}))
+	assert.LessOrEqual(t, len(long)-len("gpu-upgrade-gate.io/"), 63)
+}
+
+// TestKeepHalts: a failure becomes a halt that outlives its signal; a
+// cleared halt leaves, and the same signal still visible does not halt
+// again until it is gone; a record that fails closed is left alone.
+func TestKeepHalts(t *testing.T) {
+	s := safeScenario(t)
+	s.cluster.Plans = []*upgradev1.Plan{s.req.Plan}
+	s.req.Plan.Annotations[AnnotationRequestedBy] = "alice"
+	failed := upgradeJob("gpu-v100-01", batchv1.JobFailed, testNow.Add(-time.Minute))
+	s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failed}
+
+	rec, changes := KeepHalts(s.cfg, s.cluster, HaltRecord{}, testNow)
+	require.Len(t, changes, 1)
+	assert.Contains(t, changes[0], "halted "+keyV100)
+	assert.Equal(t, "alice", rec.Halts[keyV100].RequestedBy)
+
+	// The Job is deleted by its TTL, the node looks fine: the halt stays.
+	s.cluster.Proof.UpgradeJobs = nil
+	rec, changes = KeepHalts(s.cfg, s.cluster, rec, testNow.Add(time.Hour))
+	assert.Empty(t, changes)
+	assert.Contains(t, rec.Halts, keyV100)
+
+	// Cleared while the failed Job is still there: it leaves and does not
+	// come back for the same signal.
+	s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failed}
+	rec.Clears = map[string]string{keyV100: "rolled back, INC-7"}
+	rec, changes = KeepHalts(s.cfg, s.cluster, rec, testNow.Add(2*time.Hour))
+	assert.NotContains(t, rec.Halts, keyV100, "%v", changes)
+	assert.Equal(t, "rolled back, INC-7", rec.Cleared[keyV100].Reason)
+	rec, _ = KeepHalts(s.cfg, s.cluster, rec, testNow.Add(3*time.Hour))
+	assert.NotContains(t, rec.Halts, keyV100, "the cleared signal, still visible, halts nothing")
+
+	// The signal goes, then a failure again: it halts again.
+	s.cluster.Proof.UpgradeJobs = nil
+	rec, _ = KeepHalts(s.cfg, s.cluster, rec, testNow.Add(4*time.Hour))
+	assert.Empty(t, rec.Cleared)
+	s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failed}
+	rec, _ = KeepHalts(s.cfg, s.cluster, rec, testNow.Add(5*time.Hour))
+	assert.Contains(t, rec.Halts, keyV100)
+
+	broken := HaltRecord{Err: errors.New("nonsense")}
+	got, changes := KeepHalts(s.cfg, s.cluster, broken, testNow)
+	assert.Empty(t, changes)
+	assert.Equal(t, broken, got)
+}
+
+// TestHaltRecordWrites: only the gate adds halts; only a person other than
+// the requester clears one, with a reason; a halt leaves only by the gate
+// after that; a repair of an entry that is not a halt is allowed; the record
+// is deleted only empty.
+func TestHaltRecordWrites(t *testing.T) {
+	cfg := DefaultConfig()
+	held := (&HaltRecord{Halts: map[string]Halt{keyV100: haltV100()}}).Data()
+	unattested := haltV100()
+	unattested.RequestedBy = ""
+	unattestedData := (&HaltRecord{Halts: map[string]Halt{keyV100: unattested}}).Data()
+	clear := func(reason string) map[string]string { return map[string]string{ClearAnnotation(keyV100): reason} }
+	bob, alice := UserInfo{Name: "bob"}, UserInfo{Name: "alice"}
+	cases := []struct {
+		name     string
+		op       string
+		old, new *corev1.ConfigMap
+		user     UserInfo
+		want     string // "" = allowed
+	}{
+		{name: "helm creates it empty", op: OpCreate, new: haltCM(cfg, nil, nil), user: bob},
+		{name: "the gate adds a halt", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, held, nil), user: UserInfo{Name: gateSA}},
+		{name: "a person adds a halt", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, held, nil), user: bob,
+			want: "only the gate's own ServiceAccount adds halt entries"},
+		{name: "a person removes a halt", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, nil, nil), user: bob,
+			want: "this write removes the halt of hardware " + keyV100},
+		{name: "the gate removes a halt nobody cleared", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, nil, nil), user: UserInfo{Name: gateSA},
+			want: "a halt is cleared only by annotation"},
+		{name: "the gate removes a cleared halt", op: OpUpdate, old: haltCM(cfg, held, clear("rolled back, INC-7")), new: haltCM(cfg, nil, nil), user: UserInfo{Name: gateSA}},
+		{name: "a second person clears", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: bob},
+		{name: "the requester clears", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: alice,
+			want: "alice requested the failed rollout (Plan system-upgrade/gpu-v100-canary) and may not clear its halt"},
+		{name: "a clear without a reason", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("ok")), user: bob,
+			want: "the reason \"ok\" has 2 non-space characters"},
+		{name: "the gate clears its own halt", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: UserInfo{Name: gateSA},
+			want: "only a person clears a halt"},
+		{name: "a clear of no halt", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, nil, clear("rolled back, INC-7")), user: bob,
+			want: "names no kept halt (halts: none)"},
+		{name: "unattested requester: a person outside break-glass", op: OpUpdate, old: haltCM(cfg, unattestedData, nil), new: haltCM(cfg, unattestedData, clear("rolled back, INC-7")), user: bob,
+			want: "only a member of the break-glass group"},
+		{name: "unattested requester: break-glass clears", op: OpUpdate, old: haltCM(cfg, unattestedData, nil), new: haltCM(cfg, unattestedData, clear("rolled back, INC-7")),
+			user: UserInfo{Name: "carol", Groups: []string{cfg.BreakGlassGroup}}},
+		{name: "a person repairs an entry that is not a halt", op: OpUpdate, old: haltCM(cfg, map[string]string{"halt.x": "nonsense"}, nil), new: haltCM(cfg, nil, nil), user: bob},
+		{name: "a person adds an unknown key", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, map[string]string{"note": "hi"}, nil), user: bob,
+			want: "key \"note\" is neither halt.<hardware key> nor cleared.<hardware key>"},
+		{name: "delete while a halt is held", op: OpDelete, old: haltCM(cfg, held, nil), user: bob, want: "it is deleted only when empty"},
+		{name: "delete empty", op: OpDelete, old: haltCM(cfg, nil, nil), user: bob},
+		{name: "another ConfigMap", op: OpUpdate, old: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: "other"}},
+			new: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: "other"}, Data: map[string]string{"halt.x": "y"}}, user: bob},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideHaltRecordWrite(cfg, HaltWriteRequest{Operation: tc.op, Old: tc.old, New: tc.new, User: tc.user, Self: gateSA})
+			if tc.want == "" {
+				assert.True(t, d.Allowed, d.Message())
+				return
+			}
+			require.False(t, d.Allowed)
+			assert.Equal(t, []Code{CodeRolloutHalted}, d.Codes())
+			assert.Contains(t, d.Message(), tc.want)
+		})
+	}
+}
+
+// TestRequesterMismatch: requested-by must name the writer whenever the
+// write sets it or changes the spec under it.
+func TestRequesterMismatch(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *scenario)
+		want   bool
+	}{
+		{name: "absent", mutate: func(*scenario) {}},
+		{name: "the writer", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "alice" }},
+		{name: "someone else", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "bob" }, want: true},
+		{name: "unchanged on an update that keeps the spec", mutate: func(s *scenario) {
+			s.req.Plan.Annotations[AnnotationRequestedBy] = "bob"
+			s.req.Operation, s.req.OldPlan = "UPDATE", s.req.Plan.DeepCopy()
+		}},
+		{name: "unchanged on an update that changes the spec", mutate: func(s *scenario) {
+			s.req.Plan.Annotations[AnnotationRequestedBy] = "bob"
+			s.req.Operation, s.req.OldPlan = "UPDATE", s.req.Plan.DeepCopy()
+			s.req.OldPlan.Spec.Version = "v1.36.0+rke2r1"
+		}, want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.Equal(t, tc.want, contains(d.Codes(), CodeRequesterMismatch), d.Message())
+			if tc.want {
+				assert.Contains(t, d.Message(), `[RequesterMismatch] annotation gpu-upgrade-gate.io/requested-by is "bob" but this write is from "alice"; set it to "alice"`)
+			}
+		})
+	}
+}

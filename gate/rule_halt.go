@@ -1,0 +1,286 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// haltRule (review-level, Plans and SUC's per-node step): while a failure
+// halts a hardware's rollout, no forward Plan moves a node of it. A
+// rollback Plan is the way out and stays allowed.
+func (r *PlanReview) haltRule(f *findings, d *Decision) {
+	if r.rollback || len(r.pending) == 0 {
+		return
+	}
+	var hws [][]string
+	if r.record != nil {
+		hws = append(hws, r.record.NormalizedHardware())
+	}
+	for _, nf := range r.pending {
+		hws = append(hws, nf.Identities)
+	}
+	r.cfg.haltsHold(&r.cl.Halts, hws, pathRecord, f, d)
+}
+
+// haltRule (review-level, driver path and the per-node driver step): the
+// same, for each node the change reloads or moves.
+func (r *DriverReview) haltRule(f *findings, d *Decision) {
+	if r.rollback {
+		return
+	}
+	var hws [][]string
+	for _, nf := range r.pending {
+		hws = append(hws, nf.Identities)
+	}
+	r.cfg.haltsHold(&r.cl.Halts, hws, pathDriverRecords, f, d)
+}
+
+// haltsHold adds a RolloutHalted blocker per halted hardware among hws, or
+// one for the whole review when the halt record fails closed.
+func (c *Config) haltsHold(rec *HaltRecord, hws [][]string, path *field.Path, f *findings, d *Decision) {
+	if len(hws) == 0 {
+		return
+	}
+	if rec.Err != nil {
+		f.add(haltRecordBroken(c, "", path, rec))
+		return
+	}
+	var seen []string
+	for _, hw := range hws {
+		key := HardwareKey(hw)
+		h, ok := rec.Halts[key]
+		if !ok || slices.Contains(seen, key) {
+			continue
+		}
+		seen = append(seen, key)
+		d.noteHalt(h)
+		f.add(rolloutHalted(h.Node, path, fmt.Sprintf("the rollout of hardware %s is halted: %s", strings.Join(h.Hardware, ","), h),
+			"no node of this hardware moves forward until the halt is cleared: "+c.clearHint(h)))
+	}
+}
+
+// haltUncordonRule (review-level, Nodes and SUC's completion write): the
+// failed node stays cordoned until it is back on its record's source tuple
+// and proven; then its uncordon (a person's, or SUC's completion of the
+// rollback Plan) is allowed.
+func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *Decision) {
+	n, old := req.Node, req.OldNode
+	path := field.NewPath("spec", "unschedulable")
+	if !old.Spec.Unschedulable || n.Spec.Unschedulable || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
+		return
+	}
+	if cl.Halts.Err != nil {
+		f.add(haltRecordBroken(cfg, n.Name, path, &cl.Halts))
+		return
+	}
+	h, ok := cl.Halts.Halted(cfg.FactsOf(n).Identities)
+	if !ok || h.Node != n.Name {
+		return
+	}
+	d.noteHalt(h)
+	var rec *qualification.Record
+	for _, e := range cl.Records {
+		if e.Record != nil && e.Err == nil && e.Record.ID == h.Record {
+			rec = e.Record
+		}
+	}
+	cur := cfg.FactsOf(n).Current(cl)
+	switch {
+	case rec == nil || rec.Source == nil:
+		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and record %s (with a source tuple to go back to) is not loaded", n.Name, h.Signal, h.Record),
+			"it stays cordoned: restore the record, roll the node back to its source and prove it (docs/proof.md)"))
+	case !SameTuple(cur, *rec.Source):
+		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and is not back on record %s's source tuple (%s)", n.Name, h.Signal, rec.ID, strings.Join(tupleDiff(cur, *rec.Source, false), ", ")),
+			"it stays cordoned: roll it back with the record's rollback Plan (gpu-upgrade-gate.io/rollback: \"true\"), then uncordon it once proven"))
+	default:
+		p := cfg.Prove(cl, n, req.Now)
+		d.noteProof(cfg, p)
+		if !p.Proven() {
+			f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s); it is back on the source tuple but not proven: %s", n.Name, h.Signal, strings.Join(p.Missing, "; ")),
+				"it stays cordoned until the proof holds (run the allocation check: docs/proof.md)"))
+		}
+	}
+}
+
+// HaltWriteRequest is a write of the halt record ConfigMap.
+type HaltWriteRequest struct {
+	// Operation is OpCreate, OpUpdate or OpDelete; Old is nil for a
+	// CREATE, New for a DELETE.
+	Operation string
+	Old, New  *corev1.ConfigMap
+	User      UserInfo
+	// Self is the gate's own username (its ServiceAccount), "" when unknown.
+	Self string
+}
+
+// DecideHaltRecordWrite reviews a write of the halt record: only the gate
+// adds halts and never rewrites one; a halt leaves only by the gate, after
+// a clear annotation that someone other than the failed rollout's requester
+// set with a reason; a person may remove an entry that is not a halt (a
+// repair); the record is deleted only while it holds no halt.
+func DecideHaltRecordWrite(cfg *Config, req HaltWriteRequest) Decision {
+	obj := req.New
+	if obj == nil {
+		obj = req.Old
+	}
+	d := Decision{Object: "ConfigMap " + obj.Namespace + "/" + obj.Name}
+	if obj.Namespace != cfg.Namespace || obj.Name != cfg.Halts.ConfigMap {
+		d.Allowed = true
+		return d
+	}
+	old, next := &corev1.ConfigMap{}, &corev1.ConfigMap{}
+	if req.Old != nil {
+		old = req.Old
+	}
+	if req.New != nil {
+		next = req.New
+	}
+	oldRec := cfg.ParseHaltRecord(old)
+	var f findings
+	if req.Operation == OpDelete {
+		if oldRec.Err != nil || len(oldRec.Halts) > 0 {
+			f.add(rolloutHalted("", field.NewPath("metadata", "name"), fmt.Sprintf("halt record %s holds %d halt(s) or entries that do not parse", cfg.HaltRecordName(), len(oldRec.Halts)),
+				"it is deleted only when empty: clear each halt first (docs/proof.md)"))
+		}
+		f.settle(&d)
+		return d
+	}
+	self := req.Self != "" && req.User.Name == req.Self
+	haltDataRules(cfg, old, next, &oldRec, self, &f)
+	clearRules(cfg, old, next, &oldRec, req.User, self, &f, &d)
+	if len(next.BinaryData) > 0 {
+		f.add(rolloutHalted("", field.NewPath("binaryData"), "the halt record holds no binary data", "remove binaryData"))
+	}
+	f.settle(&d)
+	return d
+}
+
+// haltDataRules judges each data key the write adds, changes or removes.
+func haltDataRules(cfg *Config, old, next *corev1.ConfigMap, oldRec *HaltRecord, self bool, f *findings) {
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range old.Data {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range next.Data {
+			if _, dup := old.Data[k]; !dup && !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		ov, inOld := old.Data[k]
+		nv, inNew := next.Data[k]
+		if inOld && inNew && ov == nv {
+			continue
+		}
+		path := field.NewPath("data").Key(k)
+		isHalt, isCleared := strings.HasPrefix(k, HaltKeyPrefix), strings.HasPrefix(k, ClearedKeyPrefix)
+		hwKey := strings.TrimPrefix(strings.TrimPrefix(k, HaltKeyPrefix), ClearedKeyPrefix)
+		_, validOld := oldRec.Halts[hwKey]
+		switch {
+		case !inNew && isHalt && validOld && !(self && oldRec.Clears[hwKey] != ""):
+			f.add(rolloutHalted("", path, fmt.Sprintf("this write removes the halt of hardware %s (%s)", hwKey, oldRec.Halts[hwKey]),
+				"a halt is cleared only by annotation: "+cfg.clearHint(oldRec.Halts[hwKey])))
+		case !inNew:
+			// A cleared entry, or an entry that is not a halt: removing it
+			// can only halt more.
+		case !isHalt && !isCleared:
+			f.add(rolloutHalted("", path, fmt.Sprintf("key %q is neither %s<hardware key> nor %s<hardware key>", qualification.Clip(k), HaltKeyPrefix, ClearedKeyPrefix), "remove it"))
+		case !self:
+			f.add(rolloutHalted("", path, "only the gate's own ServiceAccount adds halt entries",
+				"halts are set by the gate when a node fails (docs/proof.md); to stop a rollout yourself, delete its Plan"))
+		case inOld && isHalt:
+			f.add(rolloutHalted("", path, fmt.Sprintf("the kept halt of hardware %s is rewritten", hwKey), "a halt is kept as first seen until it is cleared"))
+		default:
+			probe := &corev1.ConfigMap{Data: map[string]string{k: nv}}
+			if rec := cfg.ParseHaltRecord(probe); rec.Err != nil {
+				f.add(rolloutHalted("", path, "the entry does not parse: "+rec.Err.Error(), "write a valid entry"))
+			}
+		}
+	}
+}
+
+// clearRules judges each clear annotation the write sets or changes.
+func clearRules(cfg *Config, old, next *corev1.ConfigMap, oldRec *HaltRecord, user UserInfo, self bool, f *findings, d *Decision) {
+	for _, ann := range sortedKeys(next.Annotations) {
+		reason := next.Annotations[ann]
+		if !strings.HasPrefix(ann, ClearAnnotationPrefix) || old.Annotations[ann] == reason {
+			continue
+		}
+		path := field.NewPath("metadata", "annotations").Key(ann)
+		var h Halt
+		found := false
+		for key, kept := range oldRec.Halts {
+			if ClearAnnotation(key) == ann {
+				h, found = kept, true
+			}
+		}
+		switch {
+		case self:
+			f.add(rolloutHalted("", path, "the gate's own ServiceAccount sets a clear annotation", "only a person clears a halt"))
+		case !found:
+			f.add(rolloutHalted("", path, fmt.Sprintf("annotation %s names no kept halt (halts: %s)", qualification.Clip(ann), haltKeys(oldRec)), "annotate the halt you mean (docs/proof.md)"))
+		case nonSpace(reason) < MinBreakGlassReason:
+			f.add(rolloutHalted(h.Node, path, fmt.Sprintf("the reason %q has %d non-space characters, expected at least %d", qualification.Clip(reason), nonSpace(reason), MinBreakGlassReason),
+				"say why the rollout may go on (e.g. an incident number and the fix)"))
+		case h.RequestedBy == "" && (cfg.BreakGlassGroup == "" || !slices.Contains(user.Groups, cfg.BreakGlassGroup)):
+			f.add(rolloutHalted(h.Node, path, fmt.Sprintf("the requester of the failed rollout (Plan %s) is not attested: it carried no %s annotation", h.Plan, AnnotationRequestedBy),
+				fmt.Sprintf("only a member of the break-glass group %q clears this halt", cfg.BreakGlassGroup)))
+		case user.Name == h.RequestedBy:
+			f.add(rolloutHalted(h.Node, path, fmt.Sprintf("%s requested the failed rollout (Plan %s) and may not clear its halt", user.Name, h.Plan),
+				"someone else reviews the failure and clears it (two-person rule)"))
+		default:
+			d.noteHalt(h)
+			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: %s clears the halt of hardware %s (%s): %q; the gate removes it within its next turn", user.Name, h.HardwareKey(), h, qualification.Clip(reason)))
+		}
+	}
+}
+
+func haltKeys(r *HaltRecord) string {
+	if len(r.Halts) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(r.Halts), ",")
+}
+
+// clearHint says how a halt is cleared.
+func (c *Config) clearHint(h Halt) string {
+	who := "someone other than the rollout's requester"
+	if h.RequestedBy != "" {
+		who = "someone other than " + h.RequestedBy
+	} else {
+		who = fmt.Sprintf("a member of %q (the requester is not attested)", c.BreakGlassGroup)
+	}
+	return fmt.Sprintf("roll node %s back (the record's rollback Plan stays allowed) and prove it; then %s clears the halt: kubectl annotate configmap -n %s %s %s=\"<reason>\" (docs/proof.md)",
+		h.Node, who, c.Namespace, c.Halts.ConfigMap, ClearAnnotation(h.HardwareKey()))
+}
+
+// noteHalt records a halt the decision relied on, for the audit annotations.
+func (d *Decision) noteHalt(h Halt) {
+	entry := h.HardwareKey() + "@" + h.Node
+	if !slices.Contains(d.Halts, entry) {
+		d.Halts = append(d.Halts, entry)
+	}
+}
+
+// haltRecordBroken builds the RolloutHalted blocker of a halt record that
+// fails closed.
+func haltRecordBroken(c *Config, node string, path *field.Path, rec *HaltRecord) Blocker {
+	return rolloutHalted(node, path, fmt.Sprintf("halt record %s cannot be read: %v; until it can, every forward move of GPU hardware is refused", c.HaltRecordName(), rec.Err),
+		fmt.Sprintf("if it is missing, create it empty (helm upgrade, or kubectl create configmap -n %s %s); if an entry does not parse, restore it from the audit log or remove it if it is not a halt (docs/proof.md)", c.Namespace, c.Halts.ConfigMap))
+}
+
+// rolloutHalted builds every RolloutHalted blocker. Its sentences are the
+// engine's own, over values from the halt record (which only the gate
+// writes) and clipped request values; settle bounds the whole.
+func rolloutHalted(node string, path *field.Path, wrong, todo string) Blocker {
+	return Blocker{Code: CodeRolloutHalted, Node: node, Err: field.Forbidden(path, wrong+"; "+todo)}
+}
