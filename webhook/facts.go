@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,10 +38,14 @@ type Facts struct {
 	PodsSeen func() string
 	// Allocations caches the allocation-check Pods only (their own label).
 	Allocations cache.Cache
+	// Halts caches the halt record ConfigMap only (by name); nil: no halt
+	// record is kept (tests of other paths).
+	Halts cache.Cache
 
 	serverVersion atomic.Pointer[string]
 	synced        atomic.Bool
 	records       recordCache
+	haltRecord    haltRecordCache
 	selectors     selectorCache
 	watches       watchHealth
 
@@ -181,7 +186,40 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if cl.Proof, err = f.proofFacts(ctx); err != nil {
 		return nil, err
 	}
+	cl.Halts = f.haltRecordOf(ctx)
 	return cl, nil
+}
+
+// haltRecordOf reads the halt record from its cache. A record that is
+// missing or cannot be read fails closed (gate.HaltRecord.Err).
+func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
+	if f.Halts == nil {
+		return gate.HaltRecord{}
+	}
+	var cm corev1.ConfigMap
+	if err := f.Halts.Get(ctx, client.ObjectKey{Namespace: f.Config.Namespace, Name: f.Config.Halts.ConfigMap}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			err = errors.New("the ConfigMap does not exist")
+		}
+		return f.Config.MissingHaltRecord(err)
+	}
+	return f.haltRecord.load(f.Config, &cm)
+}
+
+// haltRecordCache keeps the parsed halt record per resourceVersion.
+type haltRecordCache struct {
+	mu     sync.Mutex
+	rv     string
+	record gate.HaltRecord
+}
+
+func (c *haltRecordCache) load(cfg *gate.Config, cm *corev1.ConfigMap) gate.HaltRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cm.ResourceVersion == "" || cm.ResourceVersion != c.rv {
+		c.rv, c.record = cm.ResourceVersion, cfg.ParseHaltRecord(cm)
+	}
+	return c.record
 }
 
 // proofFacts are the few objects proofs read. Pods come from their

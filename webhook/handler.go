@@ -36,6 +36,8 @@ const (
 	PathPlanStatus = "/validate/plan-status"
 	// PathCompletions reviews SUC's completion write of a node.
 	PathCompletions = "/validate/completions"
+	// PathHalts reviews writes of the halt record ConfigMap.
+	PathHalts = "/validate/halts"
 )
 
 // decideFunc turns one request into a decision. An error means the request

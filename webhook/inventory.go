@@ -55,6 +55,8 @@ type inventoryExporter struct {
 	// shown are the series exported last time; the ones that are gone are
 	// deleted after the new ones are set, so a scrape never sees a gap.
 	shown map[series]bool
+	// halts are the hardware keys of rolloutHalted exported last time.
+	halts map[string]bool
 }
 
 // series is one exported label set of one gauge.
@@ -119,6 +121,7 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 		}
 	}
 	e.shown = now
+	e.halts = exportHalts(cl, e.halts)
 	return e.every
 }
 

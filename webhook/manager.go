@@ -11,6 +11,7 @@ import (
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -52,6 +54,12 @@ type Options struct {
 	// certificate it signed (the API server, configured with an
 	// --admission-control-config-file kubeconfig) are answered.
 	ClientCA string
+	// LeaderElection elects the one replica that keeps the halt record
+	// (a Lease in the gate's namespace); the webhooks serve on every replica.
+	LeaderElection bool
+	// HaltInterval is how often the leader turns the halt loop; 0 runs no
+	// loop (halts already kept are still enforced).
+	HaltInterval time.Duration
 }
 
 // NewManager wires the webhook server, the informer caches the rules read,
@@ -97,11 +105,19 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		certs = w
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = certs.GetCertificate })
 	}
+	self, err := whoAmI(restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOptions(cfg, facts),
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress: opts.ProbeAddr,
+		Scheme:                        scheme,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "gpu-upgrade-gate-halts",
+		LeaderElectionNamespace:       cfg.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions(cfg, facts),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: tlsOpts,
 		}),
@@ -126,7 +142,18 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Allocations); err != nil {
 		return nil, nil, err
 	}
-	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != ""}
+	// The halt record, by name: a cache of its own (the record cache
+	// selects by the records' label).
+	if facts.Halts, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
+		DefaultWatchErrorHandler: facts.watches.failedWatch,
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
+			Field: fields.OneTermEqualSelector("metadata.name", cfg.Halts.ConfigMap)}}}); err != nil {
+		return nil, nil, fmt.Errorf("halt record cache: %w", err)
+	}
+	if err := mgr.Add(facts.Halts); err != nil {
+		return nil, nil, err
+	}
+	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Pod{}, &batchv1.Job{}} {
@@ -138,6 +165,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	}
 	if _, err := facts.Allocations.GetInformer(ctx, &corev1.Pod{}); err != nil {
 		return nil, nil, fmt.Errorf("informer for allocation checks: %w", err)
+	}
+	if _, err := facts.Halts.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		return nil, nil, fmt.Errorf("informer for the halt record: %w", err)
 	}
 	nodeInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
 	if err != nil {
@@ -157,11 +187,16 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.Add(&syncer{facts: facts, caches: []cache.Cache{mgr.GetCache(), facts.Allocations}, disc: disc, every: opts.VersionRefresh}); err != nil {
+	if err := mgr.Add(&syncer{facts: facts, caches: []cache.Cache{mgr.GetCache(), facts.Allocations, facts.Halts}, disc: disc, every: opts.VersionRefresh}); err != nil {
 		return nil, nil, err
 	}
 	if err := mgr.Add(&inventoryExporter{server: s, every: time.Minute}); err != nil {
 		return nil, nil, err
+	}
+	if opts.HaltInterval > 0 {
+		if err := mgr.Add(&haltKeeper{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
+			return nil, nil, err
+		}
 	}
 	s.Register(mgr.GetWebhookServer())
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -234,14 +269,15 @@ func StripPod(obj any) (any, error) {
 	return out, nil
 }
 
-// StripJob keeps SUC's Job labels and its finish conditions.
+// StripJob keeps SUC's Job labels, its creation (a halt dates an upgrade by
+// it) and its finish conditions.
 func StripJob(obj any) (any, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return obj, nil
 	}
 	return &batchv1.Job{TypeMeta: j.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion, Labels: j.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreationTimestamp: j.CreationTimestamp},
 		Status:     batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime}}, nil
 }
 
@@ -357,3 +393,20 @@ func (s *syncer) Start(ctx context.Context) error {
 
 // NeedLeaderElection: every replica serves.
 func (s *syncer) NeedLeaderElection() bool { return false }
+
+// whoAmI is the username the API server authenticates the gate as (a
+// SelfSubjectReview, which every authenticated user may create): the one
+// writer the halt record's webhook lets add halts.
+func whoAmI(restCfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("who am I (SelfSubjectReview): %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
+}

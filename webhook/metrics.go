@@ -32,10 +32,11 @@ var (
 		Name: "gpu_upgrade_gate_system_denials_total",
 		Help: "Denials of a system controller (identity: kubelet, suc, exempt, control-plane) outside the per-node steps the gate guards on purpose (SUC's Job start and completion write, the GPU Operator's driver step), by resource and code.",
 	}, []string{"resource", "identity", "code"})
-	// rolloutHalted is set by the halt loop.
+	// rolloutHalted is 1 for each hardware whose rollout a halt holds, 0 for
+	// the other hardware of the records (the label is bounded by them).
 	rolloutHalted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpu_upgrade_gate_rollout_halted",
-		Help: "1 while the rollout of a hardware (its identity set, joined by commas) is halted.",
+		Help: "1 while a halt holds the rollout of the hardware (a key of the halt record, docs/proof.md), 0 for the other hardware of the records; every hardware is 1 while the halt record cannot be read.",
 	}, []string{"hardware"})
 	ready = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "gpu_upgrade_gate_ready",

@@ -21,4 +21,6 @@ const (
 	WebhookPlanStatus = "planstatus.gpu-upgrade-gate.io"
 	// WebhookCompletions reviews SUC's completion write of a node.
 	WebhookCompletions = "completions.gpu-upgrade-gate.io"
+	// WebhookHalts reviews writes of the halt record.
+	WebhookHalts = "halts.gpu-upgrade-gate.io"
 )

@@ -33,6 +33,9 @@ type Server struct {
 	requireClientCert bool
 	// events tells Plans and Nodes why a node's step is held (nil: none).
 	events *holdEvents
+	// Self is the gate's own username (its ServiceAccount, as the API
+	// server authenticates it): the only writer of halts.
+	Self string
 }
 
 func (s *Server) now() time.Time {
@@ -73,6 +76,7 @@ func (s *Server) handlers() map[string]*handler {
 		// SUC's completion write: its own webhook entry, so every other SUC
 		// write keeps the Node webhook's exemption and never waits.
 		PathCompletions: s.CompletionHandler(),
+		PathHalts:       s.HaltRecordHandler(),
 	}
 }
 

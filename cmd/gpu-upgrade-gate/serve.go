@@ -29,6 +29,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
 	budget := fs.String("review-memory-budget", "24Mi", "review body bytes in flight at once (a quantity); reviews beyond it wait up to 1s, then are denied, never allowed")
 	fs.StringVar(&opts.ClientCA, "client-ca", "", "PEM file of the CA that signs the API server's client certificate (--admission-control-config-file kubeconfig); set: requests without such a certificate are refused unread")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one replica (a Lease in the gate's namespace) to keep the halt record; every replica serves the webhooks")
+	fs.DurationVar(&opts.HaltInterval, "halt-interval", 10*time.Second, "how often the elected replica records new halts and removes cleared ones (docs/proof.md); 0 keeps no new halts")
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
 			return fail(stderr, "serve", err)

@@ -13,7 +13,7 @@ import (
 )
 
 // Apply creates the fleet in a cluster as its agents would have: namespaces,
-// the GPU Operator workloads, records, Pods, Nodes (created, then their
+// the GPU Operator workloads, records, the empty halt record, Pods, Nodes (created, then their
 // status written, as a kubelet does) and Plans. Nodes are created by workers
 // in parallel; give c a high QPS. Objects that exist already are an error,
 // except namespaces.
@@ -28,6 +28,9 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 	}
 	var objs []client.Object
 	objs = append(objs, f.GPUOperator.DeepCopy(), f.DCGMExporter.DeepCopy())
+	// The halt record, empty, as the chart creates it (without it every
+	// forward move fails closed).
+	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceGate, Name: f.Config.Halts.ConfigMap}})
 	for _, cm := range f.RecordConfigMaps {
 		objs = append(objs, cm.DeepCopy())
 	}

@@ -31,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -64,6 +66,7 @@ type Env struct {
 	stopWebhook       context.CancelFunc
 	webhookDone       chan error
 	now               func() time.Time
+	haltInterval      time.Duration
 }
 
 // Options for Start.
@@ -76,6 +79,10 @@ type Options struct {
 	WebhookConfig *rest.Config
 	// KeepWorkDir keeps the control plane's files after Stop.
 	KeepWorkDir bool
+	// HaltInterval runs the webhook's halt loop (0: none, so halts are kept
+	// only by a test that starts one: the shared fleet holds failure
+	// signals that would halt every later test's rollout).
+	HaltInterval time.Duration
 }
 
 // Start brings up the control plane and the webhook and registers it.
@@ -91,7 +98,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{CP: cp, Config: o.Config, now: o.Now, webhookRestConfig: o.WebhookConfig, CertDir: filepath.Join(cp.WorkDir(), "webhook-tls")}
+	e := &Env{CP: cp, Config: o.Config, now: o.Now, webhookRestConfig: o.WebhookConfig, CertDir: filepath.Join(cp.WorkDir(), "webhook-tls"), haltInterval: o.HaltInterval}
 	defer func() {
 		if err != nil {
 			_ = e.Stop()
@@ -256,6 +263,10 @@ func (e *Env) installChart(ctx context.Context) error {
 		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
 			install = append(install, obj)
 		case *corev1.ConfigMap:
+			if obj.Name == e.Config.Halts.ConfigMap {
+				install = append(install, obj) // the halt record, as helm creates it
+				break
+			}
 			if err := e.checkChartConfig(obj); err != nil {
 				return err
 			}
@@ -341,6 +352,7 @@ func ptrTo[T any](v T) *T { return &v }
 func (e *Env) StartWebhook(ctx context.Context) error {
 	mgr, srv, err := webhook.NewManager(e.webhookRestConfig, e.Config, webhook.Options{
 		Host: "127.0.0.1", Port: e.Port, CertDir: e.CertDir, MetricsAddr: e.Metrics, ProbeAddr: e.Probe, VersionRefresh: 5 * time.Second,
+		HaltInterval: e.haltInterval,
 	})
 	if err != nil {
 		return err
@@ -418,4 +430,20 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig that authenticates as the
+// chart's ServiceAccount (a TokenRequest token), for a `serve` process that
+// runs as the gate does in a cluster.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, path string) error {
+	cfg, err := e.serviceAccountConfig(ctx)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["gate"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "gate"}
+	kc.CurrentContext = "local"
+	return clientcmd.WriteToFile(*kc, path)
 }

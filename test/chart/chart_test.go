@@ -295,9 +295,13 @@ func TestChecksCanFail(t *testing.T) {
 		{"nodes writable", "", func(o []Object) { cr(o).Rules[0].Verbs = append(cr(o).Rules[0].Verbs, "patch") }, "may patch /nodes"},
 		{"pods read one by one", "", func(o []Object) { cr(o).Rules[2].Verbs = append(cr(o).Rules[2].Verbs, "get") }, "may get /pods"},
 		{"wildcard", "", func(o []Object) { cr(o).Rules[0].Resources = []string{"*"} }, "wildcard"},
-		{"leases readable", "", func(o []Object) {
+		{"leases readable cluster-wide", "", func(o []Object) {
 			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get"}})
+		}, "it reads them only in its own place"},
+		{"endpoints readable", "", func(o []Object) {
+			cr(o).Rules = append(cr(o).Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"endpoints"}, Verbs: []string{"get"}})
 		}, "does not read"},
+		{"any ConfigMap writable", "", func(o []Object) { role(o, "-halts").Rules[0].ResourceNames = []string{"gpu-upgrade-gate-config"} }, "resourceNames"},
 		{"any Deployment", "", func(o []Object) { role(o, "-gpu-operator").Rules[0].ResourceNames = nil }, "resourceNames"},
 		{"no plan access", "", func(o []Object) { cr(o).Rules = cr(o).Rules[:1] }, "cannot read upgrade.cattle.io/plans"},
 		{"binding to a group", "", func(o []Object) {

@@ -536,6 +536,12 @@ func (r *rendered) checkRBAC() []string {
 		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
 			return slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault
 		}, nil},
+		// The one write: the halt record, by name; the Lease electing its
+		// writer (create cannot be limited by name) and its events.
+		"/configmaps (halt record)":           {[]string{"update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
+		"coordination.k8s.io/leases":          {[]string{"get", "update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
+		"coordination.k8s.io/leases (create)": {[]string{"create"}, func(ns string) bool { return ns == r.e.namespace }, nil},
+		"/events":                             {[]string{"create", "patch"}, func(ns string) bool { return ns == r.e.namespace }, nil},
 	}
 	seen := map[string]bool{}
 	for _, g := range grants {
@@ -564,6 +570,12 @@ func (r *rendered) checkRBAC() []string {
 				if !g.own {
 					problems = append(problems, fmt.Sprintf("rule %v in %s is bound to no ServiceAccount of the chart", rule, g.where))
 					continue
+				}
+				switch {
+				case key == "/configmaps" && len(rule.ResourceNames) > 0:
+					key += " (halt record)"
+				case key == "coordination.k8s.io/leases" && len(rule.ResourceNames) == 0:
+					key += " (create)"
 				}
 				a, ok := allowed[key]
 				if !ok {
@@ -635,8 +647,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != 9 {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, completions, records, driver, jobs, driverstep, operator and planstatus", len(v.Webhooks)))
+	if len(v.Webhooks) != 10 {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected plans, nodes, completions, records, halts, driver, jobs, driverstep, operator and planstatus", len(v.Webhooks)))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -683,7 +695,8 @@ func (r *rendered) checkWebhooks() []string {
 				// Deleting an NVIDIADriver or the ClusterPolicy unloads drivers,
 				// so the driver path reviews it; deleting the webhook
 				// configuration still breaks glass.
-				if op == admissionregistrationv1.Delete && w.Name == "driver.gpu-upgrade-gate.io" {
+				// Deleting the halt record would drop its halts: reviewed too.
+				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -718,6 +731,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"nodes.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, r.e.nodePolicy, nil},
 		{"completions.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
+		{"halts.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cud}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
 		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, cud}},
 			admissionregistrationv1.Fail, nil},
 		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
@@ -760,6 +774,9 @@ func (r *rendered) checkWebhooks() []string {
 		}
 		switch wt.rules[0].resource {
 		case "configmaps":
+			if wt.name == "halts.gpu-upgrade-gate.io" {
+				break // one object by name (its match condition)
+			}
 			if w.ObjectSelector == nil || !labels.SelectorFromSet(w.ObjectSelector.MatchLabels).Matches(labels.Set{"gpu-upgrade-gate.io/qualification": "true"}) ||
 				len(w.ObjectSelector.MatchLabels) != 1 || len(w.ObjectSelector.MatchExpressions) > 0 {
 				bad("objectSelector must be exactly gpu-upgrade-gate.io/qualification=true, got %v", w.ObjectSelector)
@@ -790,6 +807,10 @@ func (r *rendered) checkWebhooks() []string {
 				!strings.Contains(conds, "object.?spec.?dcgmExporter.orValue({})") || !strings.Contains(conds, "object.?spec.orValue({}) != oldObject.?spec.orValue({})") ||
 				!strings.Contains(conds, "request.operation != 'UPDATE'") {
 				bad("the driver webhook must match CREATE, DELETE and changes of the driver/DCGM sections or an NVIDIADriver's spec, got %v", w.MatchConditions)
+			}
+		case "halts.gpu-upgrade-gate.io":
+			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "(request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name) == 'gpu-upgrade-gate-halts'") {
+				bad("the halts webhook must match the halt record by name, its deletion too, got %v", w.MatchConditions)
 			}
 		case "driverstep.gpu-upgrade-gate.io":
 			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "['pod-restart-required', 'post-maintenance-required']") ||

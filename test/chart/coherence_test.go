@@ -79,6 +79,7 @@ func TestCoherence(t *testing.T) {
 		webhook.WebhookJobs:        webhook.PathJobs,
 		webhook.WebhookPlanStatus:  webhook.PathPlanStatus,
 		webhook.WebhookCompletions: webhook.PathCompletions,
+		webhook.WebhookHalts:       webhook.PathHalts,
 	}
 	var servedPaths []string
 	for _, p := range served {

@@ -103,7 +103,7 @@ func TestProbeHookScript(t *testing.T) {
 
 	out, err := runScript(t, c, env)
 	require.NoError(t, err, out)
-	assert.Equal(t, []string{"/validate/plans", "/validate/nodes", "/validate/completions", "/validate/records", "/validate/driver", "/validate/jobs", "/validate/driver-step", "/validate/operator", "/validate/plan-status"}, paths, out)
+	assert.Equal(t, []string{"/validate/plans", "/validate/nodes", "/validate/completions", "/validate/records", "/validate/halts", "/validate/driver", "/validate/jobs", "/validate/driver-step", "/validate/operator", "/validate/plan-status"}, paths, out)
 
 	// A server answering for another request fails the probe.
 	answer = "wrong"

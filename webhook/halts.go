@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// HaltRecordHandler reviews writes of the halt record (contract: halts.md).
+func (s *Server) HaltRecordHandler() *handler {
+	return &handler{resource: "halts", decide: s.decideHaltRecord, log: s.Log.WithName("halts"),
+		contract: "halts.md", reviews: []gate.Review{gate.ReviewHaltRecord, gate.ReviewAdmission},
+		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("configmaps")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
+		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}}
+}
+
+func (s *Server) decideHaltRecord(_ context.Context, req admission.Request) (gate.Decision, error) {
+	hr := gate.HaltWriteRequest{Operation: string(req.Operation), User: userOf(req), Self: s.Self}
+	if req.Operation != admissionv1.Delete {
+		hr.New = &corev1.ConfigMap{}
+		if err := decodeObject(req.Object.Raw, hr.New, "ConfigMap"); err != nil {
+			return gate.Decision{}, fmt.Errorf("object: %w", err)
+		}
+	}
+	if req.Operation != admissionv1.Create {
+		hr.Old = &corev1.ConfigMap{}
+		if err := decodeObject(req.OldObject.Raw, hr.Old, "ConfigMap"); err != nil {
+			return gate.Decision{}, fmt.Errorf("oldObject: %w", err)
+		}
+	}
+	return gate.DecideHaltRecordWrite(s.Config, hr), nil
+}
+
+// haltKeeper is the leader-elected loop that keeps halts in the halt record
+// (gate.KeepHalts): one replica writes, every replica's webhooks read it.
+type haltKeeper struct {
+	server *Server
+	writer client.Writer
+	every  time.Duration
+	log    logr.Logger
+}
+
+// NeedLeaderElection: one writer of the halt record at a time.
+func (k *haltKeeper) NeedLeaderElection() bool { return true }
+
+func (k *haltKeeper) Start(ctx context.Context) error {
+	k.log.Info("keeping halts", "record", k.server.Config.HaltRecordName(), "every", k.every)
+	for {
+		if err := k.turn(ctx); err != nil {
+			k.log.Error(err, "halt record not written this turn")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(k.every):
+		}
+	}
+}
+
+// turn reads the record live (its resourceVersion guards the write against
+// a concurrent clear), applies one KeepHalts step and writes the result.
+func (k *haltKeeper) turn(ctx context.Context) error {
+	cfg := k.server.Config
+	cl, err := k.server.Facts.Cluster(ctx)
+	if err != nil {
+		return fmt.Errorf("facts: %w", err)
+	}
+	var cm corev1.ConfigMap
+	if err := k.server.Facts.Live.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Halts.ConfigMap}, &cm); err != nil {
+		return fmt.Errorf("read the halt record %s (the chart creates it): %w", cfg.HaltRecordName(), err)
+	}
+	rec := cfg.ParseHaltRecord(&cm)
+	if rec.Err != nil {
+		return fmt.Errorf("the halt record %s does not parse, so every forward move is refused until a person repairs it (docs/proof.md): %w", cfg.HaltRecordName(), rec.Err)
+	}
+	next, changes := gate.KeepHalts(cfg, cl, rec, k.server.now())
+	if len(changes) == 0 {
+		return nil
+	}
+	cm.Data = next.Data()
+	for key := range rec.Clears {
+		delete(cm.Annotations, gate.ClearAnnotation(key))
+	}
+	if err := k.writer.Update(ctx, &cm); err != nil {
+		return fmt.Errorf("update %s: %w", cfg.HaltRecordName(), err)
+	}
+	for _, c := range changes {
+		k.log.Info("halt record", "change", c)
+	}
+	return nil
+}
+
+// exportHalts sets gpu_upgrade_gate_rollout_halted from the halt record:
+// each record's hardware 0 or 1, and each halted hardware 1.
+func exportHalts(cl *gate.Cluster, shown map[string]bool) map[string]bool {
+	now := map[string]bool{}
+	for _, e := range cl.Records {
+		if e.Record != nil {
+			now[gate.HardwareKey(e.Record.NormalizedHardware())] = cl.Halts.Err != nil
+		}
+	}
+	for key := range cl.Halts.Halts {
+		now[key] = true
+	}
+	for key, halted := range now {
+		v := 0.0
+		if halted {
+			v = 1
+		}
+		rolloutHalted.WithLabelValues(key).Set(v)
+	}
+	for key := range shown {
+		if _, ok := now[key]; !ok {
+			rolloutHalted.DeleteLabelValues(key)
+		}
+	}
+	return now
+}
