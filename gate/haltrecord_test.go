@@ -246,7 +246,7 @@ func TestHaltRecordWrites(t *testing.T) {
 		{name: "helm creates it empty", op: OpCreate, new: haltCM(cfg, nil, nil), user: bob},
 		{name: "the gate adds a halt", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, held, nil), user: UserInfo{Name: gateSA}},
 		{name: "a person adds a halt", op: OpUpdate, old: haltCM(cfg, nil, nil), new: haltCM(cfg, held, nil), user: bob,
-			want: "only the gate's own ServiceAccount adds halt entries"},
+			want: "only the gate's own ServiceAccount adds or changes halt entries"},
 		{name: "a person removes a halt", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, nil, nil), user: bob,
 			want: "this write removes the halt of hardware " + keyV100},
 		{name: "the gate removes a halt nobody cleared", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, nil, nil), user: UserInfo{Name: gateSA},

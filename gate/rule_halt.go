@@ -195,7 +195,7 @@ func haltDataRules(cfg *Config, old, next *corev1.ConfigMap, oldRec *HaltRecord,
 		case !isHalt && !isCleared:
 			f.add(rolloutHalted("", path, fmt.Sprintf("key %q is neither %s<hardware key> nor %s<hardware key>", qualification.Clip(k), HaltKeyPrefix, ClearedKeyPrefix), "remove it"))
 		case !self:
-			f.add(rolloutHalted("", path, "only the gate's own ServiceAccount adds halt entries",
+			f.add(rolloutHalted("", path, "only the gate's own ServiceAccount adds or changes halt entries",
 				"halts are set by the gate when a node fails (docs/proof.md); to stop a rollout yourself, delete its Plan"))
 		case inOld && isHalt:
 			f.add(rolloutHalted("", path, fmt.Sprintf("the kept halt of hardware %s is rewritten", hwKey), "a halt is kept as first seen until it is cleared"))

@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
+)
+
+// haltRecord reads the halt record as the gate parses it.
+func haltRecord(t *testing.T) gate.HaltRecord {
+	t.Helper()
+	var cm corev1.ConfigMap
+	require.NoError(t, env.Admin.Get(context.Background(), types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm))
+	return env.Config.ParseHaltRecord(&cm)
+}
+
+// startHaltKeeper runs `serve` as the gate's ServiceAccount with its
+// leader-elected halt loop (the shared in-process webhook runs none), not
+// registered as a webhook: the shared webhook enforces what it records.
+func startHaltKeeper(t *testing.T, bin, dir string) *testenv.ServeProcess {
+	t.Helper()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, env.ServiceAccountKubeconfig(context.Background(), kubeconfig))
+	p, err := testenv.StartServe(context.Background(), testenv.ServeOptions{Binary: bin, Kubeconfig: kubeconfig, Config: env.Config, Dir: dir, HaltInterval: time.Second})
+	require.NoError(t, err)
+	return p
+}
+
+// TestSUCFailureHaltsTheRollout (issue 12 item 7, the failure): with the
+// real SUC, a GPU node's upgrade Job fails (the test plays the Job
+// controller and marks it Failed, as it would after backoffLimit); the
+// halt loop records the halt; the next Plan of that hardware is refused
+// (RolloutHalted), naming the node, the signal and when; the halt
+// survives the Job's deletion (as its TTL would delete it) and a restart of
+// every gate process; the failed node stays cordoned until it is back on the
+// source and proven; the rollback Plan is allowed; the requester cannot
+// clear the halt, a second person can, and the next Plan is then admitted.
+func TestSUCFailureHaltsTheRollout(t *testing.T) {
+	needSUC(t)
+	ctx := context.Background()
+	// The halt loop reads every stored Plan: only this test's from here on.
+	require.NoError(t, env.Admin.DeleteAllOf(ctx, &upgradev1.Plan{}, client.InNamespace(testenv.SUCNamespace)))
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{v100Spec("halt-v100-a", nil), v100Spec("halt-v100-b", nil)}))
+	dir := filepath.Join(env.CP.WorkDir(), "halts")
+	bin, err := testenv.BuildServe(ctx, dir)
+	require.NoError(t, err)
+	keeper := startHaltKeeper(t, bin, filepath.Join(dir, "serve-1"))
+	t.Cleanup(func() { _ = keeper.Stop() })
+	alice, _ := as(t, "alice")
+	bob, _ := as(t, "bob")     // approved the record; clears the halt
+	carol, _ := as(t, "carol") // writes the next Plan
+	key := gate.HardwareKey([]string{"10de:1db6/10de:124a"})
+
+	// alice's rollout: admitted, attested as hers.
+	fwd := sucPlan("halt-fwd", "v100-r580", "halt-v100-a")
+	fwd.Annotations[gate.AnnotationRequestedBy] = "bob"
+	err = alice.Create(ctx, fwd.DeepCopy())
+	require.Error(t, err, "requested-by must be the writer")
+	assert.Contains(t, err.Error(), "[RequesterMismatch]")
+	fwd.Annotations[gate.AnnotationRequestedBy] = "alice"
+	require.NoError(t, alice.Create(ctx, fwd))
+	release(t, fwd)
+
+	// The Job fails (played: no Job controller runs here).
+	eventually(t, 60*time.Second, "SUC starts halt-fwd's Job on halt-v100-a", func() bool { return running(jobFor(t, "halt-fwd", "halt-v100-a")) })
+	failed := jobFor(t, "halt-fwd", "halt-v100-a")
+	require.NoError(t, env.FinishJob(ctx, failed, false))
+	eventually(t, 30*time.Second, "the halt loop records the halt", func() bool { _, ok := haltRecord(t).Halts[key]; return ok })
+	h := haltRecord(t).Halts[key]
+	assert.Equal(t, "halt-v100-a", h.Node)
+	assert.Equal(t, "alice", h.RequestedBy)
+	assert.Contains(t, h.Signal, "SUC Job system-upgrade/"+failed.Name+" failed (BackoffLimitExceeded)")
+
+	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
+	refused := func(t *testing.T, what string) {
+		t.Helper()
+		err := carol.Create(ctx, next.DeepCopy(), client.DryRunAll)
+		require.Error(t, err, what)
+		assert.Contains(t, err.Error(), "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node halt-v100-a: SUC Job system-upgrade/"+failed.Name+" failed (BackoffLimitExceeded) (seen ")
+		assert.Contains(t, err.Error(), "someone other than alice clears the halt")
+		assert.Contains(t, err.Error(), "(1 blocker)", "the halt is the only reason")
+	}
+	refused(t, "the next Plan of the halted hardware")
+	ev, err := env.CP.WaitAuditEvent(ctx, func(e controlplane.AuditEvent) bool {
+		return e.ObjectRef != nil && e.ObjectRef.Name == "halt-next" && e.Stage == "ResponseComplete" && e.Annotations[webhook.WebhookPlans+"/decision"] == "deny"
+	})
+	require.NoError(t, err)
+	assert.Equal(t, key+"@halt-v100-a", ev.Annotations[webhook.WebhookPlans+"/halts"], "the audit annotation names the halt")
+
+	// The Job goes as its TTL would take it.
+	require.NoError(t, env.Admin.Delete(ctx, failed, client.PropagationPolicy("Background")))
+	eventually(t, 30*time.Second, "the failed Job is gone", func() bool { return jobFor(t, "halt-fwd", "halt-v100-a") == nil })
+	// Every gate process restarts: the halt is read back from the record.
+	require.NoError(t, keeper.Stop())
+	require.NoError(t, env.StopWebhook())
+	require.NoError(t, env.StartWebhook(ctx))
+	keeper = startHaltKeeper(t, bin, filepath.Join(dir, "serve-2"))
+	time.Sleep(3 * time.Second) // a few turns of the new loop
+	assert.Equal(t, h, haltRecord(t).Halts[key], "the halt outlives its Job and the restart")
+	refused(t, "after the Job's deletion and the restart")
+
+	// The failed node (back on its source: the Job changed nothing) stays
+	// cordoned until proven; the rollback Plan is allowed.
+	var n corev1.Node
+	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "halt-v100-a"}, &n))
+	if !n.Spec.Unschedulable {
+		n.Spec.Unschedulable = true // SUC cordons first; make sure for the check below
+		require.NoError(t, env.Admin.Update(ctx, &n))
+	}
+	uncordon := n.DeepCopy()
+	uncordon.Spec.Unschedulable = false
+	err = alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll)
+	require.Error(t, err, "the failed node's uncordon before its proof")
+	assert.Contains(t, err.Error(), "[RolloutHalted] node halt-v100-a failed its upgrade")
+	back := plan("halt-back", "v100-r580", "halt-v100-a")
+	back.Annotations[gate.AnnotationRollback] = "true"
+	back.Spec.Version = testenv.Source.RKE2
+	require.NoError(t, alice.Create(ctx, back, client.DryRunAll), "the record's rollback Plan for the failed node")
+	require.NoError(t, proveNode(ctx, "halt-v100-a", time.Now().Add(-time.Hour)))
+	eventually(t, 30*time.Second, "the proven node's uncordon is allowed", func() bool {
+		return alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll) == nil
+	})
+
+	// The failed rollout is withdrawn; the requester cannot clear, bob can.
+	require.NoError(t, env.Admin.Delete(ctx, fwd))
+	clear := func(c client.Client) error {
+		var cm corev1.ConfigMap
+		if err := env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm); err != nil {
+			return err
+		}
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[gate.ClearAnnotation(key)] = "rolled back, driver fixed (INC-4711)"
+		return c.Update(ctx, &cm)
+	}
+	var cm corev1.ConfigMap
+	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm))
+	cm.Data = map[string]string{"halt." + key: "nonsense"}
+	err = carol.Update(ctx, &cm)
+	require.Error(t, err, "a person rewrites the halt by hand")
+	assert.Contains(t, err.Error(), "[RolloutHalted] only the gate's own ServiceAccount adds or changes halt entries")
+	err = clear(alice)
+	require.Error(t, err, "the requester clears her own halt")
+	assert.Contains(t, err.Error(), "alice requested the failed rollout (Plan system-upgrade/halt-fwd) and may not clear its halt")
+	require.NoError(t, clear(bob))
+	eventually(t, 30*time.Second, "the gate removes the cleared halt", func() bool { return len(haltRecord(t).Halts) == 0 })
+	var lastErr error
+	eventually(t, 30*time.Second, "the next Plan is admitted", func() bool {
+		lastErr = carol.Create(ctx, next.DeepCopy(), client.DryRunAll)
+		if lastErr != nil {
+			t.Logf("not yet: %v", lastErr)
+		}
+		return lastErr == nil
+	})
+	events, err := env.CP.AuditEvents()
+	require.NoError(t, err)
+	cleared := false
+	for _, e := range events {
+		if e.ObjectRef != nil && e.ObjectRef.Name == env.Config.Halts.ConfigMap && e.Verb == "update" && e.Username() == "bob" && e.Annotations[webhook.WebhookHalts+"/decision"] == "allow" {
+			cleared = strings.Contains(e.Annotations[webhook.WebhookHalts+"/halts"], key)
+		}
+	}
+	assert.True(t, cleared, "the audit log holds bob's clear, naming the halt")
+}
