@@ -122,7 +122,11 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 			return fmt.Sprintf("condition %s %s", h.Type, c.Status), c.LastTransitionTime.Time
 		}
 	}
-	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) {
+	// Mid-upgrade (its Job running, or cordoned before its Job) a node
+	// passes through tuples in between; only one its upgrade left there is
+	// half applied.
+	upgrading := (job != nil && jobCompletion(job).IsZero()) || (job == nil && n.Spec.Unschedulable)
+	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) && !upgrading {
 		return fmt.Sprintf("tuple half applied: neither the record's source nor its target (%s)", strings.Join(tupleDiff(cur, rec.Target, false), ", ")), now
 	}
 	if job != nil || SameTuple(cur, rec.Target) {

@@ -65,6 +65,14 @@ func TestDetectHalts(t *testing.T) {
 			half.Kernel = tupleTarget.Kernel
 			setTuple(n, half)
 		}, want: "tuple half applied: neither the record's source nor its target (rke2 v1.35.3+rke2r3 (want v1.36.1+rke2r1), driver 580.126.20 (want 580.130.00))", at: testNow},
+		{name: "half applied while its Job runs: no halt (the upgrade is under way)", mutate: func(s *scenario, n *corev1.Node) {
+			half := tupleSource
+			half.Kernel = tupleTarget.Kernel
+			setTuple(n, half)
+			j := upgradeJob("gpu-v100-01", batchv1.JobComplete, failedAt)
+			j.Status.Conditions = nil
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{j}
+		}},
 		{name: "a rollback Plan never halts", mutate: func(s *scenario, n *corev1.Node) {
 			n.Labels[LabelDriverUpgradeState] = "upgrade-failed"
 			s.req.Plan.Annotations[AnnotationRollback] = "true"

@@ -142,7 +142,7 @@ func run(sig context.Context, once, keep bool) int {
 	// short proof soak, so the rollout with SUC fits in a minute or two.
 	cfg := gate.DefaultConfig()
 	cfg.WaveSize, cfg.Proof.Soak.Duration = 2, demoSoak
-	env, err := testenv.Start(context.Background(), testenv.Options{Config: cfg, KeepWorkDir: keep})
+	env, err := testenv.Start(context.Background(), testenv.Options{Config: cfg, KeepWorkDir: keep, HaltInterval: time.Second})
 	if err != nil {
 		p.errorf("could not start the control plane and webhook: %v", err)
 		return exitSetup
@@ -495,7 +495,7 @@ func (d *demo) sequence() {
 	if d.ctx.Err() != nil {
 		return
 	}
-	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
+	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedByAlice)
 	d.runStep(stepSpec{
 		title:  "bob applies the canary Plan for gpu-v100-01 under the record he approved himself",
 		why:    "two-person rule: whoever wrote or approved the evidence (as the record webhook attested it) may not also roll it out.",
@@ -602,6 +602,7 @@ func (d *demo) sequence() {
 	if d.ctx.Err() != nil {
 		return
 	}
+	d.haltSteps()
 	d.auditStep()
 }
 
@@ -911,7 +912,7 @@ func (d *demo) approvalSteps(rec *corev1.ConfigMap) {
 		do:     func() result { return approve(alice, bob.name) },
 	})
 	d.waitCaches()
-	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
+	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedByAlice)
 	d.runStep(stepSpec{
 		title:  "alice dry-runs the canary Plan before anyone approved the record",
 		why:    "a record qualifies a Plan only with an attested approval; the denial gives the command that approves it.",
@@ -1387,3 +1388,7 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// requestedByAlice attests alice as the canary's requester: a halt of that
+// rollout names her (docs/proof.md#halts).
+func requestedByAlice(pl *upgradev1.Plan) { pl.Annotations[gate.AnnotationRequestedBy] = "alice" }
