@@ -176,6 +176,18 @@ func (r *HaltRecord) Halted(hw []string) (Halt, bool) {
 	return h, ok
 }
 
+// describe is what holds hardware hw, for the inventory: its halt, or the
+// record failing closed; "" when nothing does.
+func (r *HaltRecord) describe(hw []string) string {
+	if r.Err != nil {
+		return fmt.Sprintf("every rollout halted: halt record %s cannot be read (%v)", r.Name, r.Err)
+	}
+	if h, ok := r.Halted(hw); ok {
+		return fmt.Sprintf("%s halted: %s", strings.Join(h.Hardware, ","), h)
+	}
+	return ""
+}
+
 // Data is the record's ConfigMap data.
 func (r *HaltRecord) Data() map[string]string {
 	out := map[string]string{}

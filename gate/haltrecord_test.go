@@ -320,3 +320,20 @@ func TestRequesterMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestInventoryShowsHalts: the nodes of halted hardware name the halt; a
+// halt record that fails closed is shown on every GPU node.
+func TestInventoryShowsHalts(t *testing.T) {
+	s := safeScenario(t)
+	halted(s)
+	byNode := map[string]NodeInventory{}
+	for _, n := range Inventory(s.cfg, s.cluster, nil, testNow) {
+		byNode[n.Node] = n
+	}
+	assert.Contains(t, byNode["gpu-v100-02"].Halt, "10de:1db6/10de:124a halted: node gpu-v100-01: SUC Job system-upgrade/apply-x failed")
+	assert.Empty(t, byNode["gpu-h200-01"].Halt)
+	s.cluster.Halts = HaltRecord{Name: "gpu-upgrade-gate/gpu-upgrade-gate-halts", Err: errors.New("data[note]: Unsupported value")}
+	for _, n := range Inventory(s.cfg, s.cluster, nil, testNow) {
+		assert.Contains(t, n.Halt, "every rollout halted: halt record gpu-upgrade-gate/gpu-upgrade-gate-halts cannot be read", n.Node)
+	}
+}

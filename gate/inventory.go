@@ -57,6 +57,9 @@ type NodeInventory struct {
 	// ReachedAt is when a node at its record's target reached it (the
 	// proof's clock), for how long it has waited unproven.
 	ReachedAt time.Time `json:"-"`
+	// Halt is the halt that holds the rollout of the node's hardware
+	// (docs/proof.md#halts), empty when none does.
+	Halt string `json:"halt,omitempty"`
 }
 
 // Inventory lists every GPU node of the cluster, sorted by name. holders may
@@ -110,6 +113,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 				inv.Status = StatusQualified
 			}
 		}
+		inv.Halt = cl.Halts.describe(f.Identities)
 		out = append(out, inv)
 	}
 	slices.SortFunc(out, func(a, b NodeInventory) int { return strings.Compare(a.Node, b.Node) })

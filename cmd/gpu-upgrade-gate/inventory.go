@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -140,6 +141,12 @@ func liveSnapshot(path string, cfg *gate.Config) (*snapshot.Snapshot, error) {
 		return nil, err
 	}
 	snap.ConfigMaps = cms.Items
+	var halts corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Halts.ConfigMap}, &halts); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("the halt record: %w", err)
+	} else if err == nil {
+		snap.ConfigMaps = append(snap.ConfigMaps, halts)
+	}
 	return snap, nil
 }
 
@@ -205,6 +212,15 @@ func writeInventoryTable(w io.Writer, inv []gate.NodeInventory) {
 		fmt.Fprintln(tw, strings.Join(inventoryRow(n), "\t"))
 	}
 	tw.Flush()
+	var halts []string
+	for _, n := range inv {
+		if n.Halt != "" && !slices.Contains(halts, n.Halt) {
+			halts = append(halts, n.Halt)
+		}
+	}
+	for _, h := range halts {
+		fmt.Fprintln(w, "HALT: "+h)
+	}
 }
 
 func writeInventoryCSV(w io.Writer, inv []gate.NodeInventory) {

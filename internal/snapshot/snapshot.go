@@ -596,6 +596,11 @@ func (s *Snapshot) Cluster(cfg *gate.Config) *gate.Cluster {
 		pods[i] = &s.Pods[i]
 	}
 	cl.Proof = cfg.ProofFactsOf(pods, nil)
+	for i := range s.ConfigMaps {
+		if cm := &s.ConfigMaps[i]; cm.Namespace == cfg.Namespace && cm.Name == cfg.Halts.ConfigMap {
+			cl.Halts = cfg.ParseHaltRecord(cm) // a snapshot without it holds no halts
+		}
+	}
 	return cl
 }
 
