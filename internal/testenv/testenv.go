@@ -440,10 +440,15 @@ func (e *Env) ServiceAccountKubeconfig(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return writeTokenKubeconfig(cfg, path)
+}
+
+// writeTokenKubeconfig writes a kubeconfig for a TokenConfig identity.
+func writeTokenKubeconfig(cfg *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["gate"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "gate"}
+	kc.AuthInfos["token"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "token"}
 	kc.CurrentContext = "local"
 	return clientcmd.WriteToFile(*kc, path)
 }
