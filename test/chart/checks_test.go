@@ -537,11 +537,10 @@ func (r *rendered) checkRBAC() []string {
 			return slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault
 		}, nil},
 		// The one write: the halt record, by name; the Lease electing its
-		// writer (create cannot be limited by name) and its events.
+		// writer (create cannot be limited by name).
 		"/configmaps (halt record)":           {[]string{"update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
 		"coordination.k8s.io/leases":          {[]string{"get", "update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
 		"coordination.k8s.io/leases (create)": {[]string{"create"}, func(ns string) bool { return ns == r.e.namespace }, nil},
-		"/events":                             {[]string{"create", "patch"}, func(ns string) bool { return ns == r.e.namespace }, nil},
 	}
 	seen := map[string]bool{}
 	for _, g := range grants {

@@ -79,6 +79,10 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "watch", Resource: "configmaps", Namespace: gate},
 		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: op.Namespace, Name: op.Name},
 		{Verb: "watch", Group: "apps", Resource: "daemonsets", Namespace: dcgm.Namespace, Name: dcgm.Name},
+		// The one write, and the Lease that elects its writer.
+		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: env.Config.Halts.ConfigMap},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "gpu-upgrade-gate-halts"},
+		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -114,6 +118,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Group: "apps", Resource: "deployments"},
 		// Nothing it does not read.
 		{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "x"},
+		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
+		{Verb: "delete", Resource: "configmaps", Namespace: gate, Name: env.Config.Halts.ConfigMap},
 		{Verb: "create", Resource: "events", Namespace: gate},
 		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: gate, Name: env.ServiceAccount.Name},
 	}
