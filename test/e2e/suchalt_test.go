@@ -64,7 +64,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	t.Cleanup(func() { _ = keeper.Stop() })
 	alice, _ := as(t, "alice")
 	bob, _ := as(t, "bob")     // approved the record; clears the halt
-	carol, _ := as(t, "carol") // writes the next Plan
+	dave, _ := as(t, "dave") // writes the next Plan (carol writes records, bob approves)
 	key := gate.HardwareKey([]string{"10de:1db6/10de:124a"})
 
 	// alice's rollout: admitted, attested as hers.
@@ -90,7 +90,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
 	refused := func(t *testing.T, what string) {
 		t.Helper()
-		err := carol.Create(ctx, next.DeepCopy(), client.DryRunAll)
+		err := dave.Create(ctx, next.DeepCopy(), client.DryRunAll)
 		require.Error(t, err, what)
 		assert.Contains(t, err.Error(), "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node halt-v100-a: SUC Job system-upgrade/"+failed.Name+" failed (BackoffLimitExceeded) (seen ")
 		assert.Contains(t, err.Error(), "someone other than alice clears the halt")
@@ -153,7 +153,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	var cm corev1.ConfigMap
 	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm))
 	cm.Data = map[string]string{"halt." + key: "nonsense"}
-	err = carol.Update(ctx, &cm)
+	err = dave.Update(ctx, &cm)
 	require.Error(t, err, "a person rewrites the halt by hand")
 	assert.Contains(t, err.Error(), "[RolloutHalted] only the gate's own ServiceAccount adds or changes halt entries")
 	err = clear(alice)
@@ -163,7 +163,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	eventually(t, 30*time.Second, "the gate removes the cleared halt", func() bool { return len(haltRecord(t).Halts) == 0 })
 	var lastErr error
 	eventually(t, 30*time.Second, "the next Plan is admitted", func() bool {
-		lastErr = carol.Create(ctx, next.DeepCopy(), client.DryRunAll)
+		lastErr = dave.Create(ctx, next.DeepCopy(), client.DryRunAll)
 		if lastErr != nil {
 			t.Logf("not yet: %v", lastErr)
 		}
