@@ -63,7 +63,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	keeper := startHaltKeeper(t, bin, filepath.Join(dir, "serve-1"))
 	t.Cleanup(func() { _ = keeper.Stop() })
 	alice, _ := as(t, "alice")
-	bob, _ := as(t, "bob")     // approved the record; clears the halt
+	bob, _ := as(t, "bob")   // approved the record; clears the halt
 	dave, _ := as(t, "dave") // writes the next Plan (carol writes records, bob approves)
 	key := gate.HardwareKey([]string{"10de:1db6/10de:124a"})
 
