@@ -26,11 +26,14 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 			return fmt.Errorf("namespace %s: %w", ns, err)
 		}
 	}
+	// The halt record, empty, as the chart creates it (without it every
+	// forward move fails closed); testenv's chart install may have made it.
+	halts := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceGate, Name: f.Config.Halts.ConfigMap}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, halts)); err != nil {
+		return fmt.Errorf("the halt record: %w", err)
+	}
 	var objs []client.Object
 	objs = append(objs, f.GPUOperator.DeepCopy(), f.DCGMExporter.DeepCopy())
-	// The halt record, empty, as the chart creates it (without it every
-	// forward move fails closed).
-	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceGate, Name: f.Config.Halts.ConfigMap}})
 	for _, cm := range f.RecordConfigMaps {
 		objs = append(objs, cm.DeepCopy())
 	}
