@@ -99,9 +99,10 @@ func (k *haltKeeper) turn(ctx context.Context) error {
 	return nil
 }
 
-// exportHalts sets gpu_upgrade_gate_rollout_halted from the halt record:
-// each record's hardware 0 or 1, and each halted hardware 1.
-func exportHalts(cl *gate.Cluster, shown map[string]bool) map[string]bool {
+// haltedHardware is gpu_upgrade_gate_rollout_halted's value per hardware
+// key: each record's hardware halted or not (all halted while the halt
+// record cannot be read), and each halted hardware.
+func haltedHardware(cl *gate.Cluster) map[string]bool {
 	now := map[string]bool{}
 	for _, e := range cl.Records {
 		if e.Record != nil {
@@ -110,18 +111,6 @@ func exportHalts(cl *gate.Cluster, shown map[string]bool) map[string]bool {
 	}
 	for key := range cl.Halts.Halts {
 		now[key] = true
-	}
-	for key, halted := range now {
-		v := 0.0
-		if halted {
-			v = 1
-		}
-		rolloutHalted.WithLabelValues(key).Set(v)
-	}
-	for key := range shown {
-		if _, ok := now[key]; !ok {
-			rolloutHalted.DeleteLabelValues(key)
-		}
 	}
 	return now
 }

@@ -55,8 +55,6 @@ type inventoryExporter struct {
 	// shown are the series exported last time; the ones that are gone are
 	// deleted after the new ones are set, so a scrape never sees a gap.
 	shown map[series]bool
-	// halts are the hardware keys of rolloutHalted exported last time.
-	halts map[string]bool
 }
 
 // series is one exported label set of one gauge.
@@ -115,13 +113,15 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 			set(recordExpiry, float64(done.Add(cfg.MaxCanaryAge.Duration).Unix()), r.Record.ID, name)
 		}
 	}
+	for key, halted := range haltedHardware(cl) {
+		set(rolloutHalted, boolGauge(halted), key)
+	}
 	for s := range e.shown {
 		if !now[s] {
 			s.gauge.DeleteLabelValues(s.labels[:s.n]...)
 		}
 	}
 	e.shown = now
-	e.halts = exportHalts(cl, e.halts)
 	return e.every
 }
 
