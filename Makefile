@@ -32,8 +32,9 @@ lint: staticcheck ## gofmt, go vet and staticcheck (with the e2e build tag too)
 	$(GO) vet -tags e2e ./test/... ./internal/...
 	$(STATICCHECK) -tags e2e ./...
 
-unit: ## Unit, golden and fuzz-seed tests (no cluster)
+unit: ## Unit, golden and fuzz-seed tests (no cluster); every benchmark once, so none rots
 	$(GO) test -count=1 ./...
+	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./gate/ ./webhook/ 2>&1) || { echo "$$out"; exit 1; }; echo "benchmarks run once: ok"
 
 e2e: controlplane ## End-to-end tests against a real kube-apiserver and etcd
 	$(GO) test -count=1 -tags e2e -timeout 20m ./internal/controlplane/ ./test/e2e/
