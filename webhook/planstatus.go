@@ -12,7 +12,7 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-// PlanStatusHandler guards status.applying, which SUC alone may change
+// PlanStatusHandler guards a Plan's status, which SUC alone may change
 // (contract: planstatus.md).
 func (s *Server) PlanStatusHandler() *handler {
 	return &handler{resource: "plans/status", decide: s.decidePlanStatus, log: s.Log.WithName("planstatus"),

@@ -861,11 +861,11 @@ func sucGroups(sucNamespaces []string) []string {
 
 // expectedPlanStatusMatchConditions are the Plan status webhook's match
 // conditions: writes by anyone but a ServiceAccount of a SUC namespace that
-// change status.applying, and nothing else.
+// change any of the four status fields, and nothing else.
 func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
 	return []admissionregistrationv1.MatchCondition{
 		{Name: "not-suc", Expression: "!request.userInfo.groups.exists(g, g in [" + celList(sucGroups(sucNamespaces)) + "])"},
-		{Name: "changes-applying", Expression: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([])"},
+		{Name: "changes-status", Expression: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([]) || object.?status.?conditions.orValue([]) != oldObject.?status.?conditions.orValue([]) || object.?status.?latestHash.orValue('') != oldObject.?status.?latestHash.orValue('') || object.?status.?latestVersion.orValue('') != oldObject.?status.?latestVersion.orValue('')"},
 	}
 }
 

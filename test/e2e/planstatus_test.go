@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
@@ -37,10 +38,11 @@ func sucStatusClient(t *testing.T) client.Client {
 	return c
 }
 
-// TestPlanStatusGuard (issue 13 item 6): a person who may write plans/status
-// cannot clear status.applying to slip a version edit past
-// VersionEditInFlight; SUC's own status writes, and a person's that leave
-// status.applying alone, never reach the gate (counted in the audit log).
+// TestPlanStatusGuard (issue 13 item 6, issue 12): a person who may write
+// plans/status cannot clear status.applying to slip a version edit past
+// VersionEditInFlight, nor forge Complete to slip a second rollout past
+// RolloutInFlight; SUC's own status writes, and a person's that change
+// nothing, never reach the gate (counted in the audit log).
 func TestPlanStatusGuard(t *testing.T) {
 	ctx := context.Background()
 	suc := sucStatusClient(t)
@@ -65,8 +67,16 @@ func TestPlanStatusGuard(t *testing.T) {
 	edit.Spec.Version = "v1.36.1+rke2r2"
 	requireDenied(t, alice.Update(ctx, edit), gate.CodeVersionEditInFlight, gate.CodeTargetNotQualified)
 
-	// A person's status write that leaves status.applying alone is hers to make.
-	p.Status.LatestVersion = "noted-by-alice"
+	// Nor can she forge Complete, which would hide the Plan from
+	// RolloutInFlight (a second rollout would be admitted beside it).
+	complete := p.DeepCopy()
+	complete.Status.Conditions = append(complete.Status.Conditions, upgradev1.GenericCondition{Type: "Complete", Status: "True"})
+	err = alice.Status().Update(ctx, complete)
+	requireDenied(t, err, gate.CodePlanStatusForged)
+	assert.Contains(t, err.Error(), `[PlanStatusForged] user "alice" changes status.conditions from [] to [Complete=True]`)
+
+	// A status write of hers that changes nothing never reaches the gate.
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(p), p))
 	require.NoError(t, alice.Status().Update(ctx, p))
 
 	// SUC finishes: it clears the list itself.
@@ -77,7 +87,7 @@ func TestPlanStatusGuard(t *testing.T) {
 		return e.Stage == "ResponseComplete" && e.ObjectRef != nil && e.ObjectRef.Name == p.Name && e.ObjectRef.Namespace == p.Namespace &&
 			e.ObjectRef.Resource == "plans" && e.ObjectRef.Subresource == "status" && (e.Verb == "update" || e.Verb == "patch")
 	}
-	// The audit log is written as requests complete; wait for all four.
+	// The audit log is written as requests complete; wait for all five.
 	assert.EventuallyWithT(t, func(c *assert.CollectT) {
 		events, err := env.CP.AuditEvents()
 		require.NoError(c, err)
@@ -95,8 +105,8 @@ func TestPlanStatusGuard(t *testing.T) {
 		}
 		assert.Equal(c, map[string]int{
 			testenv.SUCUser:                         2, // both of SUC's writes, never reviewed
-			"alice reviewed: deny PlanStatusForged": 1,
-			"alice":                                 1, // the write that left status.applying alone
+			"alice reviewed: deny PlanStatusForged": 2,
+			"alice":                                 1, // the write that changed nothing
 		}, counts)
 	}, 30*time.Second, 250*time.Millisecond)
 }

@@ -1,11 +1,14 @@
 {{- /*
-SUC's status.applying (webhook/planstatus.md): the Plan webhook holds version
-edits while it is non-empty, so nobody but SUC may change it. Sent here only:
+A Plan's status (webhook/planstatus.md) is SUC's record of its rollout, and
+the gate relies on each of its four fields, so nobody but SUC may change it.
+Sent here only:
 - upgrade.cattle.io/v1 plans/status UPDATE, in the SUC namespaces;
 - written by anyone but a ServiceAccount of a SUC namespace, so SUC's own
   status writes never wait on the gate;
-- changing status.applying; every other status write stays in the API server.
-Fail: while the gate is down, only SUC can change status.applying.
+- changing applying, conditions, latestHash or latestVersion (all the fields
+  the CRD's structural schema keeps); a write that changes nothing stays in
+  the API server.
+Fail: while the gate is down, only SUC can change a Plan's status.
 */}}
 {{- define "gug.planStatusWebhook" -}}
 {{- $groups := list }}
@@ -30,8 +33,8 @@ Fail: while the gate is down, only SUC can change status.applying.
   matchConditions:
     - name: not-suc
       expression: {{ printf "!request.userInfo.groups.exists(g, g in [%s])" (join ", " $groups) | quote }}
-    - name: changes-applying
-      expression: {{ "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([])" | quote }}
+    - name: changes-status
+      expression: {{ "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([]) || object.?status.?conditions.orValue([]) != oldObject.?status.?conditions.orValue([]) || object.?status.?latestHash.orValue('') != oldObject.?status.?latestHash.orValue('') || object.?status.?latestVersion.orValue('') != oldObject.?status.?latestVersion.orValue('')" | quote }}
   failurePolicy: Fail
   matchPolicy: Equivalent
   sideEffects: None
