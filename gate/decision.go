@@ -13,9 +13,12 @@ import (
 // Audit annotation keys. The API server stores them as
 // "<webhook name>/<key>" in the audit event of the request.
 const (
-	AuditDecision   = "decision"
-	AuditReasons    = "reasons"
-	AuditRecord     = "record"
+	AuditDecision = "decision"
+	AuditReasons  = "reasons"
+	AuditRecord   = "record"
+	// AuditApproval is who wrote and who approved the record the decision
+	// used, as the record webhook attested them.
+	AuditApproval   = "approval"
 	AuditNodes      = "nodes"
 	AuditExemption  = "exemption"
 	AuditBreakGlass = "break-glass"
@@ -161,6 +164,9 @@ func (d *Decision) AuditAnnotations() map[string]string {
 	}
 	if ref := d.Record.Ref(); ref != "" {
 		a[AuditRecord] = ref
+		if d.Record.Approval != "" {
+			a[AuditApproval] = d.Record.Approval
+		}
 	} else if len(d.RecordRefs) > 0 {
 		a[AuditRecord] = strings.Join(d.RecordRefs, ",")
 	}

@@ -229,6 +229,7 @@ func TestPlanDecisionShape(t *testing.T) {
 	assert.Equal(t, "deny", a[AuditDecision])
 	assert.Equal(t, "ConcurrencyNotSerial,GPUHolders", a[AuditReasons])
 	assert.Equal(t, "v100-r580-canary-1@0123456789abcdef0123456789abcdef01234567", a[AuditRecord])
+	assert.Regexp(t, `^approved by \S+, written by \S+ \(attested\)$`, a[AuditApproval], "who approved the record is in the audit log")
 	assert.Equal(t, "gpu-v100-01", a[AuditNodes])
 	errs := d.ErrorList()
 	require.Len(t, errs, 2)

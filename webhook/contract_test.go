@@ -1,9 +1,13 @@
 package webhook
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,4 +81,41 @@ func TestDocumentedCodes(t *testing.T) {
 
 func countOf(cs []gate.Code, c gate.Code) int {
 	return len(slices.DeleteFunc(slices.Clone(cs), func(x gate.Code) bool { return x != c }))
+}
+
+// TestDocumentedAuditKeys: every audit annotation key the engine writes (the
+// Audit* constants of gate/decision.go) has a row in docs/install.md's audit
+// table, so a person reading an audit event can look each key up.
+func TestDocumentedAuditKeys(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "../gate/decision.go", nil, 0)
+	require.NoError(t, err)
+	var keys []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		v, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, name := range v.Names {
+			if i >= len(v.Values) {
+				break
+			}
+			if lit, ok := v.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Audit") && lit.Kind == token.STRING {
+				key, err := strconv.Unquote(lit.Value)
+				require.NoError(t, err)
+				keys = append(keys, key)
+			}
+		}
+		return true
+	})
+	require.NotEmpty(t, keys, "no Audit* constants found in gate/decision.go")
+	doc, err := os.ReadFile("../docs/install.md")
+	require.NoError(t, err)
+	for _, key := range keys {
+		if key == gate.AuditDecision {
+			// The table's first row spells the webhook names out in full.
+			assert.True(t, strings.Contains(string(doc), "`plans.gpu-upgrade-gate.io/"+key+"`"), "audit key %q has no row in docs/install.md section 5", key)
+			continue
+		}
+		assert.True(t, strings.Contains(string(doc), "`…/"+key+"`"), "audit key %q has no row in docs/install.md section 5", key)
+	}
 }
