@@ -68,7 +68,7 @@ func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	live.Index = cl.nodeIndex(cfg).WithNode(req.Node)
 	live.Nodes = live.Index.nodes
 	s.review = PrepareNodeStep(&strict, &live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
-	s.review.object = req.Object
+	s.review.object, s.review.sucStep = req.Object, true
 	return s
 }
 

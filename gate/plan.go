@@ -66,6 +66,9 @@ type PlanReview struct {
 	// write: the review is of the Plan write itself (PreparePlan), not of a
 	// stored Plan for a node step or a Node change.
 	write bool
+	// sucStep: the review is of SUC's start of the node's Job
+	// (PrepareSUCStep), which the maintenance windows hold too.
+	sucStep bool
 }
 
 // PreparePlan selects the Plan's nodes as SUC would for the Plan as written.
@@ -198,6 +201,9 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.inFlightRule(&f)
 	r.proofRule(&f, &d)
 	r.rolloutRules(&f, &d)
+	if r.sucStep {
+		r.sucWindowRule(&f)
+	}
 	r.haltRule(&f, &d)
 	r.requesterRule(&f)
 	switch {

@@ -33,6 +33,10 @@ const (
 	// ReviewCompletion: SUC's completion write of a node (uncordon and
 	// plan label when its Job completed), a per-node step.
 	ReviewCompletion Review = "completion"
+	// ReviewSUCStep: SUC's start of a GPU node's upgrade Job
+	// (PrepareSUCStep): the Plan's review on that node (ReviewPlan) and the
+	// configured maintenance windows.
+	ReviewSUCStep Review = "suc-step"
 	// ReviewHaltRecord: a write of the halt record (DecideHaltRecordWrite).
 	ReviewHaltRecord Review = "halt-record"
 	// ReviewAdmission: what any webhook answers before the engine runs
@@ -108,7 +112,7 @@ var ruleTable = []Rule{
 	// maintenance window (review-level).
 	{Name: "window", Codes: []Code{CodeWindowInvalid}, Reviews: planPaths},
 	{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}},
-	{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep}},
+	{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep, ReviewSUCStep}},
 	{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths},
 	// A halted rollout (review-level): forward moves, the failed node's
 	// uncordon, and the halt record's own writes.

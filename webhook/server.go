@@ -83,7 +83,7 @@ func (s *Server) handlers() map[string]*handler {
 // JobHandler guards the write that starts SUC's upgrade Job on a node.
 func (s *Server) JobHandler() *handler {
 	return &handler{resource: "jobs", decide: s.decideJob, log: s.Log.WithName("jobs"),
-		contract: "jobs.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
+		contract: "jobs.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewAdmission},
 		gvrs: []schema.GroupVersionResource{batchv1.SchemeGroupVersion.WithResource("jobs")}, kinds: []schema.GroupVersionKind{batchv1.SchemeGroupVersion.WithKind("Job")},
 		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
 }

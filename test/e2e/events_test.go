@@ -87,6 +87,6 @@ func TestHeldJobEventOnPlan(t *testing.T) {
 
 	// The cause goes; the node starts, and nothing more is told.
 	require.NoError(t, env.Admin.Delete(ctx, holder, client.GracePeriodSeconds(0)))
-	completeJob(t, "ev-a", "ev-v100-a")
+	completeUpgrade(t, "ev-a", "ev-v100-a")
 	assert.Len(t, eventsAbout(t, plan.Namespace, plan.UID, string(gate.CodeGPUHolders)), 1)
 }

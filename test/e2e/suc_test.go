@@ -192,6 +192,32 @@ func completeJob(t *testing.T, planName, node string) {
 	})
 }
 
+// completeUpgrade plays a GPU node's whole upgrade once SUC started its Job
+// (none of these parts runs here): the Job's pod cordons the node
+// (CordonAsSUCJob), the upgrade moves it to the record's target, which its
+// kubelet and nfd-master report (MoveNodeTo), the Job controller completes
+// the Job (FinishJob), and the proof arrives (ProveUpgradedNode: the
+// validator Ready and an allocation check Succeeded, as the kubelet writes
+// them). SUC's completion write passes once the soak elapsed; SUC retries
+// the ones refused before on its own (docs/proof.md).
+func completeUpgrade(t *testing.T, planName, node string) {
+	t.Helper()
+	ctx := context.Background()
+	var job *batchv1.Job
+	eventually(t, 60*time.Second, fmt.Sprintf("SUC starts %s's Job on %s", planName, node), func() bool {
+		job = jobFor(t, planName, node)
+		return running(job)
+	})
+	require.NoError(t, env.CordonAsSUCJob(ctx, node))
+	require.NoError(t, env.MoveNodeTo(ctx, node, testenv.Target))
+	require.NoError(t, env.FinishJob(ctx, job, true))
+	require.NoError(t, env.ProveUpgradedNode(ctx, node, time.Now()))
+	eventually(t, sucRetryDeadline, fmt.Sprintf("SUC uncordons %s and labels it done with %s", node, planName), func() bool {
+		n := getNode(t, node)
+		return !n.Spec.Unschedulable && n.Labels[upgradev1.LabelPlanPrefix+planName] != "" && n.Labels[upgradev1.LabelPlanPrefix+planName] == job.Labels[upgradev1.LabelPlanPrefix+planName]
+	})
+}
+
 func v100Spec(name string, mut func(*corev1.Node)) testenv.NodeSpec {
 	return testenv.NodeSpec{Name: name, Fixture: "node-v100.json", Tuple: testenv.Source, Zone: "zone-a", Mutate: mut}
 }
@@ -215,7 +241,7 @@ func gateReviewed(e controlplane.AuditEvent) bool {
 // TestSUCJobGuardPausesOnlyThatNode: a GPU holder scheduled after the Plan
 // was admitted stops that node's Job and nothing else; SUC's other writes
 // never reach the gate; the node starts on SUC's own retry once the holder
-// is gone.
+// is gone, and is upgraded, proven and completed.
 func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 	proc := needSUC(t)
 	ctx := context.Background()
@@ -295,7 +321,7 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 
 	// The cause goes; SUC's own retry starts the node.
 	require.NoError(t, env.Admin.Delete(ctx, holder, client.GracePeriodSeconds(0)))
-	completeJob(t, "suc-a", "suc-v100-a")
+	completeUpgrade(t, "suc-a", "suc-v100-a")
 }
 
 // TestSUCJobGuardStopsBypasses: each way issue 10 found to bring a GPU node
@@ -444,10 +470,21 @@ func TestSUCSelectionEqualsGatePending(t *testing.T) {
 				selected = append(selected, node)
 			}
 			if running(j) && j.Status.CompletionTime == nil {
+				if node == "suc-pend-source" {
+					// The upgrade moves the node to the target, which its
+					// kubelet and nfd-master report (played here): SUC's
+					// completion of a node short of the target is refused.
+					require.NoError(t, env.MoveNodeTo(ctx, node, testenv.Target))
+				}
 				require.NoError(t, env.FinishJob(ctx, j, true))
-				if node == "suc-pend-at-target" {
+				switch node {
+				case "suc-pend-at-target":
 					// The upgrade ran again: a new allocation check proves it.
 					require.NoError(t, reproveAllocation(ctx, node))
+				case "suc-pend-source":
+					// Its proof arrives (validator Ready, allocation check
+					// Succeeded, as the kubelet writes them).
+					require.NoError(t, env.ProveUpgradedNode(ctx, node, time.Now()))
 				}
 			}
 		}
