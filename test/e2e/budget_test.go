@@ -154,16 +154,9 @@ func TestPlanWindowThroughAPIServer(t *testing.T) {
 // The webhook is restarted with each config.
 func TestOutsideWindowThroughAPIServer(t *testing.T) {
 	driverWorld(t)
-	ctx := context.Background()
-	restart := func(ws []upgradev1.TimeWindowSpec) {
-		t.Helper()
-		require.NoError(t, env.StopWebhook())
-		env.Config.Windows.Maintenance = ws
-		require.NoError(t, env.StartWebhook(ctx))
-	}
+	restart := func(ws []upgradev1.TimeWindowSpec) { restartWithWindows(t, ws) }
 	defer restart(nil)
-	// A whole day three days from now: closed now, whatever the hour.
-	closed := upgradev1.TimeWindowSpec{Days: []upgradev1.Day{upgradev1.Days[(now.UTC().Weekday()+3)%7][2]}, StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
+	closed := closedWindow()
 	restart([]upgradev1.TimeWindowSpec{closed})
 	alice, _ := as(t, "alice")
 	change := func(u *unstructured.Unstructured) {

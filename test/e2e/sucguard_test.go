@@ -105,22 +105,21 @@ func TestSUCCompletionWaitsForTheFacts(t *testing.T) {
 func TestSUCJobHeldToMaintenanceWindows(t *testing.T) {
 	needSUC(t)
 	ctx := context.Background()
-	restart := func(ws []upgradev1.TimeWindowSpec) {
-		t.Helper()
-		require.NoError(t, env.StopWebhook())
-		env.Config.Windows.Maintenance = ws
-		require.NoError(t, env.StartWebhook(ctx))
-	}
+	restart := func(ws []upgradev1.TimeWindowSpec) { restartWithWindows(t, ws) }
 	defer restart(nil)
-	// A whole day three days from now: closed now, whatever the hour.
-	closed := upgradev1.TimeWindowSpec{Days: []upgradev1.Day{upgradev1.Days[(time.Now().UTC().Weekday()+3)%7][2]}, StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
+	closed := closedWindow()
 	restart([]upgradev1.TimeWindowSpec{closed})
 
 	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{v100Spec("win-v100-a", nil), {Name: "win-cpu-1", Tuple: testenv.Source, Zone: "zone-a"}}))
 	alice, warnings := as(t, "alice")
 	pa := sucPlan("win-a", "v100-r580", "win-v100-a") // spec.window: all week
 	pc := sucPlan("win-cpu", "", "win-cpu-1")
+	// A GPU Plan whose window lies within the configured ones: no warning.
+	inside := sucPlan("win-inside", "v100-r580", "win-v100-a")
+	inside.Spec.Window = &closed
 	warnings.Take()
+	require.NoError(t, alice.Create(ctx, inside, client.DryRunAll))
+	assert.NotContains(t, strings.Join(warnings.Take(), "\n"), "outside every maintenance window")
 	require.NoError(t, alice.Create(ctx, pa), "admitted: the window is SUC's to enforce, the gate's windows are held at the Job")
 	assert.Contains(t, strings.Join(warnings.Take(), "\n"), "outside every maintenance window in the gate's config (windows.maintenance): SUC may start this Plan's nodes then",
 		"the early, friendly answer at admission")
@@ -133,7 +132,7 @@ func TestSUCJobHeldToMaintenanceWindows(t *testing.T) {
 	stoppedAtTheJob(t, "win-a", "win-v100-a", gate.CodeOutsideWindow)
 	msg := jobDenials(t, "win-a", "win-v100-a")[0].ResponseStatus.Message
 	assert.Contains(t, msg, "Plan system-upgrade/win-a: [OutsideWindow] node win-v100-a's upgrade (SUC's Job) would start at ")
-	next := time.Date(time.Now().UTC().Year(), time.Now().UTC().Month(), time.Now().UTC().Day()+3, 0, 0, 0, 0, time.UTC)
+	next := time.Date(now.UTC().Year(), now.UTC().Month(), now.UTC().Day()+3, 0, 0, 0, 0, time.UTC)
 	assert.Contains(t, msg, "the next opens at "+next.Format("Mon 2006-01-02 15:04 MST")+", time zone UTC (windows.maintenance[0]: ")
 
 	// A CPU node's Job is not held to the windows.
@@ -148,4 +147,19 @@ func TestSUCJobHeldToMaintenanceWindows(t *testing.T) {
 	var p upgradev1.Plan
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(pa), &p))
 	assert.Equal(t, []string{"win-v100-a"}, p.Status.Applying)
+}
+
+// restartWithWindows restarts the gate's webhook with ws as its configured
+// maintenance windows.
+func restartWithWindows(t *testing.T, ws []upgradev1.TimeWindowSpec) {
+	t.Helper()
+	require.NoError(t, env.StopWebhook())
+	env.Config.Windows.Maintenance = ws
+	require.NoError(t, env.StartWebhook(context.Background()))
+}
+
+// closedWindow is a whole day three days from now: closed now, whatever the
+// hour (the run is far shorter than a day).
+func closedWindow() upgradev1.TimeWindowSpec {
+	return upgradev1.TimeWindowSpec{Days: []upgradev1.Day{upgradev1.Days[(now.UTC().Weekday()+3)%7][2]}, StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
 }
