@@ -66,9 +66,30 @@ func TestSUCCompletionWaitsForTheFacts(t *testing.T) {
 		"[PreviousNodeUnproven] node "+first+" finished its upgrade Job of Plan system-upgrade/"+w.plan.Name+" but does not run the destination tuple of record v100-r580-canary-1 yet")
 	assert.False(t, running(jobFor(t, w.plan.Name, second)), "no pod of %s's Job can run", second)
 
-	// The facts move, as the kubelet (node info) and nfd-master (NFD's
-	// kernel label, GFD's driver label) would write them: from now on the
-	// proof decides, and it is missing.
+	// The kubelet reports its new kernel and version (played, through
+	// nodes/status as that kubelet); GFD's driver label still lags: the
+	// refusal now names the driver alone.
+	kubelet, err := env.KubeletClient(first)
+	require.NoError(t, err)
+	kn := getNode(t, first)
+	kn.Status.NodeInfo.KernelVersion, kn.Status.NodeInfo.KubeletVersion = testenv.Target.Kernel, testenv.Target.RKE2
+	require.NoError(t, kubelet.Status().Update(ctx, kn))
+	kubeletMoved := time.Now()
+	var driverOnly controlplane.AuditEvent
+	eventually(t, sucRetryDeadline, "SUC's next completion write of "+first+" refused for the driver alone", func() bool {
+		for _, e := range w.completionWrites(t, first) {
+			if refused(e) && !e.StageTimestamp.Before(kubeletMoved) && !strings.Contains(e.ResponseStatus.Message, "kernel ") {
+				driverOnly = e
+				return true
+			}
+		}
+		return false
+	})
+	assert.Contains(t, driverOnly.ResponseStatus.Message, "so it may not uncordon yet: driver "+testenv.Source.Driver+" (label nvidia.com/cuda.driver-version.full from GPU Feature Discovery), the record's target is "+testenv.Target.Driver+": the node has not reached the target")
+
+	// The rest of the facts move, as nfd-master (NFD's kernel label, GFD's
+	// driver label) would write them: from now on the proof decides, and it
+	// is missing.
 	moved := time.Now()
 	require.NoError(t, env.MoveNodeTo(ctx, first, testenv.Target))
 	var proofDenial controlplane.AuditEvent
