@@ -74,7 +74,10 @@ type Result struct {
 	// Codes are the reason codes from the audit annotations.
 	Codes   []string
 	Message string
-	Err     error
+	// AnswerCode is the status code inside the AdmissionReview's answer
+	// (response.status.code; 0 when it has none).
+	AnswerCode int
+	Err        error
 }
 
 // Latency is from the scheduled send to the answer.
@@ -95,12 +98,29 @@ const (
 	Wrong
 	// Failed: no answer, a transport error, or an HTTP status other than 200.
 	Failed
+	// Shed: the gate's overload answer (webhook/limits.go: a denial with
+	// status 429, "the gate is busy"), given without reading the review. It
+	// is neither right nor wrong about the review, so it has its own count;
+	// only a denial can be shed: an allow is judged like any other answer.
+	Shed
 )
 
-// Expected accepts exactly the fleet's expected decision and codes.
+// busyCode is the status code of the gate's overload denial.
+const busyCode = http.StatusTooManyRequests
+
+// IsShed says whether r is the gate's overload denial.
+func IsShed(r *Result) bool {
+	return r.Err == nil && r.Status == http.StatusOK && !r.Allowed && r.AnswerCode == busyCode && strings.Contains(r.Message, "the gate is busy")
+}
+
+// Expected accepts exactly the fleet's expected decision and codes; the
+// gate's overload denial is Shed.
 func Expected(r *Result) Verdict {
 	if r.Err != nil || r.Status != http.StatusOK {
 		return Failed
+	}
+	if IsShed(r) {
+		return Shed
 	}
 	if r.Allowed != r.Review.Allowed {
 		return Wrong
@@ -124,37 +144,40 @@ func sameCodes(got []string, want []gate.Code) bool {
 
 // Summary of a run.
 type Summary struct {
-	Mode          string        `json:"mode"`
-	OfferedRate   float64       `json:"offeredRate,omitempty"`
-	Workers       int           `json:"workers"`
-	Duration      time.Duration `json:"duration"`
-	Sent          int           `json:"sent"`
-	Answered      int           `json:"answered"`
-	Throughput    float64       `json:"throughput"`
-	P50           time.Duration `json:"p50"`
-	P90           time.Duration `json:"p90"`
-	P99           time.Duration `json:"p99"`
-	Max           time.Duration `json:"max"`
-	Correct       int           `json:"correct"`
-	FailClosed    int           `json:"failClosed"`
-	Wrong         int           `json:"wrong"`
-	Failed        int           `json:"failed"`
-	Non200        int           `json:"non200"`
-	Status5xx     int           `json:"status5xx"`
-	ServerRSS     int64         `json:"serverRSSBytes,omitempty"`
-	ServerPeakRSS int64         `json:"serverPeakRSSBytes,omitempty"`
+	Mode        string        `json:"mode"`
+	OfferedRate float64       `json:"offeredRate,omitempty"`
+	Workers     int           `json:"workers"`
+	Duration    time.Duration `json:"duration"`
+	Sent        int           `json:"sent"`
+	Answered    int           `json:"answered"`
+	Throughput  float64       `json:"throughput"`
+	P50         time.Duration `json:"p50"`
+	P90         time.Duration `json:"p90"`
+	P99         time.Duration `json:"p99"`
+	Max         time.Duration `json:"max"`
+	Correct     int           `json:"correct"`
+	FailClosed  int           `json:"failClosed"`
+	// Shed are the gate's overload denials ("the gate is busy").
+	Shed          int   `json:"shed"`
+	Wrong         int   `json:"wrong"`
+	Failed        int   `json:"failed"`
+	Non200        int   `json:"non200"`
+	Status5xx     int   `json:"status5xx"`
+	ServerRSS     int64 `json:"serverRSSBytes,omitempty"`
+	ServerPeakRSS int64 `json:"serverPeakRSSBytes,omitempty"`
 	// Examples are the first few wrong or failed answers.
 	Examples []string `json:"examples,omitempty"`
 }
 
-// Errors counts what a run must not have: wrong decisions and failures.
+// Errors counts what a run must not have: wrong decisions and failures
+// (shed denials are neither: they are denials the caller may retry).
 func (s *Summary) Errors() int { return s.Wrong + s.Failed }
 
 func (s *Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %d workers, %s: sent %d, answered %d, %.0f reviews/s\n", s.Mode, s.Workers, s.Duration.Round(time.Millisecond), s.Sent, s.Answered, s.Throughput)
 	fmt.Fprintf(&b, "latency p50 %s  p90 %s  p99 %s  max %s\n", ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max))
-	fmt.Fprintf(&b, "answers: %d correct, %d fail-closed, %d wrong, %d failed (%d non-200, %d 5xx)\n", s.Correct, s.FailClosed, s.Wrong, s.Failed, s.Non200, s.Status5xx)
+	fmt.Fprintf(&b, "answers: %d correct, %d fail-closed, %d shed (busy), %d wrong, %d failed (%d non-200, %d 5xx)\n", s.Correct, s.FailClosed, s.Shed, s.Wrong, s.Failed, s.Non200, s.Status5xx)
 	if s.ServerPeakRSS > 0 {
 		fmt.Fprintf(&b, "server RSS %.1f MiB, peak %.1f MiB\n", mib(s.ServerRSS), mib(s.ServerPeakRSS))
 	}
@@ -412,7 +435,7 @@ func (c *client) send(ctx context.Context, r *fleetgen.Review, scheduled time.Ti
 	}
 	res.Allowed = out.Response.Allowed
 	if s := out.Response.Status; s != nil {
-		res.Message = s.Message
+		res.Message, res.AnswerCode = s.Message, s.Code
 		if s.Code >= 500 { // an errored review inside a 200: count it as a 5xx
 			res.Status = s.Code
 		}
@@ -429,7 +452,7 @@ type recorder struct {
 	judge     func(*Result) Verdict
 	onResult  func(*Result)
 	latencies []time.Duration
-	verdicts  [4]int
+	verdicts  [5]int
 	non200    int
 	s5xx      int
 	examples  []string
@@ -471,7 +494,7 @@ func describe(r *Result) string {
 func (rc *recorder) summarize(s *Summary) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	s.Correct, s.FailClosed, s.Wrong, s.Failed = rc.verdicts[Correct], rc.verdicts[FailClosed], rc.verdicts[Wrong], rc.verdicts[Failed]
+	s.Correct, s.FailClosed, s.Wrong, s.Failed, s.Shed = rc.verdicts[Correct], rc.verdicts[FailClosed], rc.verdicts[Wrong], rc.verdicts[Failed], rc.verdicts[Shed]
 	s.Answered = len(rc.latencies)
 	s.Non200, s.Status5xx, s.Examples = rc.non200, rc.s5xx, rc.examples
 	s.Throughput = float64(s.Answered) / s.Duration.Seconds()

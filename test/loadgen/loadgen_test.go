@@ -81,3 +81,58 @@ func TestRunAgainstStub(t *testing.T) {
 	assert.Positive(t, s.Sent)
 	assert.Zero(t, s.Errors(), s.String())
 }
+
+// TestShedIsItsOwnCount: the gate's overload answer (webhook/limits.go
+// refuse: HTTP 200, allowed false, status 429 "the gate is busy") is counted
+// as shed, neither correct nor wrong, whatever the review expects; an allow
+// carrying the same status is judged as an allow (here: wrong, the review
+// expects a denial), never as shed.
+func TestShedIsItsOwnCount(t *testing.T) {
+	busy := func(uid string) map[string]any {
+		return map[string]any{"uid": uid, "allowed": false, "status": map[string]any{"code": 429,
+			"message": "gpu-upgrade-gate: the gate is busy (more than 24 MiB of reviews in flight for 1s); denied, never allowed: retry"}}
+	}
+	for _, tc := range []struct {
+		name          string
+		answer        func(uid string) map[string]any
+		expectAllowed bool
+		shed, wrong   bool
+	}{
+		{name: "busy denial where an allow is expected", answer: busy, expectAllowed: true, shed: true},
+		{name: "busy denial where a denial is expected", answer: busy, expectAllowed: false, shed: true},
+		{name: "an allow with status 429 is not shed", expectAllowed: false, wrong: true, answer: func(uid string) map[string]any {
+			a := busy(uid)
+			a["allowed"] = true
+			return a
+		}},
+		{name: "a denial with 429 but another message is judged as a denial", expectAllowed: true, wrong: true, answer: func(uid string) map[string]any {
+			return map[string]any{"uid": uid, "allowed": false, "status": map[string]any{"code": 429, "message": "too many requests"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var in struct {
+					Request struct {
+						UID string `json:"uid"`
+					} `json:"request"`
+				}
+				require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
+				_ = json.NewEncoder(w).Encode(map[string]any{"response": tc.answer(in.Request.UID)})
+			}))
+			defer srv.Close()
+			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+			reviews := []fleetgen.Review{{Name: "r", Path: "/validate/nodes", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: tc.expectAllowed}}
+			s, err := Run(context.Background(), Options{URL: srv.URL, CA: ca, Reviews: reviews, Workers: 1, Duration: 200 * time.Millisecond})
+			require.NoError(t, err)
+			require.Positive(t, s.Answered)
+			if tc.shed {
+				assert.Equal(t, s.Answered, s.Shed, s.String())
+				assert.Zero(t, s.Errors(), s.String())
+			}
+			if tc.wrong {
+				assert.Zero(t, s.Shed, s.String())
+				assert.Equal(t, s.Answered, s.Wrong, s.String())
+			}
+		})
+	}
+}

@@ -165,8 +165,10 @@ type FaultWindow struct {
 	Answered   int      `json:"answered"`
 	Correct    int      `json:"correct"`
 	FailClosed int      `json:"failClosed"`
-	Wrong      int      `json:"wrong"`
-	Failed     int      `json:"failed"`
+	// Shed are the gate's overload denials (loadgen.Shed).
+	Shed   int `json:"shed"`
+	Wrong  int `json:"wrong"`
+	Failed int `json:"failed"`
 	// Recovered is how long after the restoring action the webhook gave the
 	// decision that needs the fresh state.
 	Recovered time.Duration `json:"recovered"`

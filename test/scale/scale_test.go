@@ -369,6 +369,8 @@ func (w *windows) judge(r *loadgen.Result) loadgen.Verdict {
 			win.Correct++
 		case loadgen.FailClosed:
 			win.FailClosed++
+		case loadgen.Shed:
+			win.Shed++
 		case loadgen.Wrong:
 			win.Wrong++
 		case loadgen.Failed:

@@ -333,13 +333,14 @@ func render(dir string) (string, error) {
 	w("## Load runs against `gpu-upgrade-gate serve`\n\n")
 	w("`serve` ran as its own process with the chart's configuration and webhook configuration, pointed at the real kube-apiserver holding the fleet; ")
 	w("the load generator (test/loadgen) posted the fleet's recorded AdmissionReviews over TLS on keep-alive HTTP/1.1 connections, each with its own UID, ")
-	w("and checked every answer against the engine's decision for the same review. Plan reviews list GPU holders live from the API server, as in production.\n\n")
+	w("and checked every answer against the engine's decision for the same review. Plan reviews list GPU holders live from the API server, as in production. ")
+	w("*Shed (busy)* counts the gate's overload answer (more review bytes in flight than its budget for a second: denied with 429 \"the gate is busy\", never allowed), apart from *wrong*: it is a denial the API server's client retries, not a wrong decision; an allow is never counted as shed.\n\n")
 	for _, lr := range res.Load {
 		w("### %s\n\n%s. `%s`\n\n", lr.Name, lr.Description, lr.Command)
-		w("| run | load before | answered/s | p50 | p90 | p99 | max | wrong | failed | 5xx |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| run | load before | answered/s | p50 | p90 | p99 | max | shed (busy) | wrong | failed | 5xx |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for i, r := range lr.Runs {
 			s := r.Summary
-			w("| %d | %s | %.0f | %s | %s | %s | %s | %d | %d | %d |\n", i+1, r.LoadBefore, s.Throughput, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), s.Wrong, s.Failed, s.Status5xx)
+			w("| %d | %s | %.0f | %s | %s | %s | %s | %d | %d | %d | %d |\n", i+1, r.LoadBefore, s.Throughput, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), s.Shed, s.Wrong, s.Failed, s.Status5xx)
 		}
 		w("\n")
 	}
@@ -359,13 +360,13 @@ func render(dir string) (string, error) {
 		w("A denial where the fleet expects an allow counts as *fail-closed* only when every reason code it gives is one the fault in progress explains ")
 		w("(FactsMissing while the API server is away, RecordMissing while the record is deleted, CanaryNotProven while the canary is cordoned); ")
 		w("an allow where a denial is expected is always wrong. Once a Plan naming the deleted record was refused, no answer for it went back to allow before the record was created again (checked).\n\n")
-		w("| fault | window (s) | answers | correct | fail-closed | wrong | failed | detail |\n|---|---|---|---|---|---|---|---|\n")
+		w("| fault | window (s) | answers | correct | fail-closed | shed (busy) | wrong | failed | detail |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, win := range fa.Windows {
-			w("| %s | %.1f – %.1f | %d | %d | %d | %d | %d | %s |\n", win.Name, win.From, win.To, win.Answered, win.Correct, win.FailClosed, win.Wrong, win.Failed, win.Detail)
+			w("| %s | %.1f – %.1f | %d | %d | %d | %d | %d | %d | %s |\n", win.Name, win.From, win.To, win.Answered, win.Correct, win.FailClosed, win.Shed, win.Wrong, win.Failed, win.Detail)
 		}
 		s := fa.Summary
-		w("| **whole run** | 0 – %.1f | %d | %d | %d | %d | %d | p50 %s, p99 %s, max %s; %d 5xx; %d panics in the serve log; %d restarts; %d wrong after the faults |\n\n",
-			s.Duration.Seconds(), s.Answered, s.Correct, s.FailClosed, s.Wrong, s.Failed, ms(s.P50), ms(s.P99), ms(s.Max), s.Status5xx, fa.Panics, fa.Restarts, fa.FinalWrong)
+		w("| **whole run** | 0 – %.1f | %d | %d | %d | %d | %d | %d | p50 %s, p99 %s, max %s; %d 5xx; %d panics in the serve log; %d restarts; %d wrong after the faults |\n\n",
+			s.Duration.Seconds(), s.Answered, s.Correct, s.FailClosed, s.Shed, s.Wrong, s.Failed, ms(s.P50), ms(s.P99), ms(s.Max), s.Status5xx, fa.Panics, fa.Restarts, fa.FinalWrong)
 		w("Timeline:\n\n")
 		for _, n := range fa.Notes {
 			w("- %s\n", n)
