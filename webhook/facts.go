@@ -36,6 +36,8 @@ type Facts struct {
 	// PodsSeen returns the newest Pod resourceVersion the gate's own Pod
 	// informer has seen, "" before it has synced (NewManager sets it).
 	PodsSeen func() string
+	// PlansSeen is the same for the gate's Plan informer.
+	PlansSeen func() string
 	// Allocations caches the allocation-check Pods only (their own label).
 	Allocations cache.Cache
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
@@ -401,10 +403,14 @@ const maxHolderLists = 8
 // lags: that one waits to catch up (3 s at most), then answers an error,
 // and so does a cache that is not ready: both fail closed (FactsMissing).
 // Before the informer has a resourceVersion the list is consistent.
-func (f *Facts) holderListOptions() *client.ListOptions {
+func (f *Facts) holderListOptions() *client.ListOptions { return notOlderThan(f.PodsSeen) }
+
+// notOlderThan lists from the watch cache no older than what seen returns
+// (an informer's last resourceVersion); consistent when it has none yet.
+func notOlderThan(seen func() string) *client.ListOptions {
 	rv := ""
-	if f.PodsSeen != nil {
-		rv = f.PodsSeen()
+	if seen != nil {
+		rv = seen()
 	}
 	if rv == "" {
 		return &client.ListOptions{}

@@ -66,6 +66,8 @@ type handler struct {
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
+	tr := traceOf(ctx)
+	tr.mark("read") // the body read and the review decoded
 	var (
 		d    gate.Decision
 		resp admission.Response
@@ -86,10 +88,11 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		identity = h.identify(userOf(req))
 	}
 	observe(h.resource, identity, d, time.Since(start))
+	tr.mark("respond")
 	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
-		"durationMs", float64(time.Since(start).Microseconds())/1000)
+		"durationMs", float64(time.Since(start).Microseconds())/1000, "phasesMs", tr.String())
 	return resp
 }
 

@@ -130,3 +130,65 @@ func TestJobReviewFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// planLists answers Plan listings with plans and remembers the
+// resourceVersion options of the last one.
+type planLists struct {
+	client.Reader
+	plans []upgradev1.Plan
+	raw   *metav1.ListOptions
+}
+
+func (p *planLists) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	p.raw = lo.Raw
+	list.(*upgradev1.PlanList).Items = append([]upgradev1.Plan(nil), p.plans...)
+	return nil
+}
+
+// TestJobPlansFreshness: the Plans whose status.applying the budget counts
+// are listed from the watch cache no older than the gate's Plan informer
+// (consistent until it has a resourceVersion), never waiting for etcd's
+// progress notification; the Job's own Plan, read from etcd, replaces the
+// list's copy of it.
+func TestJobPlansFreshness(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		seen      func() string
+		wantRV    string
+		wantMatch metav1.ResourceVersionMatch
+	}{
+		{"informer has a resourceVersion", func() string { return "777" }, "777", metav1.ResourceVersionMatchNotOlderThan},
+		{"informer not synced yet: consistent", func() string { return "" }, "", ""},
+		{"no informer: consistent", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5"}}
+			other := upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-wave", ResourceVersion: "6"},
+				Status: upgradev1.PlanStatus{Applying: []string{"gpu-a100-01"}}}
+			live := &planLists{plans: []upgradev1.Plan{stale, other}}
+			s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig(), Live: live, PlansSeen: tc.seen}}
+			plans, err := s.livePlans(context.Background())
+			require.NoError(t, err)
+			got := metav1.ListOptions{}
+			if live.raw != nil {
+				got = *live.raw
+			}
+			assert.Equal(t, tc.wantRV, got.ResourceVersion)
+			assert.Equal(t, tc.wantMatch, got.ResourceVersionMatch)
+
+			fresh := stale.DeepCopy()
+			fresh.ResourceVersion, fresh.Status.Applying = "9", []string{"gpu-v100-01"}
+			merged := s.withPlan(plans, fresh)
+			require.Len(t, merged, 2)
+			assert.Same(t, fresh, merged[0], "the Job's Plan as read from etcd, not the watch cache's older copy")
+			assert.Equal(t, []string{"gpu-a100-01"}, merged[1].Status.Applying)
+
+			created := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-new"}}
+			assert.Len(t, s.withPlan(merged, created), 3, "a Plan the list did not have yet is added")
+			elsewhere := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-new"}}
+			assert.Len(t, s.withPlan(merged[:2], elsewhere), 2, "a Plan outside the SUC namespaces is not SUC's")
+		})
+	}
+}

@@ -87,6 +87,7 @@ func newReviewLimiter(maxBytes, budget int64, wait time.Duration) *reviewLimiter
 
 func (l *reviewLimiter) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(withTrace(r.Context(), time.Now()))
 		if l.requireClientCert && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 			refused.WithLabelValues("no_client_cert").Inc()
 			w.Header().Set("Connection", "close")
@@ -112,6 +113,7 @@ func (l *reviewLimiter) wrap(next http.Handler) http.Handler {
 			return
 		}
 		defer l.budget.Release(charge)
+		traceOf(r.Context()).mark("admit")
 		r.Body = http.MaxBytesReader(w, r.Body, l.maxBytes)
 		next.ServeHTTP(w, r)
 	})

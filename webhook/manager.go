@@ -183,6 +183,13 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {
 		facts.PodsSeen = si.LastSyncResourceVersion
 	}
+	planInformer, err := mgr.GetCache().GetInformer(ctx, &upgradev1.Plan{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer for Plans: %w", err)
+	}
+	if si, ok := planInformer.(toolscache.SharedIndexInformer); ok {
+		facts.PlansSeen = si.LastSyncResourceVersion
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, nil, err

@@ -30,11 +30,18 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 		return gate.Decision{Allowed: true, Object: "Plan " + plan.Namespace + "/" + plan.Name,
 			Warnings: []string{fmt.Sprintf("namespace %s is not a SUC namespace (%v): SUC will not run this Plan", plan.Namespace, s.Config.SUCNamespaces)}}, nil
 	}
+	tr := traceOf(ctx)
+	tr.mark("decode")
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
 		return gate.FactsUnavailable("Plan "+plan.Namespace+"/"+plan.Name, err), nil
 	}
+	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
+	tr.mark("engine")
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
-	return r.Decide(holders, herr), nil
+	tr.mark("holders")
+	d := r.Decide(holders, herr)
+	tr.mark("decide")
+	return d, nil
 }

@@ -39,6 +39,11 @@ type AdmissionMode struct {
 	// GateHandler is the gate's own handling of the gate series' reviews
 	// (durationMs in its decision log): decode, facts, holder read, engine.
 	GateHandler Stats `json:"gateHandler"`
+	// GatePhases and JobPhases split the gate's handling of the gate and
+	// job-gate series' reviews by phase (phasesMs in its decision log:
+	// admit, read, decode, facts, engine, holders, decide, respond).
+	GatePhases map[string]Stats `json:"gatePhases,omitempty"`
+	JobPhases  map[string]Stats `json:"jobPhases,omitempty"`
 	// WebhookMean is the API server's mean time calling the Plan webhook
 	// (apiserver_admission_webhook_admission_duration_seconds).
 	WebhookMean time.Duration `json:"webhookMean"`

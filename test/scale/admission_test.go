@@ -248,7 +248,11 @@ func (e *scaleEnv) admissionMode(ctx context.Context, cs kubernetes.Interface, n
 	}
 	m.WebhookMean = after.mean(before, "apiserver_admission_webhook_admission_duration_seconds", `name="`+webhook.WebhookPlans+`"`)
 	m.PodReadWaitMean = after.mean(before, "apiserver_watch_cache_read_wait_seconds", `resource="pods"`)
-	m.GateHandler = StatsOf(handlerDurations(e.serve.LogPath, logStart, "Plan "+fleetgen.NamespaceSUC+"/adm-"))
+	var phases map[string][]time.Duration
+	m.GateHandler, phases = handlerDurations(e.serve.LogPath, logStart, "Plan "+fleetgen.NamespaceSUC+"/adm-")
+	m.GatePhases = statsOf(phases)
+	_, phases = handlerDurations(e.serve.LogPath, logStart, "Job "+fleetgen.NamespaceSUC+"/apply-")
+	m.JobPhases = statsOf(phases)
 	return m, nil
 }
 
@@ -568,16 +572,25 @@ func fileSize(path string) int64 {
 	return st.Size()
 }
 
+func statsOf(ds map[string][]time.Duration) map[string]Stats {
+	out := map[string]Stats{}
+	for k, v := range ds {
+		out[k] = StatsOf(v)
+	}
+	return out
+}
+
 // handlerDurations are the durationMs of the decision log lines written
-// after offset whose object starts with prefix.
-func handlerDurations(path string, offset int64, prefix string) []time.Duration {
+// after offset whose object starts with prefix, and their phasesMs by phase.
+func handlerDurations(path string, offset int64, prefix string) (Stats, map[string][]time.Duration) {
+	phases := map[string][]time.Duration{}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil
+		return Stats{}, phases
 	}
 	defer fh.Close()
 	if _, err := fh.Seek(offset, 0); err != nil {
-		return nil
+		return Stats{}, phases
 	}
 	var out []time.Duration
 	sc := bufio.NewScanner(fh)
@@ -586,12 +599,19 @@ func handlerDurations(path string, offset int64, prefix string) []time.Duration 
 		var l struct {
 			Object     string  `json:"object"`
 			DurationMs float64 `json:"durationMs"`
+			PhasesMs   string  `json:"phasesMs"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) == nil && strings.HasPrefix(l.Object, prefix) {
 			out = append(out, time.Duration(l.DurationMs*float64(time.Millisecond)))
+			for _, f := range strings.Fields(l.PhasesMs) {
+				name, v, _ := strings.Cut(f, "=")
+				if x, err := strconv.ParseFloat(v, 64); err == nil {
+					phases[name] = append(phases[name], time.Duration(x*float64(time.Millisecond)))
+				}
+			}
 		}
 	}
-	return out
+	return StatsOf(out), phases
 }
 
 // watchConnections samples the established TCP connections to port (the

@@ -103,6 +103,7 @@ func writeAdmission(w func(string, ...any), res *scale.Results) {
 	for _, m := range a.Modes {
 		w("| %s | %s | %s | %s | %s | %d | %d | %d |\n", m.Name, ms(m.GateHandler.P50), ms(m.GateHandler.P90), ms(m.WebhookMean), ms(m.PodReadWaitMean), m.Connections, m.GateGCs, m.ChurnOps)
 	}
+	writePhases(w, a)
 	if len(a.Direct) > 0 {
 		w("\nThe same Plan review sent by the load generator straight to the webhook (one keep-alive connection, no API server in between):\n\n")
 		w("| | load | p50 | p90 | p99 |\n|---|---|---|---|---|\n")
@@ -174,4 +175,40 @@ func readOrder(m map[string]scale.Stats) []string {
 		}
 	}
 	return out
+}
+
+// phaseOrder is the order of a review's phases (webhook/trace.go marks).
+var phaseOrder = []string{"admit", "read", "decode", "reads", "facts", "engine", "holders", "decide", "respond"}
+
+// writePhases: the gate's handling split by phase, p50 (p90), per mode.
+func writePhases(w func(string, ...any), a *scale.Admission) {
+	for _, kind := range []struct {
+		name   string
+		phases func(m *scale.AdmissionMode) map[string]scale.Stats
+	}{{"the Plan review (`gate`)", func(m *scale.AdmissionMode) map[string]scale.Stats { return m.GatePhases }},
+		{"the Job start (`job-gate`)", func(m *scale.AdmissionMode) map[string]scale.Stats { return m.JobPhases }}} {
+		var cols []string
+		for _, p := range phaseOrder {
+			for _, m := range a.Modes {
+				if _, ok := kind.phases(&m)[p]; ok {
+					cols = append(cols, p)
+					break
+				}
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		w("\nThe gate's handling of %s by phase, p50 (p90), from its decision log's `phasesMs` (webhook/trace.go): `admit` is the wait for the review budget, `read` the body read and the review's decode, then the handler's own steps; `respond` renders the answer and counts it.\n\n", kind.name)
+		w("| mode | %s |\n|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+		for _, m := range a.Modes {
+			ph := kind.phases(&m)
+			var cells []string
+			for _, c := range cols {
+				s := ph[c]
+				cells = append(cells, fmt.Sprintf("%s (%s)", ms(s.P50), ms(s.P90)))
+			}
+			w("| %s | %s |\n", m.Name, strings.Join(cells, " | "))
+		}
+	}
 }
