@@ -358,7 +358,7 @@ func render(dir string) (string, error) {
 		w("## Faults under load\n\n")
 		w("The load generator sent all %d recorded reviews round-robin at %.0f/s (open loop) while the faults below happened, one after another (load %s). ", fa.Reviews, fa.Rate, fa.Load)
 		w("A denial where the fleet expects an allow counts as *fail-closed* only when every reason code it gives is one the fault in progress explains ")
-		w("(FactsMissing while the API server is away, RecordMissing while the record is deleted, CanaryNotProven while the canary is cordoned); ")
+		w("(FactsMissing while the API server is away, RecordMissing while the record is deleted and RecordNotApproved while it is created again, between its author's create and its approver's approval, CanaryNotProven while the canary is cordoned); ")
 		w("an allow where a denial is expected is always wrong. Once a Plan naming the deleted record was refused, no answer for it went back to allow before the record was created again (checked).\n\n")
 		w("| fault | window (s) | answers | correct | fail-closed | shed (busy) | wrong | failed | detail |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, win := range fa.Windows {
