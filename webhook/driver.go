@@ -75,7 +75,7 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
 	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
-	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
+	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
 	return r.Decide(holders, herr), nil
 }
 

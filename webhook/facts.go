@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,9 @@ type Facts struct {
 	haltRecord    haltRecordCache
 	selectors     selectorCache
 	watches       watchHealth
+	// holderFlights are the request checks' holder listings in flight, by
+	// node (RequestHolders).
+	holderFlights singleflight.Group
 
 	// The Node list is rebuilt from the informer's store only after the
 	// store changed (nodeGen counts the informer's events), not on every
@@ -348,20 +352,72 @@ func (f *Facts) image(ctx context.Context, obj client.Object, ref gate.WorkloadR
 	return "", nil
 }
 
-// Holders lists the GPU holders of each named node from the API server.
+// Holders lists the GPU holders of each named node from the API server,
+// each listing the review's own: what the per-node guards (SUC's Job start,
+// the GPU Operator's driver step) read right where a node's upgrade begins.
 // The nodes are listed concurrently (a wave's latency is then one listing,
 // not one per node), at most maxHolderLists at once; an error names the
 // first failing node in the given order.
 func (f *Facts) Holders(ctx context.Context, nodes []string) (map[string][]gate.Holder, error) {
+	return f.holders(ctx, nodes, f.listHolders)
+}
+
+// RequestHolders are Holders for the request checks (Plan, Node and driver
+// writes): a review joins a listing of the same node already in flight
+// instead of sending its own. Under load (Plan reviews at 200/s, a few
+// pending nodes each, mostly the same ones) one listing then answers every
+// review waiting for that node, where each used to queue its own at the
+// API server (issue 14 item 4: reviews waited hundreds of ms there). The
+// joined listing is at most one round trip older than the review's own
+// would be; the request check is the early answer, and the guard lists
+// again, alone, where the upgrade begins (docs/performance.md, "GPU
+// holders: how fresh, and why").
+func (f *Facts) RequestHolders(ctx context.Context, nodes []string) (map[string][]gate.Holder, error) {
+	return f.holders(ctx, nodes, f.sharedHolders)
+}
+
+func (f *Facts) listHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+	var pods corev1.PodList
+	if err := f.Live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}, f.holderListOptions()); err != nil {
+		return nil, err
+	}
+	return f.Config.HoldersOf(pods.Items), nil
+}
+
+// holderListTimeout bounds a shared listing, which runs apart from the
+// review that started it (that one may give up; the others still wait):
+// the webhook's timeout in the chart.
+const holderListTimeout = 10 * time.Second
+
+// sharedHolders joins the node's listing in flight, or starts one. The
+// holders it returns are shared: read only.
+func (f *Facts) sharedHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+	ch := f.holderFlights.DoChan(node, func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderListTimeout)
+		defer cancel()
+		return f.listHolders(lctx, node)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]gate.Holder), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *Facts) holders(ctx context.Context, nodes []string, listOne func(context.Context, string) ([]gate.Holder, error)) (map[string][]gate.Holder, error) {
 	holders := make([][]gate.Holder, len(nodes))
 	errs := make([]error, len(nodes))
 	list := func(i int) {
-		var pods corev1.PodList
-		if err := f.Live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": nodes[i]}, f.holderListOptions()); err != nil {
+		h, err := listOne(ctx, nodes[i])
+		if err != nil {
 			errs[i] = fmt.Errorf("list Pods on %s: %w", nodes[i], err)
 			return
 		}
-		holders[i] = f.Config.HoldersOf(pods.Items)
+		holders[i] = h
 	}
 	if len(nodes) == 1 {
 		list(0)

@@ -129,3 +129,72 @@ func TestHolderFreshness(t *testing.T) {
 		})
 	}
 }
+
+// countingPods answers every Pod listing with pods after a delay and counts
+// the listings.
+type countingPods struct {
+	client.Reader
+	pods  []corev1.Pod
+	lists atomic.Int32
+	delay time.Duration
+}
+
+func (p *countingPods) List(ctx context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	p.lists.Add(1)
+	select {
+	case <-time.After(p.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	list.(*corev1.PodList).Items = p.pods
+	return nil
+}
+
+// TestRequestHoldersJoinListings: request checks reviewed at once share one
+// listing of a node (each gets its holders), while the per-node guards'
+// Holders always list for themselves; a review that gives up does not fail
+// the others waiting on the same listing.
+func TestRequestHoldersJoinListings(t *testing.T) {
+	const reviews = 8
+	for _, tc := range []struct {
+		name   string
+		shared bool
+	}{{"request checks join", true}, {"guards list alone", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &countingPods{pods: []corev1.Pod{gpuPod("train", "gpu-01")}, delay: 100 * time.Millisecond}
+			f := &Facts{Config: gate.DefaultConfig(), Live: live}
+			var wg sync.WaitGroup
+			errs := make([]error, reviews)
+			got := make([]map[string][]gate.Holder, reviews)
+			for i := range reviews {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx := context.Background()
+					if i == 0 { // the first gives up early
+						c, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+						defer cancel()
+						ctx = c
+					}
+					if tc.shared {
+						got[i], errs[i] = f.RequestHolders(ctx, []string{"gpu-01"})
+					} else {
+						got[i], errs[i] = f.Holders(ctx, []string{"gpu-01"})
+					}
+				}()
+				time.Sleep(time.Millisecond)
+			}
+			wg.Wait()
+			assert.ErrorIs(t, errs[0], context.DeadlineExceeded, "the review that gave up fails closed")
+			for i := 1; i < reviews; i++ {
+				require.NoError(t, errs[i], i)
+				assert.Len(t, got[i]["gpu-01"], 1, i)
+			}
+			if tc.shared {
+				assert.Less(t, int(live.lists.Load()), reviews, "concurrent request checks share listings")
+			} else {
+				assert.Equal(t, reviews, int(live.lists.Load()), "each guard lists for itself")
+			}
+		})
+	}
+}

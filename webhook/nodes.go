@@ -35,7 +35,7 @@ func (s *Server) decideNode(ctx context.Context, req admission.Request) (gate.De
 		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
 	r := gate.PrepareNode(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()})
-	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
+	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
 	return r.Decide(holders, herr), nil
 }
 

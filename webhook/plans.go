@@ -39,7 +39,7 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	tr.mark("engine")
-	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
+	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
 	tr.mark("holders")
 	d := r.Decide(holders, herr)
 	tr.mark("decide")
