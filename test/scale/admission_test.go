@@ -37,7 +37,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +51,12 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/loadgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
+)
+
+// The Job guard's Plan list, read alone (issue 14 item 2).
+const (
+	planConsistent = "Plans: consistent (no resourceVersion)"
+	planGateRead   = "Plans: NotOlderThan the gate's Plan informer"
 )
 
 const (
@@ -300,6 +310,26 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 	defer close(stop)
 	go inf.Run(stop)
 	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	// The gate's Plan informer, for the Job guard's Plan list (issue 14
+	// item 2): the SUC namespace's Plans, consistent or NotOlderThan it.
+	dyn, err := dynamic.NewForConfig(e.cp.RESTConfig())
+	require.NoError(t, err)
+	plans := dyn.Resource(upgradev1.SchemeGroupVersion.WithResource("plans")).Namespace(fleetgen.NamespaceSUC)
+	planInf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) { return plans.List(ctx, o) },
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return plans.Watch(ctx, o) },
+	}, &unstructured.Unstructured{}, 0, toolscache.Indexers{})
+	go planInf.Run(stop)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), planInf.HasSynced))
+	planReads := []struct {
+		name string
+		opts func() metav1.ListOptions
+	}{
+		{planConsistent, func() metav1.ListOptions { return metav1.ListOptions{} }},
+		{planGateRead, func() metav1.ListOptions {
+			return metav1.ListOptions{ResourceVersion: planInf.LastSyncResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		}},
+	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsPlain, Name: "write-marker"}, Data: map[string]string{"i": "0"}}
 	require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, marker)))
 	var lastWrite string
@@ -341,6 +371,17 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 				o.FieldSelector = sel
 				start := time.Now()
 				_, err := cs.CoreV1().Pods("").List(ctx, o)
+				require.NoError(t, err, r.name)
+				took[r.name] = append(took[r.name], time.Since(start))
+			}
+			for k := range planReads {
+				r := planReads[(round+k)%len(planReads)]
+				time.Sleep(time.Until(next))
+				next = time.Now().Add(m.gap)
+				marker.Data["i"] = "plans-" + strconv.Itoa(round*len(planReads)+k)
+				require.NoError(t, e.admin.Update(ctx, marker))
+				start := time.Now()
+				_, err := plans.List(ctx, r.opts())
 				require.NoError(t, err, r.name)
 				took[r.name] = append(took[r.name], time.Since(start))
 			}
