@@ -64,17 +64,17 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		wg            sync.WaitGroup
 	)
 	wg.Add(4)
-	go func() { defer wg.Done(); plans, plansErr = s.livePlans(ctx) }()
-	go func() { defer wg.Done(); node, nodeErr = s.liveNode(ctx, nodeName) }()
-	go func() { defer wg.Done(); holders, herr = s.Facts.Holders(ctx, []string{nodeName}) }()
-	go func() {
-		defer wg.Done()
+	read := func(name string, f func()) { go func() { defer wg.Done(); tr.timed(name, f) }() }
+	read("plans", func() { plans, plansErr = s.livePlans(ctx) })
+	read("node", func() { node, nodeErr = s.liveNode(ctx, nodeName) })
+	read("holders", func() { holders, herr = s.Facts.Holders(ctx, []string{nodeName}) })
+	read("plan", func() {
 		if planName == "" {
 			pErr = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
 			return
 		}
 		pErr = s.Facts.Live.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan)
-	}()
+	})
 	wg.Wait()
 	tr.mark("reads")
 	if nodeErr != nil {

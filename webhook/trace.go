@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -13,6 +14,7 @@ import (
 // is read; each mark closes the phase since the previous one. A nil trace
 // (a handler called without the server's wrapper) marks nothing.
 type reviewTrace struct {
+	mu     sync.Mutex
 	last   time.Time
 	phases []tracePhase
 }
@@ -40,8 +42,24 @@ func (t *reviewTrace) mark(name string) {
 		return
 	}
 	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.phases = append(t.phases, tracePhase{name, now.Sub(t.last)})
 	t.last = now
+}
+
+// timed runs f, one of several reads made at once, and records how long it
+// took as phase name beside the sequence of marks.
+func (t *reviewTrace) timed(name string, f func()) {
+	start := time.Now()
+	f()
+	if t == nil {
+		return
+	}
+	took := time.Since(start)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.phases = append(t.phases, tracePhase{name, took})
 }
 
 // String is "read=0.12 facts=0.30 ...", in milliseconds, in order.
@@ -49,6 +67,8 @@ func (t *reviewTrace) String() string {
 	if t == nil {
 		return ""
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var b strings.Builder
 	for i, p := range t.phases {
 		if i > 0 {
