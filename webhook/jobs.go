@@ -130,7 +130,11 @@ func (s *Server) livePlans(ctx context.Context) ([]*upgradev1.Plan, error) {
 	var out []*upgradev1.Plan
 	for _, ns := range s.Config.SUCNamespaces {
 		var list upgradev1.PlanList
-		if err := s.Facts.Live.List(ctx, &list, client.InNamespace(ns), notOlderThan(s.Facts.PlansSeen)); err != nil {
+		rv := ""
+		if s.Facts.PlansSeen != nil {
+			rv = s.Facts.PlansSeen(ns)
+		}
+		if err := s.Facts.Live.List(ctx, &list, client.InNamespace(ns), notOlderThan(rv)); err != nil {
 			return nil, fmt.Errorf("list Plans in %s: %w", ns, err)
 		}
 		for i := range list.Items {

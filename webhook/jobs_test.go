@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -155,12 +156,12 @@ func (p *planLists) List(_ context.Context, list client.ObjectList, opts ...clie
 func TestJobPlansFreshness(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		seen      func() string
+		seen      func(string) string
 		wantRV    string
 		wantMatch metav1.ResourceVersionMatch
 	}{
-		{"informer has a resourceVersion", func() string { return "777" }, "777", metav1.ResourceVersionMatchNotOlderThan},
-		{"informer not synced yet: consistent", func() string { return "" }, "", ""},
+		{"informer delivered an event", func(ns string) string { return map[string]string{"system-upgrade": "777"}[ns] }, "777", metav1.ResourceVersionMatchNotOlderThan},
+		{"informer delivered none yet: consistent", func(string) string { return "" }, "", ""},
 		{"no informer: consistent", nil, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,4 +192,26 @@ func TestJobPlansFreshness(t *testing.T) {
 			assert.Len(t, s.withPlan(merged[:2], elsewhere), 2, "a Plan outside the SUC namespaces is not SUC's")
 		})
 	}
+}
+
+// TestEventsSeen: the floor of the Job guard's Plan list is, per namespace,
+// the resourceVersion of the newest Plan event the informer delivered,
+// deletions (also as tombstones) included; another namespace's events do
+// not move it.
+func TestEventsSeen(t *testing.T) {
+	plan := func(ns, rv string) *upgradev1.Plan {
+		return &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", ResourceVersion: rv}}
+	}
+	e := &eventsSeen{}
+	h := e.handler()
+	assert.Empty(t, e.get("system-upgrade"), "no event yet: the list is consistent")
+	h.OnAdd(plan("system-upgrade", "10"), true)
+	h.OnUpdate(plan("system-upgrade", "10"), plan("system-upgrade", "12"))
+	h.OnAdd(plan("other", "15"), false)
+	assert.Equal(t, "12", e.get("system-upgrade"))
+	assert.Equal(t, "15", e.get("other"))
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "system-upgrade/p", Obj: plan("system-upgrade", "20")})
+	assert.Equal(t, "20", e.get("system-upgrade"))
+	h.OnDelete(plan("system-upgrade", "21"))
+	assert.Equal(t, "21", e.get("system-upgrade"))
 }

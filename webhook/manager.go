@@ -187,9 +187,11 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, fmt.Errorf("informer for Plans: %w", err)
 	}
-	if si, ok := planInformer.(toolscache.SharedIndexInformer); ok {
-		facts.PlansSeen = si.LastSyncResourceVersion
+	plansSeen := &eventsSeen{}
+	if _, err := planInformer.AddEventHandler(plansSeen.handler()); err != nil {
+		return nil, nil, fmt.Errorf("watch Plans: %w", err)
 	}
+	facts.PlansSeen = plansSeen.get
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, nil, err
