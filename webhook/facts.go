@@ -37,11 +37,6 @@ type Facts struct {
 	// PodsSeen returns the newest Pod resourceVersion the gate's own Pod
 	// informer has seen, "" before it has synced (NewManager sets it).
 	PodsSeen func() string
-	// PlansSeen returns the resourceVersion of the newest Plan event the
-	// gate's Plan informer delivered in a namespace, "" before any
-	// (NewManager sets it: that informer watches each SUC namespace on its
-	// own, so it has no one resourceVersion).
-	PlansSeen func(namespace string) string
 	// Allocations caches the allocation-check Pods only (their own label).
 	Allocations cache.Cache
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
@@ -477,30 +472,6 @@ func notOlderThan(rv string) *client.ListOptions {
 		return &client.ListOptions{}
 	}
 	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
-}
-
-// eventsSeen remembers, per namespace, the resourceVersion of the newest
-// event an informer delivered: a floor the API server's watch cache has
-// reached (it sent that event), so a list NotOlderThan it never waits.
-type eventsSeen struct{ rv sync.Map }
-
-func (e *eventsSeen) get(namespace string) string {
-	v, _ := e.rv.Load(namespace)
-	s, _ := v.(string)
-	return s
-}
-
-func (e *eventsSeen) see(obj any) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if o, ok := obj.(client.Object); ok && o.GetResourceVersion() != "" {
-		e.rv.Store(o.GetNamespace(), o.GetResourceVersion())
-	}
-}
-
-func (e *eventsSeen) handler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{AddFunc: e.see, UpdateFunc: func(_, o any) { e.see(o) }, DeleteFunc: e.see}
 }
 
 // recordCache keeps parsed records by ConfigMap name and resourceVersion, so

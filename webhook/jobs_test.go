@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -132,86 +131,40 @@ func TestJobReviewFailsClosed(t *testing.T) {
 	}
 }
 
-// planLists answers Plan listings with plans and remembers the
-// resourceVersion options of the last one.
-type planLists struct {
-	client.Reader
-	plans []upgradev1.Plan
-	raw   *metav1.ListOptions
-}
-
-func (p *planLists) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	lo := &client.ListOptions{}
-	lo.ApplyOptions(opts)
-	p.raw = lo.Raw
-	list.(*upgradev1.PlanList).Items = append([]upgradev1.Plan(nil), p.plans...)
-	return nil
-}
-
-// TestJobPlansFreshness: the Plans whose status.applying the budget counts
-// are listed from the watch cache no older than the gate's Plan informer
-// (consistent until it has a resourceVersion), never waiting for etcd's
-// progress notification; the Job's own Plan, read from etcd, replaces the
-// list's copy of it.
-func TestJobPlansFreshness(t *testing.T) {
+// TestJobPlanFromEtcd: the Job guard judges the budget on the cache's
+// Plans with the Job's own Plan as read from etcd a moment ago in place of
+// the cache's older copy (its stored selector dropped, so the engine
+// converts this version's), added when the cache did not have it yet, and
+// never a Plan outside the SUC namespaces.
+func TestJobPlanFromEtcd(t *testing.T) {
+	cached := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5"}}
+	other := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-wave", ResourceVersion: "6"},
+		Status: upgradev1.PlanStatus{Applying: []string{"gpu-a100-01"}}}
+	sel := &gate.PlanSelector{}
+	s := &Server{Config: gate.DefaultConfig()}
 	for _, tc := range []struct {
 		name      string
-		seen      func(string) string
-		wantRV    string
-		wantMatch metav1.ResourceVersionMatch
+		plan      *upgradev1.Plan
+		wantPlans int
+		wantAt    int
 	}{
-		{"informer delivered an event", func(ns string) string { return map[string]string{"system-upgrade": "777"}[ns] }, "777", metav1.ResourceVersionMatchNotOlderThan},
-		{"informer delivered none yet: consistent", func(string) string { return "" }, "", ""},
-		{"no informer: consistent", nil, "", ""},
+		{"the cache's copy is replaced", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "9"},
+			Status: upgradev1.PlanStatus{Applying: []string{"gpu-v100-01"}}}, 2, 0},
+		{"a Plan the cache does not have yet is added", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-new"}}, 3, 2},
+		{"a Plan outside the SUC namespaces is not SUC's", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-new"}}, 2, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stale := upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5"}}
-			other := upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-wave", ResourceVersion: "6"},
-				Status: upgradev1.PlanStatus{Applying: []string{"gpu-a100-01"}}}
-			live := &planLists{plans: []upgradev1.Plan{stale, other}}
-			s := &Server{Config: gate.DefaultConfig(), Facts: &Facts{Config: gate.DefaultConfig(), Live: live, PlansSeen: tc.seen}}
-			plans, err := s.livePlans(context.Background())
-			require.NoError(t, err)
-			got := metav1.ListOptions{}
-			if live.raw != nil {
-				got = *live.raw
+			cl := &gate.Cluster{Plans: []*upgradev1.Plan{cached, other}, PlanSelectors: []*gate.PlanSelector{sel, sel}}
+			s.withPlan(cl, tc.plan)
+			require.Len(t, cl.Plans, tc.wantPlans)
+			if tc.wantAt >= 0 {
+				assert.Same(t, tc.plan, cl.Plans[tc.wantAt])
 			}
-			assert.Equal(t, tc.wantRV, got.ResourceVersion)
-			assert.Equal(t, tc.wantMatch, got.ResourceVersionMatch)
-
-			fresh := stale.DeepCopy()
-			fresh.ResourceVersion, fresh.Status.Applying = "9", []string{"gpu-v100-01"}
-			merged := s.withPlan(plans, fresh)
-			require.Len(t, merged, 2)
-			assert.Same(t, fresh, merged[0], "the Job's Plan as read from etcd, not the watch cache's older copy")
-			assert.Equal(t, []string{"gpu-a100-01"}, merged[1].Status.Applying)
-
-			created := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-new"}}
-			assert.Len(t, s.withPlan(merged, created), 3, "a Plan the list did not have yet is added")
-			elsewhere := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gpu-new"}}
-			assert.Len(t, s.withPlan(merged[:2], elsewhere), 2, "a Plan outside the SUC namespaces is not SUC's")
+			if tc.wantAt == 0 {
+				assert.Nil(t, cl.PlanSelectors[0], "the cache's selector is of the older version")
+			}
+			assert.Same(t, other, cl.Plans[1])
+			assert.Same(t, sel, cl.PlanSelectors[1])
 		})
 	}
-}
-
-// TestEventsSeen: the floor of the Job guard's Plan list is, per namespace,
-// the resourceVersion of the newest Plan event the informer delivered,
-// deletions (also as tombstones) included; another namespace's events do
-// not move it.
-func TestEventsSeen(t *testing.T) {
-	plan := func(ns, rv string) *upgradev1.Plan {
-		return &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", ResourceVersion: rv}}
-	}
-	e := &eventsSeen{}
-	h := e.handler()
-	assert.Empty(t, e.get("system-upgrade"), "no event yet: the list is consistent")
-	h.OnAdd(plan("system-upgrade", "10"), true)
-	h.OnUpdate(plan("system-upgrade", "10"), plan("system-upgrade", "12"))
-	h.OnAdd(plan("other", "15"), false)
-	assert.Equal(t, "12", e.get("system-upgrade"))
-	assert.Equal(t, "15", e.get("other"))
-	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "system-upgrade/p", Obj: plan("system-upgrade", "20")})
-	assert.Equal(t, "20", e.get("system-upgrade"))
-	h.OnDelete(plan("system-upgrade", "21"))
-	assert.Equal(t, "21", e.get("system-upgrade"))
 }

@@ -183,15 +183,6 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {
 		facts.PodsSeen = si.LastSyncResourceVersion
 	}
-	planInformer, err := mgr.GetCache().GetInformer(ctx, &upgradev1.Plan{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("informer for Plans: %w", err)
-	}
-	plansSeen := &eventsSeen{}
-	if _, err := planInformer.AddEventHandler(plansSeen.handler()); err != nil {
-		return nil, nil, fmt.Errorf("watch Plans: %w", err)
-	}
-	facts.PlansSeen = plansSeen.get
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, nil, err
