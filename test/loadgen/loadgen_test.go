@@ -50,21 +50,14 @@ func TestProcessMemory(t *testing.T) {
 // both modes stop on time.
 func TestRunAgainstStub(t *testing.T) {
 	var seen atomic.Int64
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Request struct {
-				UID string `json:"uid"`
-			} `json:"request"`
-		}
-		require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
-		if strings.HasPrefix(in.Request.UID, "0000000") {
+	srv, ca := stubServer(t, func(uid string) map[string]any {
+		if strings.HasPrefix(uid, "0000000") {
 			t.Errorf("the placeholder UID was sent")
 		}
 		seen.Add(1)
-		_ = json.NewEncoder(w).Encode(map[string]any{"response": map[string]any{"uid": in.Request.UID, "allowed": true}})
-	}))
+		return map[string]any{"uid": uid, "allowed": true}
+	})
 	defer srv.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	reviews := []fleetgen.Review{
 		{Name: "a", Path: "/validate/plans", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: true},
 		{Name: "b", Path: "/validate/plans", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: false},
@@ -110,17 +103,8 @@ func TestShedIsItsOwnCount(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var in struct {
-					Request struct {
-						UID string `json:"uid"`
-					} `json:"request"`
-				}
-				require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
-				_ = json.NewEncoder(w).Encode(map[string]any{"response": tc.answer(in.Request.UID)})
-			}))
+			srv, ca := stubServer(t, tc.answer)
 			defer srv.Close()
-			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 			reviews := []fleetgen.Review{{Name: "r", Path: "/validate/nodes", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`), Allowed: tc.expectAllowed}}
 			s, err := Run(context.Background(), Options{URL: srv.URL, CA: ca, Reviews: reviews, Workers: 1, Duration: 200 * time.Millisecond})
 			require.NoError(t, err)
@@ -135,4 +119,19 @@ func TestShedIsItsOwnCount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stubServer is a TLS server answering each review with answer(its uid) as
+// the AdmissionReview's response, and its CA bundle.
+func stubServer(t *testing.T, answer func(uid string) map[string]any) (*httptest.Server, []byte) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
+		_ = json.NewEncoder(w).Encode(map[string]any{"response": answer(in.Request.UID)})
+	}))
+	return srv, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
