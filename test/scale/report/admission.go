@@ -179,7 +179,7 @@ func readOrder(m map[string]scale.Stats) []string {
 }
 
 // phaseOrder is the order of a review's phases (webhook/trace.go marks).
-var phaseOrder = []string{"admit", "read", "decode", "reads", "facts", "engine", "holders", "decide", "respond"}
+var phaseOrder = []string{"admit", "read", "decode", "node", "plan", "plans", "reads", "facts", "engine", "holders", "decide", "respond"}
 
 // writePhases: the gate's handling split by phase, p50 (p90), per mode.
 func writePhases(w func(string, ...any), a *scale.Admission) {
@@ -200,7 +200,7 @@ func writePhases(w func(string, ...any), a *scale.Admission) {
 		if len(cols) == 0 {
 			continue
 		}
-		w("\nThe gate's handling of %s by phase, p50 (p90), from its decision log's `phasesMs` (webhook/trace.go): `admit` is the wait for the review budget, `read` the body read and the review's decode, then the handler's own steps; `respond` renders the answer and counts it.\n\n", kind.name)
+		w("\nThe gate's handling of %s by phase, p50 (p90), from its decision log's `phasesMs` (webhook/trace.go): `admit` is the wait for the review budget, `read` the body read and the review's decode, then the handler's own steps (a Job start makes its reads at once: `node` and `plan` are its GETs from etcd, `holders` its holder listing, `reads` the three together); `respond` renders the answer and counts it.\n\n", kind.name)
 		w("| mode | %s |\n|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 		for _, m := range a.Modes {
 			ph := kind.phases(&m)
