@@ -104,7 +104,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 // other Plans' status.applying, which the budget counts, is the cache's: a
 // live list of the SUC namespaces' Plans cost each start ~40 ms at the
 // median (a CRD list of 50 Plans, consistent or from the watch cache
-// alike; docs/performance.md, "The Job guard's Plans") for a freshness of
+// alike; docs/performance.md, "SUC's Job start") for a freshness of
 // the informer's lag, a few ms, which the budget's other facts (the other
 // Plans' Jobs and cordons, from the same caches) have anyway.
 func (s *Server) withPlan(cl *gate.Cluster, p *upgradev1.Plan) {

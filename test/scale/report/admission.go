@@ -118,7 +118,7 @@ func writeAdmission(w func(string, ...any), res *scale.Results) {
 	if len(a.Reads) > 0 {
 		w("## GPU holders: the read options\n\n")
 		w("A node's Pods listed by `spec.nodeName` straight after a write (a ConfigMap update, standing in for the Plan's create: it moves etcd's revision, not the Pods'), ")
-		w("each way round-robin in one run, in the same four modes. `NotOlderThan the gate's Pod informer` is what the gate does now (`webhook/facts.go` `holderListOptions`). The `Plans:` rows list the SUC namespace's Plans the same way, right after the same kind of write: the Job guard's Plan list, whose status.applying the budget counts (`webhook/jobs.go` `livePlans`: NotOlderThan the gate's Plan informer).\n\n")
+		w("each way round-robin in one run, in the same four modes. `NotOlderThan the gate's Pod informer` is what the gate does now (`webhook/facts.go` `holderListOptions`). The `Plans:` rows list the SUC namespace's Plans the same way, right after the same kind of write: the live read the Job guard made for the budget's other Plans until it took them from its cache (`webhook/jobs.go` `withPlan`).\n\n")
 		w("| mode | load | read | p50 | p90 | p99 |\n|---|---|---|---|---|---|\n")
 		for _, r := range a.Reads {
 			for _, name := range readOrder(r.Reads) {
