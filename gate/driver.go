@@ -125,13 +125,16 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	}
 	r.nameRecords()
 	sel, oldSel := labels.SelectorFromSet(ch.NodeSelector), labels.SelectorFromSet(ch.OldNodeSelector)
-	for _, n := range cl.Nodes {
-		if !cfg.IsGPUNode(n) || (ch.NodeSelector != nil && !sel.Matches(labels.Set(n.Labels))) {
+	idx := cl.nodeIndex(cfg)
+	op, dcgm := clusterVersions(cl)
+	for _, i := range idx.gpuNodes(cfg) {
+		n := idx.nodes[i]
+		if ch.NodeSelector != nil && !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		f := cfg.FactsOf(n)
+		f := idx.factsOf(cfg, i)
 		r.nodes = append(r.nodes, f)
-		r.current[f.Name] = f.Current(cl)
+		r.current[f.Name] = f.current(op, dcgm)
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })

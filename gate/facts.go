@@ -3,6 +3,7 @@ package gate
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -233,9 +234,20 @@ func (f NodeFacts) current(op, dcgm string) qualification.Tuple {
 // clusterVersions are the cluster-wide GPU Operator and DCGM exporter
 // versions, from their workloads' images.
 func clusterVersions(cl *Cluster) (op, dcgm string) {
+	if v := lastVersions.Load(); v != nil && v.op == cl.GPUOperatorImage && v.dcgm == cl.DCGMExporterImage {
+		return v.opVersion, v.dcgmVersion
+	}
 	// The operator's version is its tag: a digest pinned beside the tag
 	// says which build, not which release.
 	op = imageTag(cl.GPUOperatorImage)
 	dcgm, _ = ImageVersion(cl.DCGMExporterImage)
+	lastVersions.Store(&workloadVersions{op: cl.GPUOperatorImage, dcgm: cl.DCGMExporterImage, opVersion: op, dcgmVersion: dcgm})
 	return op, dcgm
 }
+
+// workloadVersions remembers the versions of the last images parsed: a
+// review asks several times, every review of a cluster the same, and the
+// image reference parser is a regular expression.
+type workloadVersions struct{ op, dcgm, opVersion, dcgmVersion string }
+
+var lastVersions atomic.Pointer[workloadVersions]

@@ -90,29 +90,6 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	return r
 }
 
-// withNodes returns the cluster's nodes with each of ns in place of its
-// stored copy (added when the store has none).
-func withNodes(nodes []*corev1.Node, ns []*corev1.Node) []*corev1.Node {
-	by := make(map[string]*corev1.Node, len(ns))
-	for _, n := range ns {
-		by[n.Name] = n
-	}
-	out := make([]*corev1.Node, 0, len(nodes)+len(ns))
-	for _, m := range nodes {
-		if n, ok := by[m.Name]; ok {
-			m = n
-			delete(by, n.Name)
-		}
-		out = append(out, m)
-	}
-	for _, n := range ns {
-		if by[n.Name] == n {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // HolderNodes are the nodes whose GPU holders Decide needs.
 func (r *NodeReview) HolderNodes() []string { return r.holders }
 

@@ -36,11 +36,20 @@ type NodeIndex struct {
 	mu   sync.Mutex
 	keys map[string]*keyPostings
 
-	// over, when set, is the index this one equals but for the node at
-	// position swap (appended when swap is past over's nodes): a Node
-	// review's view of the fleet with the node as written (WithNode).
-	over *NodeIndex
-	swap int32
+	// fleet are the facts the rollout rules read about the whole fleet,
+	// built on first use and never changed after (fleet.go); byName the
+	// position of each node name, likewise.
+	fleetOnce sync.Once
+	fleetF    *fleetFacts
+	nameOnce  sync.Once
+	byName    map[string]int32
+
+	// over, when set, is the index this one equals but for the nodes at
+	// positions swaps (ascending; appended when past over's nodes): a
+	// review's view of the fleet with some nodes as written or as read live
+	// (WithNodes). gpu and facts then hold one slot per swap.
+	over  *NodeIndex
+	swaps []int32
 }
 
 const (
@@ -81,27 +90,70 @@ func NewNodeIndex(cfg *Config, nodes []*corev1.Node, prev *NodeIndex) *NodeIndex
 	return x
 }
 
-// WithNode is the index of the same nodes with n in place of the node of its
-// name (added when there is none), sharing everything known about the others.
-func (x *NodeIndex) WithNode(n *corev1.Node) *NodeIndex {
-	swap := int32(len(x.nodes))
-	nodes := slices.Clone(x.nodes)
-	if i := slices.IndexFunc(x.nodes, func(m *corev1.Node) bool { return m.Name == n.Name }); i >= 0 {
-		swap, nodes[i] = int32(i), n
-	} else {
-		nodes = append(nodes, n)
+// WithNode is WithNodes of one node.
+func (x *NodeIndex) WithNode(n *corev1.Node) *NodeIndex { return x.WithNodes(n) }
+
+// WithNodes is the index of the same nodes with each of ns in place of the
+// node of its name (added, in order, when there is none; of two with one
+// name the later wins), sharing everything known about the others.
+func (x *NodeIndex) WithNodes(ns ...*corev1.Node) *NodeIndex {
+	base, swaps := x, []int32(nil)
+	if x.over != nil { // a view of a view: one view of the base
+		base, swaps = x.over, slices.Clone(x.swaps)
 	}
-	return &NodeIndex{nodes: nodes, vendors: x.vendors, gpu: make([]atomic.Int32, 1), facts: make([]atomic.Pointer[NodeFacts], 1), over: x, swap: swap}
+	nodes := slices.Clone(x.nodes)
+	for _, n := range ns {
+		i, ok := base.position(n.Name)
+		if !ok {
+			i, ok = int32(slices.IndexFunc(nodes[len(base.nodes):], func(m *corev1.Node) bool { return m.Name == n.Name })), true
+			if i < 0 {
+				i, ok = int32(len(nodes)), false
+			} else {
+				i += int32(len(base.nodes))
+			}
+		}
+		if ok {
+			nodes[i] = n
+		} else {
+			nodes = append(nodes, n)
+		}
+		if k, found := slices.BinarySearch(swaps, i); !found {
+			swaps = slices.Insert(swaps, k, i)
+		}
+	}
+	return &NodeIndex{nodes: nodes, vendors: x.vendors, gpu: make([]atomic.Int32, len(swaps)), facts: make([]atomic.Pointer[NodeFacts], len(swaps)), over: base, swaps: swaps}
+}
+
+// position is the position of the node of that name in a base index.
+func (x *NodeIndex) position(name string) (int32, bool) {
+	x.nameOnce.Do(func() {
+		x.byName = make(map[string]int32, len(x.nodes))
+		for i, n := range x.nodes {
+			if _, dup := x.byName[n.Name]; !dup {
+				x.byName[n.Name] = int32(i)
+			}
+		}
+	})
+	i, ok := x.byName[name]
+	return i, ok
+}
+
+// swapped says whether the i-th node of a view is one of its own.
+func (x *NodeIndex) swapped(i int32) (int, bool) {
+	if x.over == nil {
+		return 0, false
+	}
+	return slices.BinarySearch(x.swaps, i)
 }
 
 // slot is the index and position that remember the i-th node's GPU class
 // and facts.
 func (x *NodeIndex) slot(i int32) (*NodeIndex, int32) {
-	switch {
-	case x.over == nil:
+	if x.over == nil {
 		return x, i
-	case i == x.swap:
-		return x, 0
+	}
+	if j, ok := x.swapped(i); ok {
+		return x, int32(j)
 	}
 	return x.over, i
 }
@@ -168,7 +220,7 @@ func (x *NodeIndex) postings(key string) *keyPostings {
 func (x *NodeIndex) candidates(sel labels.Selector, extra ...labels.Requirement) (pos []int32, all bool) {
 	if x.over != nil {
 		pos, all = x.over.candidates(sel, extra...)
-		return x.withSwap(pos), all
+		return x.withSwaps(pos), all
 	}
 	reqs, selectable := sel.Requirements()
 	if !selectable {
@@ -199,14 +251,22 @@ func (x *NodeIndex) candidates(sel labels.Selector, extra ...labels.Requirement)
 	return best, !found
 }
 
-// withSwap adds the swapped node's position to base positions (a superset
+// withSwaps adds the swapped nodes' positions to base positions (a superset
 // stays a superset: each candidate is matched on the node as written).
-func (x *NodeIndex) withSwap(pos []int32) []int32 {
-	k, found := slices.BinarySearch(pos, x.swap)
-	if found {
-		return pos
+func (x *NodeIndex) withSwaps(pos []int32) []int32 {
+	out := make([]int32, 0, len(pos)+len(x.swaps))
+	j := 0
+	for _, p := range pos {
+		for j < len(x.swaps) && x.swaps[j] < p {
+			out = append(out, x.swaps[j])
+			j++
+		}
+		if j < len(x.swaps) && x.swaps[j] == p {
+			j++
+		}
+		out = append(out, p)
 	}
-	return slices.Insert(slices.Clip(pos), k, x.swap)
+	return append(out, x.swaps[j:]...)
 }
 
 // each calls fn with the position of every candidate of sel, ascending.
@@ -286,7 +346,7 @@ func (x *NodeIndex) withTrue(keys []string, fn func(i int32)) {
 // "true" (with the swapped node, for an overlay).
 func (x *NodeIndex) trueOn(keys []string) []int32 {
 	if x.over != nil {
-		return x.withSwap(x.over.trueOn(keys))
+		return x.withSwaps(x.over.trueOn(keys))
 	}
 	var pos []int32
 	for _, k := range keys {

@@ -159,22 +159,22 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 			add(n, "cordoned and NotReady")
 		}
 	}
-	cordoned, byHost := fs.cordoned, fs.byHost
 	dests := map[*qualification.Tuple]bool{}
-	atDest := *cl
-	atDest.Nodes = cordoned
 	for _, p := range cl.Plans {
 		for _, h := range p.Status.Applying {
-			if n := byHost[h]; n != nil && (v.sucStep == nil || n.Spec.Unschedulable || jobStarted(cl, p, n.Name) || older(p, v.sucStep)) {
+			if n := fs.byHost(h); n != nil && (v.sucStep == nil || n.Spec.Unschedulable || jobStarted(cl, p, n.Name) || older(p, v.sucStep)) {
 				add(n, "in status.applying of Plan "+p.Namespace+"/"+p.Name)
 			}
 		}
 		dest, id := planDestination(cl, p)
-		if dest == nil || dests[dest] || len(cordoned) == 0 {
+		if dest == nil || dests[dest] || len(fs.cordoned) == 0 {
 			continue
 		}
 		dests[dest] = true
-		for _, n := range nodesAt(c, &atDest, cl.Records[p.Annotations[AnnotationQualification]].Record, dest) {
+		for _, n := range nodesAt(c, cl, cl.Records[p.Annotations[AnnotationQualification]].Record, dest) {
+			if !n.Spec.Unschedulable {
+				continue
+			}
 			if pr := c.Prove(cl, n, now); !pr.Proven() {
 				d.noteProof(c, pr)
 				add(n, fmt.Sprintf("cordoned at the destination tuple of record %s, not proven: %s", id, strings.Join(pr.Missing, ", ")))
@@ -184,43 +184,21 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 	return out
 }
 
-// fleetScan is what one pass over the fleet finds for the rollout rules,
-// the cheap tests first: most nodes are schedulable, carry no driver state
-// and apply no Plan.
+// fleetScan is what the rollout rules read about the fleet, from the node
+// index's fleet facts (fleet.go) instead of a pass over every node.
 type fleetScan struct {
 	// stated are the GPU nodes with a driver upgrade state other than
 	// upgrade-done, cordoned the cordoned GPU nodes.
 	stated, cordoned []*corev1.Node
-	// byHost are the GPU nodes some Plan's status.applying names.
-	byHost map[string]*corev1.Node
+	// byHost is the GPU node of a hostname some Plan's status.applying
+	// names, nil for none.
+	byHost func(host string) *corev1.Node
 }
 
 func (c *Config) scanFleet(cl *Cluster) *fleetScan {
-	fs := &fleetScan{byHost: map[string]*corev1.Node{}}
-	applying := map[string]bool{}
-	for _, p := range cl.Plans {
-		for _, h := range p.Status.Applying {
-			applying[h] = true
-		}
-	}
-	for _, n := range cl.Nodes {
-		state, stated := n.Labels[LabelDriverUpgradeState]
-		stated = stated && state != "" && state != driverUpgradeDone
-		inPlan := len(applying) > 0 && applying[hostname(n)]
-		if !stated && !n.Spec.Unschedulable && !inPlan || !c.IsGPUNode(n) {
-			continue
-		}
-		if stated {
-			fs.stated = append(fs.stated, n)
-		}
-		if n.Spec.Unschedulable {
-			fs.cordoned = append(fs.cordoned, n)
-		}
-		if inPlan {
-			fs.byHost[hostname(n)] = n
-		}
-	}
-	return fs
+	idx := cl.nodeIndex(c)
+	return &fleetScan{stated: idx.statedGPU(c), cordoned: idx.cordonedGPU(c),
+		byHost: func(h string) *corev1.Node { return idx.gpuByHost(c, h) }}
 }
 
 // jobStarted: SUC's Job of Plan p for node runs or ran.

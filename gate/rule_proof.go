@@ -141,29 +141,11 @@ func jobFailed(j *batchv1.Job) bool {
 // destination tuple now.
 func (r *PlanReview) atDestination() []*corev1.Node { return nodesAt(r.cfg, r.cl, r.record, r.dest) }
 
-// nodesAt are the GPU nodes of the record's hardware that run dest.
+// nodesAt are the GPU nodes of the record's hardware that run dest, in the
+// cluster's node order (the node index's fleet facts).
 func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualification.Tuple) []*corev1.Node {
-	want := rec.NormalizedHardware()
-	keys := identityLabels(want)
 	op, dcgm := clusterVersions(cl)
-	var out []*corev1.Node
-	// Only the nodes with one of the identity's labels (the index), the
-	// cheap necessary condition (kernel) next, the node's full facts last.
-	idx := cl.nodeIndex(cfg)
-	idx.withTrue(keys, func(i int32) {
-		n := idx.nodes[i]
-		if !SameComponent(ComponentKernel, kernelOf(n), dest.Kernel) {
-			return
-		}
-		cur := qualification.Tuple{Kernel: kernelOf(n), RKE2: n.Status.NodeInfo.KubeletVersion, Driver: driverOf(n.Labels), GPUOperator: op, DCGMExporter: dcgm}
-		if !SameTuple(cur, *dest) || !idx.isGPU(cfg, i) {
-			return
-		}
-		if slices.Equal(idx.factsOf(cfg, i).Identities, want) {
-			out = append(out, n)
-		}
-	})
-	return out
+	return cl.nodeIndex(cfg).gpuAt(cfg, rec.NormalizedHardware(), dest, op, dcgm)
 }
 
 // completionRule (review-level, Nodes and SUC's completion write): a GPU

@@ -49,16 +49,17 @@ func (c *Config) rolloutsInFlight(cl *Cluster, fs *fleetScan, self *upgradev1.Pl
 		}
 		var nodes []string
 		for _, h := range p.Status.Applying {
-			if n, ok := fs.byHost[h]; ok {
+			if n := fs.byHost(h); n != nil {
 				nodes = append(nodes, n.Name+" (applying)")
 			}
 		}
 		if sel, err := cl.planSelector(i); err == nil && !planComplete(p) {
-			for _, n := range cl.Nodes {
-				if sel.Matches(n) && !slices.Contains(p.Status.Applying, hostname(n)) && c.IsGPUNode(n) {
+			idx := cl.nodeIndex(c)
+			idx.selectingGPU(c, sel, func(i int32) {
+				if n := idx.nodes[i]; sel.pending(n) && !slices.Contains(p.Status.Applying, hostname(n)) {
 					nodes = append(nodes, n.Name+" (pending)")
 				}
-			}
+			})
 		}
 		if len(nodes) > 0 {
 			slices.Sort(nodes)
@@ -153,7 +154,8 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 		path, node = pathDriverState, st.Node.Name
 		bc.own, bc.view.driverStep = []string{node}, true
 		view := *r.cl
-		view.Nodes = withNodes(r.cl.Nodes, append(slices.Clone(st.InFlight), st.Node))
+		view.Index = r.cl.nodeIndex(r.cfg).WithNodes(append(slices.Clone(st.InFlight), st.Node)...)
+		view.Nodes = view.Index.nodes
 		cl, fs = &view, r.cfg.scanFleet(&view)
 	}
 	bc.node, bc.path = node, path
