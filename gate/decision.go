@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,10 +37,28 @@ type Blocker struct {
 	Code Code
 	// Node names the node the blocker is about, when there is one.
 	Node string
+	// Nodes lists, sorted, every node of a blocker that stands for several
+	// nodes with the same problem (settle); Node is then empty.
+	Nodes []string
 	// Plan is "namespace/name" of the Plan whose rules produced the blocker
 	// during a Node review.
 	Plan string
 	Err  *field.Error
+	// perNode is a node's sentence until settle formats it, once for every
+	// node with the same problem.
+	perNode *nodeSentence
+}
+
+// nodeSentence is a per-node blocker's detail, not yet formatted: nodes
+// whose sentences differ only in the node's own name share one blocker.
+type nodeSentence struct {
+	// path is the field's, spelled once per group (Err.Field is set then).
+	path   *field.Path
+	format string
+	args   []any
+	// hardware is the node's GPU identity set (judge sets it): problems of
+	// different hardware stay apart.
+	hardware string
 }
 
 // Message is the blocker's line in a denial: "[Code] detail".
@@ -214,7 +233,13 @@ func (f *findings) warn(format string, args ...any) {
 // The blocker builders every rule file uses: the field error type follows
 // the problem (a forbidden state, an invalid value, a missing value).
 
+// A blocker about one node keeps its sentence unformatted (perNode) until
+// settle: hundreds of nodes with one problem are then formatted once.
+
 func forbidden(code Code, node string, path *field.Path, format string, args ...any) Blocker {
+	if node != "" {
+		return Blocker{Code: code, Node: node, Err: field.Forbidden(nil, ""), perNode: &nodeSentence{path: path, format: format, args: args}}
+	}
 	return Blocker{Code: code, Node: node, Err: field.Forbidden(path, detail(format, args))}
 }
 
@@ -222,11 +247,28 @@ func invalid(code Code, node string, path *field.Path, value any, format string,
 	if s, ok := value.(string); ok {
 		value = qualification.Clip(s)
 	}
+	if node != "" {
+		return Blocker{Code: code, Node: node, Err: field.Invalid(nil, value, ""), perNode: &nodeSentence{path: path, format: format, args: args}}
+	}
 	return Blocker{Code: code, Node: node, Err: field.Invalid(path, value, detail(format, args))}
 }
 
 func required(code Code, node string, path *field.Path, format string, args ...any) Blocker {
+	if node != "" {
+		return Blocker{Code: code, Node: node, Err: field.Required(nil, ""), perNode: &nodeSentence{path: path, format: format, args: args}}
+	}
 	return Blocker{Code: code, Node: node, Err: field.Required(path, detail(format, args))}
+}
+
+// formatted is the blocker with its sentence written, for one that leaves
+// the engine without settle.
+func (b Blocker) formatted() Blocker {
+	if b.perNode != nil {
+		e := *b.Err
+		e.Field, e.Detail = b.perNode.path.String(), detail(b.perNode.format, b.perNode.args)
+		b.Err, b.perNode = &e, nil
+	}
+	return b
 }
 
 // maxDetail bounds a blocker's sentence, the backstop for a value that
@@ -274,19 +316,138 @@ func detail(format string, args []any) string {
 }
 
 // settle fills a decision from its findings. Identical blockers (one
-// review-wide fact judged once per transition) are reported once.
+// review-wide fact judged once per transition) are reported once; nodes of
+// one hardware with the same problem (the same code, field and sentence but
+// for the node's name) share one blocker that counts and names them
+// (nodeGroup), the way Cluster API aggregates a condition over machines:
+// a select-all Plan is denied with a line per distinct problem, not one per
+// node.
 func (f *findings) settle(d *Decision) {
 	seen := make(map[[4]string]bool, len(f.blockers))
+	type bucket struct {
+		code             Code
+		format, hardware string
+		path             *field.Path
+		typ              field.ErrorType
+	}
+	buckets := map[bucket][]*nodeGroup{}
+	var groups []*nodeGroup
+	at := make([]int, 0, len(f.blockers)) // per blocker out: -1, or its group
+	var out []Blocker
 	for _, b := range f.blockers {
-		clipBlocker(&b)
-		k := [4]string{string(b.Code), b.Node, b.Err.Field, b.Err.Detail}
-		if !seen[k] {
-			seen[k] = true
-			d.Blockers = append(d.Blockers, b)
+		if b.perNode == nil {
+			clipBlocker(&b)
+			k := [4]string{string(b.Code), b.Node, b.Err.Field, b.Err.Detail}
+			if !seen[k] {
+				seen[k] = true
+				out, at = append(out, b), append(at, -1)
+			}
+			continue
+		}
+		k := bucket{b.Code, b.perNode.format, b.perNode.hardware, b.perNode.path, b.Err.Type}
+		var g *nodeGroup
+		for _, c := range buckets[k] {
+			if c.same(b) {
+				g = c
+				break
+			}
+		}
+		if g == nil {
+			g = &nodeGroup{first: b}
+			buckets[k] = append(buckets[k], g)
+			groups = append(groups, g)
+			out, at = append(out, Blocker{}), append(at, len(groups)-1)
+		}
+		g.add(b)
+	}
+	for i := range out {
+		if at[i] >= 0 {
+			out[i] = groups[at[i]].blocker()
+			clipBlocker(&out[i])
 		}
 	}
+	d.Blockers = append(d.Blockers, out...)
 	d.Warnings = append(d.Warnings, f.warnings...)
 	d.Allowed = len(d.Blockers) == 0
+}
+
+// nodeGroup is the nodes with one problem.
+type nodeGroup struct {
+	first Blocker
+	nodes []string
+}
+
+func (g *nodeGroup) add(b Blocker) { g.nodes = append(g.nodes, b.Node) }
+
+// same: b's sentence is first's but for the node's own name.
+func (g *nodeGroup) same(b Blocker) bool {
+	x, y := g.first.perNode.args, b.perNode.args
+	if len(x) != len(y) || !sameValue(g.first.Err.BadValue, b.Err.BadValue) {
+		return false
+	}
+	for i := range x {
+		xs, ok1 := x[i].(string)
+		ys, ok2 := y[i].(string)
+		if ok1 && ok2 && (xs == ys || xs == g.first.Node && ys == b.Node) {
+			continue
+		}
+		if ok1 || ok2 || !sameValue(x[i], y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		s, ok := b.(string)
+		return ok && a == s
+	case int:
+		n, ok := b.(int)
+		return ok && a == n
+	}
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+// maxNamed is how many nodes a shared blocker names in full; a larger group
+// names the first few and says where to see the rest.
+const (
+	maxNamed   = 10
+	namedFirst = 5
+)
+
+// blocker is the group's blocker: the first node's (by name) for one node,
+// else that sentence after how many nodes share it and which.
+func (g *nodeGroup) blocker() Blocker {
+	slices.Sort(g.nodes)
+	g.nodes = slices.Compact(g.nodes) // a node judged twice the same way
+	b := g.first
+	args := slices.Clone(b.perNode.args)
+	for i, a := range args {
+		if s, ok := a.(string); ok && s == b.Node {
+			args[i] = g.nodes[0]
+		}
+	}
+	e := *b.Err
+	e.Field, e.Detail = b.perNode.path.String(), detail(b.perNode.format, args)
+	b.Err, b.Node, b.perNode = &e, g.nodes[0], nil
+	if len(g.nodes) == 1 {
+		return b
+	}
+	named := strings.Join(g.nodes, ",")
+	if len(g.nodes) > maxNamed {
+		named = fmt.Sprintf("%s and %d more; gpu-upgrade-gate inventory lists each GPU node's hardware and tuple", strings.Join(g.nodes[:namedFirst], ","), len(g.nodes)-namedFirst)
+	}
+	of := ""
+	if hw := g.first.perNode.hardware; hw != "" && !strings.Contains(e.Detail, hw) {
+		of = " of hardware " + hw
+	}
+	e.Detail = fmt.Sprintf("%d nodes%s (%s) have the same problem: %s", len(g.nodes), of, named, e.Detail)
+	b.Node, b.Nodes = "", g.nodes
+	return b
 }
 
 func sortedKeys[V any](m map[string]V) []string {

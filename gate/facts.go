@@ -139,9 +139,13 @@ func identityLabels(identities []string) []string {
 	if len(identities) == 0 {
 		return nil
 	}
-	parts := strings.NewReplacer(":", "_", "/", "_").Replace(identities[0]) + ".present"
+	parts := identityKeys.Replace(identities[0]) + ".present"
 	return []string{labelPCIPrefix + parts, labelPCIPrefix + "0302_" + parts, labelPCIPrefix + "0300_" + parts}
 }
+
+// identityKeys spells a GPU identity as label and ConfigMap keys do; built
+// once (a Replacer builds its tables on first use).
+var identityKeys = strings.NewReplacer(":", "_", "/", "_")
 
 // anyTrue says whether one of keys is "true" in l; true when keys is nil.
 func anyTrue(l map[string]string, keys []string) bool {

@@ -53,7 +53,7 @@ func (h Halt) HardwareKey() string { return HardwareKey(h.Hardware) }
 
 // HardwareKey spells an identity set as a ConfigMap key.
 func HardwareKey(hw []string) string {
-	return strings.NewReplacer(":", "_", "/", "_").Replace(strings.Join(hw, "."))
+	return identityKeys.Replace(strings.Join(hw, "."))
 }
 
 // DetectHalts lists, per GPU node that a forward GPU Plan moves to its

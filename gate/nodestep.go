@@ -107,7 +107,7 @@ func (s *SUCStep) Decide(holders map[string][]Holder, holdersErr error) Decision
 // node's upgrade waits (its controller retries) rather than start unjudged.
 // node is empty when the write does not say which node it is for.
 func StepFactsMissing(object, node, fact string, path *field.Path, err error) Decision {
-	d := Decision{Object: object, Blockers: []Blocker{factsMissing(node, path, fact, fromAPI, err)}}
+	d := Decision{Object: object, Blockers: []Blocker{factsMissing(node, path, fact, fromAPI, err).formatted()}}
 	if node != "" {
 		d.Nodes = []string{node}
 	}

@@ -52,7 +52,8 @@ type PlanReview struct {
 	// pending are the GPU nodes SUC would select (PlanSelector), whatever
 	// their tuple: SUC cordons, drains and runs its Job on each of them.
 	pending []NodeFacts
-	current map[string]qualification.Tuple
+	// op and dcgm are the cluster's GPU Operator and DCGM exporter versions.
+	op, dcgm string
 
 	recordName string
 	entry      RecordEntry
@@ -101,7 +102,7 @@ func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *Pl
 // and restricted to node only when only is set.
 func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, only string) *PlanReview {
 	p := req.Plan
-	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, current: map[string]qualification.Tuple{}, only: only}
+	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, only: only}
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
 	}
@@ -129,21 +130,29 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	for j, i := range nonGPU {
 		r.nonGPU[j] = idx.nodes[i].Name
 	}
+	// By name, before the facts are read: sorting positions moves less.
+	slices.SortFunc(gpu, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
 	r.gpu = make([]string, len(gpu))
 	r.pending = make([]NodeFacts, 0, len(gpu))
-	r.current = make(map[string]qualification.Tuple, len(gpu))
+	r.op, r.dcgm = op, dcgm
+	// The nodes SUC has applied the hash to, from the index's list of the
+	// Plan's label (a view's own nodes are read as written).
+	var done []int32
+	if idx.over == nil && !sel.unknownHash {
+		done = idx.postings(sel.label).byValue[sel.hash]
+	}
 	for j, i := range gpu {
 		n := idx.nodes[i]
 		r.gpu[j] = n.Name
-		if !sel.pending(n) {
+		if idx.over == nil {
+			if _, applied := slices.BinarySearch(done, i); applied {
+				continue
+			}
+		} else if !sel.pending(n) {
 			continue
 		}
-		f := idx.factsOf(cfg, i)
-		r.pending = append(r.pending, f)
-		r.current[f.Name] = f.current(op, dcgm)
+		r.pending = append(r.pending, idx.factsOf(cfg, i))
 	}
-	slices.SortFunc(r.pending, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
-	slices.Sort(r.gpu)
 	slices.Sort(r.nonGPU)
 
 	r.recordName = p.Annotations[AnnotationQualification]
@@ -190,8 +199,15 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	if version != "" {
 		skewRule(&f, r.cl.ServerVersion, version, versionPath)
 	}
-	for _, nf := range r.pending {
-		t := newTransition(r.cfg, nf, r.current[nf.Name], r.record, r.rollback)
+	var hw []string
+	if r.record != nil {
+		hw = r.record.NormalizedHardware()
+	}
+	ts := make([]Transition, len(r.pending)) // one allocation for all
+	for i, nf := range r.pending {
+		t := &ts[i]
+		*t = *newTransition(r.cfg, nf, nf.current(r.op, r.dcgm), r.record, r.rollback)
+		t.recordHardware = hw
 		t.Path, t.RecordPath, t.RKE2, t.RKE2Path = pathSelector, pathRecord, version, versionPath
 		t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
 		r.pendingT = append(r.pendingT, t)

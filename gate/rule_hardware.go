@@ -22,7 +22,11 @@ func hardwareRule(t *Transition, f *findings) {
 	case t.ByHardware && t.Record == nil:
 		f.add(hardwareNotQualified(t, ids, nil))
 	case t.Record != nil:
-		if want := t.Record.NormalizedHardware(); !slices.Equal(ids, want) {
+		want := t.recordHardware
+		if want == nil {
+			want = t.Record.NormalizedHardware()
+		}
+		if !slices.Equal(ids, want) {
 			f.add(hardwareNotQualified(t, ids, want))
 		}
 	}

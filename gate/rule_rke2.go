@@ -36,18 +36,16 @@ func rke2Rule(t *Transition, f *findings) {
 
 // rke2Downgrade builds every RKE2Downgrade blocker.
 func rke2Downgrade(node string, path *field.Path, have, want string) Blocker {
-	subject := "the node runs"
 	if node != "" {
-		subject = "node " + node + " runs"
+		return invalid(CodeRKE2Downgrade, node, path, want, "node %s runs RKE2 %s and would move to %s; RKE2 cannot be downgraded: restore from an etcd snapshot instead", node, have, want)
 	}
-	return invalid(CodeRKE2Downgrade, node, path, want, "%s RKE2 %s and would move to %s; RKE2 cannot be downgraded: restore from an etcd snapshot instead", subject, have, want)
+	return invalid(CodeRKE2Downgrade, node, path, want, "the node runs RKE2 %s and would move to %s; RKE2 cannot be downgraded: restore from an etcd snapshot instead", have, want)
 }
 
 // minorSkip builds every MinorSkip blocker.
 func minorSkip(node string, path *field.Path, want string, cur, target RKE2Version) Blocker {
-	subject := "the node runs"
 	if node != "" {
-		subject = "node " + node + " runs"
+		return invalid(CodeMinorSkip, node, path, want, "node %s runs Kubernetes 1.%d and %s is 1.%d; upgrade one minor at a time (next: 1.%d)", node, cur.Minor, want, target.Minor, cur.Minor+1)
 	}
-	return invalid(CodeMinorSkip, node, path, want, "%s Kubernetes 1.%d and %s is 1.%d; upgrade one minor at a time (next: 1.%d)", subject, cur.Minor, want, target.Minor, cur.Minor+1)
+	return invalid(CodeMinorSkip, node, path, want, "the node runs Kubernetes 1.%d and %s is 1.%d; upgrade one minor at a time (next: 1.%d)", cur.Minor, want, target.Minor, cur.Minor+1)
 }

@@ -16,9 +16,8 @@ func sourceRule(t *Transition, f *findings) {
 // sourceMismatch builds every SourceMismatch blocker.
 func sourceMismatch(t *Transition) Blocker {
 	diff := strings.Join(tupleDiff(t.Current, *t.From, false), ", ")
-	subject := "node " + t.Node.Name + " does not run"
 	if t.Typed {
-		subject = "the current tuple is not"
+		return forbidden(CodeSourceMismatch, t.Node.Name, t.Path, "the current tuple is not record %s's source tuple: %s; upgrade it to the source tuple first, or use a record whose source it runs", t.Record.ID, diff)
 	}
-	return forbidden(CodeSourceMismatch, t.Node.Name, t.Path, "%s record %s's source tuple: %s; upgrade it to the source tuple first, or use a record whose source it runs", subject, t.Record.ID, diff)
+	return forbidden(CodeSourceMismatch, t.Node.Name, t.Path, "node %s does not run record %s's source tuple: %s; upgrade it to the source tuple first, or use a record whose source it runs", t.Node.Name, t.Record.ID, diff)
 }

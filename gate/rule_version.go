@@ -58,9 +58,9 @@ func versionProblem(t *Transition, s *ComponentSpec, v string) error {
 // request or a node's fact that does not parse (the error names the value
 // and the accepted form).
 func versionInvalid(node string, path *field.Path, value string, err error) Blocker {
-	fix, msg := "write it in that form", err.Error()
+	msg := strings.TrimSuffix(err.Error(), ".")
 	if node != "" {
-		fix, msg = "fix what publishes it on the node", "node "+node+" "+msg
+		return invalid(CodeVersionInvalid, node, path, value, "node %s %s; fix what publishes it on the node", node, msg)
 	}
-	return invalid(CodeVersionInvalid, node, path, value, "%s; %s", strings.TrimSuffix(msg, "."), fix)
+	return invalid(CodeVersionInvalid, node, path, value, "%s; write it in that form", msg)
 }

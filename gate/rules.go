@@ -1,6 +1,9 @@
 package gate
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Review names one review path of the engine. A webhook or command runs one
 // or more of them; its contract documents the codes they can emit
@@ -153,7 +156,13 @@ func judge(review Review, ts []*Transition, f *findings) {
 			continue
 		}
 		for _, t := range ts {
+			n := len(f.blockers)
 			r.Judge(t, f)
+			for i := n; i < len(f.blockers); i++ {
+				if b := f.blockers[i].perNode; b != nil && len(t.Node.Identities) > 0 {
+					b.hardware = strings.Join(t.Node.Identities, ",")
+				}
+			}
 		}
 	}
 }

@@ -12,8 +12,11 @@ import (
 // upgrade-check one from its flags, and a per-node step (PrepareNodeStep)
 // one for exactly the node it reviews.
 type Transition struct {
-	Node    NodeFacts
-	Current qualification.Tuple
+	// recordHardware is Record.NormalizedHardware() when the review worked
+	// it out once for all its transitions.
+	recordHardware []string
+	Node           NodeFacts
+	Current        qualification.Tuple
 	// After is the tuple the request itself says the node will run (the
 	// driver path: current with the new versions; upgrade-check: the typed
 	// target). Nil when the request leaves it to the record: a Plan's

@@ -17,6 +17,8 @@ type jsonBlocker struct {
 	Message string    `json:"message"`
 	Field   string    `json:"field"`
 	Node    string    `json:"node"`
+	// Nodes lists every node of a blocker that several nodes share.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 type jsonDecision struct {
@@ -38,7 +40,7 @@ func toJSON(d gate.Decision, style lineStyle) jsonDecision {
 		if style == styleFieldError && b.Err.Field != "" {
 			msg = b.Err.ErrorBody()
 		}
-		j.Blockers = append(j.Blockers, jsonBlocker{Code: b.Code, Message: msg, Field: b.Err.Field, Node: b.Node})
+		j.Blockers = append(j.Blockers, jsonBlocker{Code: b.Code, Message: msg, Field: b.Err.Field, Node: b.Node, Nodes: b.Nodes})
 	}
 	j.Warnings = append(j.Warnings, d.Warnings...)
 	return j
@@ -73,6 +75,9 @@ func blockerLine(b gate.Blocker, style lineStyle) string {
 		}
 		if b.Node != "" {
 			where = append(where, "node: "+b.Node)
+		}
+		if len(b.Nodes) > 0 {
+			where = append(where, fmt.Sprintf("nodes: %d, listed by -o json", len(b.Nodes)))
 		}
 		if len(where) > 0 {
 			msg += " (" + strings.Join(where, ", ") + ")"
