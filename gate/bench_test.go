@@ -57,7 +57,8 @@ func BenchmarkPlanDecision(b *testing.B) {
 		// An RKE2 agent Plan selecting ~440 CPU nodes: no GPU node, allowed.
 		{"rke2-agent", planByName(b, f, "rke2-agent-cpu-pool-1"), true},
 		// The worst case: {} selects all 5,000 nodes, 1,000 GPU nodes of 4
-		// hardware identities; denied with ~1,000 blockers.
+		// hardware identities; denied with one blocker per distinct problem
+		// (nodes of one hardware with the same problem share one).
 		{"select-everything", everything, false},
 	}
 	for _, tc := range cases {

@@ -123,6 +123,8 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	if !r.changed {
 		return r
 	}
+	cl = cl.indexedCluster(cfg)
+	r.cl = cl
 	r.nameRecords()
 	sel, oldSel := labels.SelectorFromSet(ch.NodeSelector), labels.SelectorFromSet(ch.OldNodeSelector)
 	idx := cl.nodeIndex(cfg)

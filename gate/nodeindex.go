@@ -161,10 +161,28 @@ func (x *NodeIndex) slot(i int32) (*NodeIndex, int32) {
 // nodeIndex is the adapter's index when it was built over exactly these
 // nodes (pointer for pointer) and vendors, else a new one for this call.
 func (cl *Cluster) nodeIndex(cfg *Config) *NodeIndex {
-	if x := cl.Index; x != nil && slices.Equal(x.nodes, cl.Nodes) && slices.Equal(x.vendors, cfg.GPUVendors) {
+	if x := cl.Index; x != nil && sameNodes(x.nodes, cl.Nodes) && slices.Equal(x.vendors, cfg.GPUVendors) {
 		return x
 	}
 	return NewNodeIndex(cfg, cl.Nodes, nil)
+}
+
+// sameNodes: the index's own list (a review's cluster holds it once checked,
+// indexedCluster; the index never changes it), else equal pointer for pointer.
+func sameNodes(indexed, nodes []*corev1.Node) bool {
+	if len(indexed) == len(nodes) && (len(nodes) == 0 || &indexed[0] == &nodes[0]) {
+		return true
+	}
+	return slices.Equal(indexed, nodes)
+}
+
+// indexedCluster is cl with its node index checked once for the review: its
+// Nodes are the index's own list, so later lookups compare no nodes.
+func (cl *Cluster) indexedCluster(cfg *Config) *Cluster {
+	view := *cl
+	view.Index = cl.nodeIndex(cfg)
+	view.Nodes = view.Index.nodes
+	return &view
 }
 
 // isGPU is cfg.IsGPUNode of the i-th node, worked out once.

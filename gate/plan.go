@@ -106,6 +106,8 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
 	}
+	cl = cl.indexedCluster(cfg)
+	r.cl = cl
 	if sel == nil {
 		var err error
 		if sel, err = reviewSelector(req); err != nil {

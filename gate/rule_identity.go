@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -15,14 +16,18 @@ import (
 // label change or uncordon would go unjudged.
 func (r *NodeReview) identityRule(f *findings) {
 	n, old := r.req.Node, r.req.OldNode
-	for _, k := range sortedKeys(old.Labels) {
-		if !r.cfg.isGPULabel(k, old.Labels[k]) {
+	var gone []string // sorted only when there are some: a node has ~60 labels
+	for k, was := range old.Labels {
+		if !r.cfg.isGPULabel(k, was) {
 			continue
 		}
+		if v, set := n.Labels[k]; !set || !r.cfg.isGPULabel(k, v) {
+			gone = append(gone, k)
+		}
+	}
+	slices.Sort(gone)
+	for _, k := range gone {
 		v, set := n.Labels[k]
-		if set && r.cfg.isGPULabel(k, v) {
-			continue
-		}
 		f.add(gpuIdentityRemoved(n.Name, k, old.Labels[k], v, set))
 	}
 }
