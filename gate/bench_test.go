@@ -162,3 +162,34 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNextSnapshot is what the first Plan review after a node changed
+// pays on top of a decision: the webhook indexes the new node list, carrying
+// over what it knew of every unchanged node (NewNodeIndex with the previous
+// index), and the review builds the snapshot's fleet facts and label lists
+// on first use. Compare with BenchmarkPlanDecision/canary, the steady state.
+func BenchmarkNextSnapshot(b *testing.B) {
+	f := benchFleet()
+	cl := f.Cluster(nil)
+	req := gate.PlanRequest{Operation: "CREATE", Plan: planByName(b, f, "gpu-v100-canary-zone-b"), User: gate.UserInfo{Name: "alice", Groups: []string{"platform-admins"}}, Now: benchDay.Add(time.Hour)}
+	holders := f.Holders(gate.PreparePlan(f.Config, cl, req).HolderNodes())
+	if d := gate.PreparePlan(f.Config, cl, req).Decide(holders, nil); !d.Allowed {
+		b.Fatal(d.Message())
+	}
+	prev := cl.Index
+	b.ReportAllocs()
+	cpu := benchcpu.Start(b)
+	i := 0
+	for b.Loop() {
+		next := *cl
+		next.Nodes = append([]*corev1.Node(nil), cl.Nodes...)
+		changed := next.Nodes[i%len(next.Nodes)].DeepCopy() // a kubelet's status write
+		changed.ResourceVersion += "1"
+		next.Nodes[i%len(next.Nodes)] = changed
+		next.Index = gate.NewNodeIndex(f.Config, next.Nodes, prev)
+		_ = gate.PreparePlan(f.Config, &next, req).Decide(holders, nil)
+		prev = next.Index
+		i += 7
+	}
+	cpu.Stop()
+}
