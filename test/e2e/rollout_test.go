@@ -84,14 +84,24 @@ func (w *sucWave) cleanup(t *testing.T) {
 	assert.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.plan.Namespace, Name: w.plan.Spec.Secrets[0].Name}})))
 	assert.NoError(t, env.Admin.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(testenv.SUCNamespace),
 		client.MatchingLabels{upgradev1.LabelPlan: w.plan.Name}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
-	for _, n := range w.nodes {
+	removeV100Nodes(t, "after-"+w.plan.Name, w.nodes...)
+}
+
+// removeV100Nodes deletes a test's V100 nodes and their proof Pods and waits
+// until the gate no longer sees them (a V100 Plan named after is admitted
+// in a dry run): a node left at the target, or proven a moment ago and still
+// in its soak, would hold every later V100 Plan (PreviousNodeUnproven).
+func removeV100Nodes(t *testing.T, after string, nodes ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range nodes {
 		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+n)
 		deletePod(t, "gpu-upgrade-gate", "allocation-check-"+n)
 		assert.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})))
 	}
 	alice, _ := as(t, "alice")
 	eventuallyWrite(t, func() error {
-		return alice.Create(ctx, plan("after-"+w.plan.Name, "v100-r580", "gpu-v100-01"), client.DryRunAll)
+		return alice.Create(ctx, plan(after, "v100-r580", "gpu-v100-01"), client.DryRunAll)
 	})
 }
 

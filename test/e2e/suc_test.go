@@ -438,6 +438,12 @@ func TestSUCSelectionEqualsGatePending(t *testing.T) {
 		v100Spec("suc-pend-disabled", func(n *corev1.Node) { n.Labels[upgradev1.LabelPlanPrefix+name] = upgradev1.LabelPlanValueDisabled }),
 	}))
 	nodes := []string{"suc-pend-source", "suc-pend-at-target", "suc-pend-disabled"}
+	// Two of them end at the target, one proven moments ago: remove them
+	// and the Plan so they hold no later V100 Plan.
+	t.Cleanup(func() {
+		assert.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: name}})))
+		removeV100Nodes(t, "after-"+name, nodes...)
+	})
 	// The node at the target is proven (validator Ready, allocation check
 	// Succeeded, written as its kubelet would), so SUC's completion write of
 	// it passes the proof (docs/proof.md).
