@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -62,7 +63,7 @@ func (w *TimeWindowSpec) parse(path *field.Path) (*window, field.ErrorList) {
 	case w.TimeZone == "Local":
 		errs = append(errs, field.Invalid(path.Child("timeZone"), w.TimeZone, "expected an IANA time zone name, e.g. Europe/Berlin or UTC (Local would mean SUC's zone in SUC and the gate's here)"))
 	default:
-		if out.loc, err = time.LoadLocation(w.TimeZone); err != nil {
+		if out.loc, err = loadLocation(w.TimeZone); err != nil {
 			errs = append(errs, field.Invalid(path.Child("timeZone"), w.TimeZone, "expected an IANA time zone name, e.g. Europe/Berlin or UTC (empty means UTC): "+err.Error()))
 		}
 	}
@@ -174,4 +175,21 @@ func AllDays() []Day {
 		out[i] = Day(strconv.Itoa(i))
 	}
 	return out
+}
+
+// zones memoises time.LoadLocation, which reads and parses the zone's tzdata
+// on every call (about 5% of a Node decision that judges a Plan's window);
+// a *time.Location is immutable, so one is shared. Only names that loaded
+// are kept, and valid zone names are a few hundred, so it stays small.
+var zones sync.Map // name → *time.Location
+
+func loadLocation(name string) (*time.Location, error) {
+	if l, ok := zones.Load(name); ok {
+		return l.(*time.Location), nil
+	}
+	l, err := time.LoadLocation(name)
+	if err == nil {
+		zones.Store(name, l)
+	}
+	return l, err
 }

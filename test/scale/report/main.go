@@ -269,7 +269,7 @@ func render(dir string) (string, error) {
 	}
 	ts = append(ts, target{id: "engine-plan", what: "Engine: one Plan decision at 5,000 nodes, selecting up to 500", goal: "≤ 1 ms", measured: strings.Join(planParts, "; "), met: planMet, known: len(planParts) > 0, how: "`go test -bench PlanDecision ./gate/`; " + judgedOn})
 	if x := get("BenchmarkPlanDecision/select-everything"); x != nil {
-		ts = append(ts, target{id: "engine-plan-all", what: "Engine: one Plan decision selecting all 5,000 nodes (1,000 GPU nodes, denied with ~750 blockers)", goal: "≤ 5 ms",
+		ts = append(ts, target{id: "engine-plan-all", what: "Engine: one Plan decision selecting all 5,000 nodes (1,000 GPU nodes, denied: ~750 refused nodes, one blocker per problem)", goal: "≤ 5 ms",
 			measured: timeAndCPU(x), met: x.work() <= 5e6, known: true, how: "`go test -bench PlanDecision/select-everything ./gate/`; " + judgedOn})
 	}
 	var nodeParts []string
