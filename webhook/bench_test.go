@@ -22,6 +22,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	sigsjson "sigs.k8s.io/json"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
@@ -306,4 +308,69 @@ func gauges(t *testing.T) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// BenchmarkNodeReviewDecode is the decode alone of one recorded Node
+// review, three ways (issue 14 item 3): the one-pass scan (nodescan.go);
+// encoding/json into the same fields (the one pass before it: the
+// fields as typed structs and maps, the rest skipped by the decoder); and
+// only walking a json.Decoder's tokens, decoding nothing, the floor of a
+// token-based decoder.
+func BenchmarkNodeReviewDecode(b *testing.B) {
+	e := benchSetup()
+	rs := fleetgen.Select(e.reviews, []string{fleetgen.KindNode}, "relabel")
+	body := rs[0].Body
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		cpu := benchcpu.Start(b)
+		defer cpu.Stop()
+		for b.Loop() {
+			if _, ok := decodeNodeReview(body); !ok {
+				b.Fatal("does not decode")
+			}
+		}
+	})
+	b.Run("encoding-json-fields", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		cpu := benchcpu.Start(b)
+		defer cpu.Stop()
+		for b.Loop() {
+			var rv struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Request    *struct {
+					admissionv1.AdmissionRequest
+					Object    *nodeFields `json:"object"`
+					OldObject *nodeFields `json:"oldObject"`
+				} `json:"request"`
+			}
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rv.Request.Object.node(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rv.Request.OldObject.node(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json-decoder-tokens", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		cpu := benchcpu.Start(b)
+		defer cpu.Stop()
+		for b.Loop() {
+			dec := json.NewDecoder(bytes.NewReader(body))
+			for {
+				if _, err := dec.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

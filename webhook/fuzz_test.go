@@ -61,7 +61,11 @@ func FuzzAdmissionReview(f *testing.F) {
 		return rec.Code, rec.Body.Bytes()
 	}
 	serve := func(path string, body []byte) (int, []byte) { return serveWith(paths, path, body) }
+	for _, b := range nodeScanSeeds {
+		f.Add([]byte(b))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		checkNodeScan(t, body)
 		for path := range paths {
 			code, out := serve(path, body)
 			if code >= 500 {

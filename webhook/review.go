@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionv1beta1 "k8s.io/api/admission/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	sigsjson "sigs.k8s.io/json"
 )
 
 // serve is the handler's HTTP endpoint. Node reviews take the one-pass path
@@ -42,29 +41,26 @@ type nodeEndpoint struct {
 	slow http.Handler
 }
 
-// nodeReview is a Node AdmissionReview as the one pass decodes it. Object
-// and OldObject shadow the embedded request's raw ones.
-type nodeReview struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Request    *struct {
-		admissionv1.AdmissionRequest
-		Object    *nodeFields `json:"object"`
-		OldObject *nodeFields `json:"oldObject"`
-	} `json:"request"`
-}
-
 func (e *nodeEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Content-Type") != "application/json" {
 		e.slow.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer putBody(buf)
+	buf.Reset()
+	if r.ContentLength > 0 && r.ContentLength <= MaxReviewBytes {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
 	_ = r.Body.Close()
 	if err != nil {
 		writeReview(w, admissionv1.SchemeGroupVersion.String(), admission.Errored(http.StatusBadRequest, fmt.Errorf("read the review: %w", err)))
 		return
 	}
+	// The decoded review holds no byte of body (nodescan.go copies what it
+	// keeps), so the buffer goes back to the pool when this returns.
+	body := buf.Bytes()
 	req, ok := decodeNodeReview(body)
 	if !ok {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -91,35 +87,21 @@ func (e *nodeEndpoint) handle(r *http.Request, req admission.Request) (resp admi
 	return resp
 }
 
+// bodyPool holds read buffers of Node reviews: a review's body is
+// 40-80 KB, read into a fresh growing buffer about ten allocations.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putBody returns a buffer, unless one outsized review grew it (kept, it
+// would pin the memory).
+func putBody(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		bodyPool.Put(b)
+	}
+}
+
 type decodedReview struct {
 	admission.Request
 	apiVersion string
-}
-
-// decodeNodeReview decodes a Node UPDATE review in one pass; ok is false for
-// anything the usual path must handle.
-func decodeNodeReview(body []byte) (decodedReview, bool) {
-	// Case-sensitive, as controller-runtime decodes the envelope and
-	// decodeNode the objects.
-	var rv nodeReview
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &rv); err != nil {
-		return decodedReview{}, false
-	}
-	if rv.Kind != "AdmissionReview" || (rv.APIVersion != admissionv1.SchemeGroupVersion.String() && rv.APIVersion != admissionv1beta1.SchemeGroupVersion.String()) ||
-		rv.Request == nil || rv.Request.Object == nil || rv.Request.OldObject == nil {
-		return decodedReview{}, false
-	}
-	n, err := rv.Request.Object.node()
-	if err != nil {
-		return decodedReview{}, false
-	}
-	old, err := rv.Request.OldObject.node()
-	if err != nil {
-		return decodedReview{}, false
-	}
-	req := admission.Request{AdmissionRequest: rv.Request.AdmissionRequest}
-	req.Object.Object, req.OldObject.Object = n, old
-	return decodedReview{Request: req, apiVersion: rv.APIVersion}, true
 }
 
 // writeReview writes the response as controller-runtime does, in the
