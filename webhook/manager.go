@@ -44,6 +44,9 @@ type Options struct {
 	Host, CertDir          string
 	Port                   int
 	MetricsAddr, ProbeAddr string // "0" disables
+	// PprofAddr serves net/http/pprof ("" or "0": off), to profile the
+	// webhook under load.
+	PprofAddr string
 	// VersionRefresh is how often the API server is probed: its version is
 	// re-read, and a failed probe makes reviews fail closed until the caches
 	// have had time to catch up (default 2s).
@@ -118,6 +121,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		Cache:                         cacheOptions(cfg, facts),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: tlsOpts,
 		}),

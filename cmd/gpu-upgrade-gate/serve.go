@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,6 +26,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.Host, "host", "", "address the webhook listens on (empty: all)")
 	fs.IntVar(&opts.Port, "port", 9443, "webhook port")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", `metrics address ("0" disables)`)
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", `net/http/pprof address, to profile the webhook ("0" disables)`)
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
 	budget := fs.String("review-memory-budget", "24Mi", "review body bytes in flight at once (a quantity); reviews beyond it wait up to 1s, then are denied, never allowed")
@@ -53,6 +55,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ctrl.SetLogger(ctrlzap.New(ctrlzap.WriteTo(stderr)))
+	if msg, err := setMemoryLimit(os.Getenv); err != nil {
+		return fail(stderr, "serve", inputf("%v", err))
+	} else if msg != "" {
+		ctrl.Log.WithName("serve").Info(msg)
+	}
 	restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
 		&clientcmd.ConfigOverrides{}).ClientConfig()

@@ -56,6 +56,8 @@ type ServeOptions struct {
 	// HaltInterval runs the halt loop, leader-elected (0: no loop and no
 	// election, so a process beside the shared e2e fleet keeps no halts).
 	HaltInterval time.Duration
+	// Args are more flags for serve (e.g. --pprof-bind-address).
+	Args []string
 }
 
 // ServeProcess is a running `gpu-upgrade-gate serve`.
@@ -116,6 +118,7 @@ func StartServe(ctx context.Context, o ServeOptions) (_ *ServeProcess, err error
 	p.Cmd = exec.Command(o.Binary, "serve", "--config", cfgPath, "--kubeconfig", o.Kubeconfig, "--cert-dir", p.CertDir,
 		"--host", "127.0.0.1", "--port", strconv.Itoa(p.Port), "--metrics-bind-address", p.Metrics, "--health-probe-bind-address", p.Probe,
 		"--server-version-refresh", "5s", "--halt-interval", o.HaltInterval.String(), "--leader-elect="+strconv.FormatBool(o.HaltInterval > 0))
+	p.Cmd.Args = append(p.Cmd.Args, o.Args...)
 	p.Cmd.Stdout, p.Cmd.Stderr = log, log
 	// Killed with the test binary if it dies without Stop.
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -262,6 +262,7 @@ func TestChecksCanFail(t *testing.T) {
 		{"no seccomp", "", func(o []Object) { dep(o).Spec.Template.Spec.SecurityContext.SeccompProfile = nil }, "seccompProfile"},
 		{"host network", "", func(o []Object) { dep(o).Spec.Template.Spec.HostNetwork = true }, "host namespaces"},
 		{"no memory limit", "", func(o []Object) { delete(ctr(o).Resources.Limits, corev1.ResourceMemory) }, "memory limit"},
+		{"no Go memory limit", "", func(o []Object) { ctr(o).Env = nil }, "GUG_MEMORY_LIMIT"},
 		{"hook container root", "own-ca-values.yaml", func(o []Object) {
 			Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0].SecurityContext.RunAsUser = ptr.To(int64(0))
 		}, "may run as root"},

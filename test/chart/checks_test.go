@@ -351,6 +351,11 @@ func (r *rendered) checkPodSecurity() []string {
 			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 				bad("container %s: needs cpu and memory requests and a memory limit", c.Name)
 			}
+			if c.Name == "webhook" && !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+				return e.Name == "GUG_MEMORY_LIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+			}) {
+				bad("container webhook: GUG_MEMORY_LIMIT from resourceFieldRef limits.memory (the Go memory limit)")
+			}
 		}
 	}
 	return problems
