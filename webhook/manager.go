@@ -184,6 +184,19 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, fmt.Errorf("informer for Pods: %w", err)
 	}
+	// Every informer proofFacts reads: the validator Pods, the allocation
+	// checks and SUC's Jobs.
+	allocInformer, err := facts.Allocations.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer for allocation checks: %w", err)
+	}
+	jobInformer, err := mgr.GetCache().GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("informer for Jobs: %w", err)
+	}
+	if err := facts.WatchProof(podInformer, allocInformer, jobInformer); err != nil {
+		return nil, nil, fmt.Errorf("watch proof facts: %w", err)
+	}
 	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {
 		facts.PodsSeen = si.LastSyncResourceVersion
 	}
