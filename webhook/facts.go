@@ -77,15 +77,8 @@ type proofSnapshot struct {
 // invalidate the cached proof facts (NewManager calls it with every such
 // informer); without it they are rebuilt on every review.
 func (f *Facts) WatchProof(infs ...cache.Informer) error {
-	bump := func() { f.proofGen.Add(1) }
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { bump() },
-			UpdateFunc: func(any, any) { bump() },
-			DeleteFunc: func(any) { bump() },
-		}); err != nil {
-			return err
-		}
+	if err := countEvents(&f.proofGen, infs...); err != nil {
+		return err
 	}
 	f.watchingProof.Store(true)
 	return nil
@@ -103,15 +96,25 @@ type nodeSnapshot struct {
 // (NewManager calls it); without it the list is read from the store every
 // time.
 func (f *Facts) WatchNodes(inf cache.Informer) error {
-	bump := func() { f.nodeGen.Add(1) }
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { bump() },
-		UpdateFunc: func(any, any) { bump() },
-		DeleteFunc: func(any) { bump() },
-	}); err != nil {
+	if err := countEvents(&f.nodeGen, inf); err != nil {
 		return err
 	}
 	f.watchingNodes.Store(true)
+	return nil
+}
+
+// countEvents adds one to gen on every event of the informers.
+func countEvents(gen *atomic.Uint64, infs ...cache.Informer) error {
+	bump := func() { gen.Add(1) }
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { bump() },
+			UpdateFunc: func(any, any) { bump() },
+			DeleteFunc: func(any) { bump() },
+		}); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -513,37 +513,28 @@ func (s *nodeScan) object(member func(key []byte)) {
 }
 
 func (s *nodeScan) gvk(g *metav1.GroupVersionKind) {
-	var set uint32
-	s.object(func(k []byte) {
-		switch string(k) {
-		case "group":
-			s.seen(&set, 1)
-			s.str(&g.Group)
-		case "version":
-			s.seen(&set, 2)
-			s.str(&g.Version)
-		case "kind":
-			s.seen(&set, 4)
-			s.str(&g.Kind)
-		default:
-			s.skip()
-		}
-	})
+	s.threeStrings("group", &g.Group, "version", &g.Version, "kind", &g.Kind)
 }
 
 func (s *nodeScan) gvr(g *metav1.GroupVersionResource) {
+	s.threeStrings("group", &g.Group, "version", &g.Version, "resource", &g.Resource)
+}
+
+// threeStrings decodes an object of three string fields (a group, version
+// and kind or resource), skipping any other.
+func (s *nodeScan) threeStrings(k0 string, v0 *string, k1 string, v1 *string, k2 string, v2 *string) {
 	var set uint32
 	s.object(func(k []byte) {
 		switch string(k) {
-		case "group":
+		case k0:
 			s.seen(&set, 1)
-			s.str(&g.Group)
-		case "version":
+			s.str(v0)
+		case k1:
 			s.seen(&set, 2)
-			s.str(&g.Version)
-		case "resource":
+			s.str(v1)
+		case k2:
 			s.seen(&set, 4)
-			s.str(&g.Resource)
+			s.str(v2)
 		default:
 			s.skip()
 		}
