@@ -34,6 +34,10 @@ type Halt struct {
 	// (annotation gpu-upgrade-gate.io/requested-by); empty when the Plan
 	// did not carry it, and then only the break-glass group clears.
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// Pending: the review's own facts show the signal and the halt record
+	// does not hold it yet (the halt loop records it on its next turn). It
+	// holds like a kept halt; it is never stored.
+	Pending bool `json:"-"`
 }
 
 // sameSignal: the same failure of the same node seen again (its SeenAt may
@@ -44,7 +48,11 @@ func (h Halt) sameSignal(o Halt) bool {
 
 // String is the halt in one line, for messages and audit annotations.
 func (h Halt) String() string {
-	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record)
+	pending := ""
+	if h.Pending {
+		pending = "; seen now, being recorded"
+	}
+	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s%s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record, pending)
 }
 
 // HardwareKey is the halt's key: one halt per hardware, in a form a
@@ -65,46 +73,79 @@ func HardwareKey(hw []string) string {
 // upgrade (dated by the objects' own timestamps). Rollback Plans are the way
 // out and never halt. The first signal per hardware wins, in node order.
 func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
+	return detectHalts(cfg, cl, now, nil)
+}
+
+// detectHalts is DetectHalts for the hardware keys in only (every hardware
+// when only is nil): a decision looks at its own hardware. Each Plan's
+// nodes come from the node index (its selection, GPU class and facts are
+// worked out once per node list), so a turn costs the nodes the Plans
+// select, not Plans × nodes.
+func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) []Halt {
 	var out []Halt
 	seen := map[string]bool{}
 	op, dcgm := clusterVersions(cl)
+	var idx *NodeIndex
+	var jobs map[string][]*batchv1.Job
 	for i, p := range cl.Plans {
-		sel, err := cl.planSelector(i)
 		e, ok := cl.Records[p.Annotations[AnnotationQualification]]
-		if err != nil || !ok || e.Err != nil || e.Record == nil || p.Annotations[AnnotationRollback] == "true" {
+		if !ok || e.Err != nil || e.Record == nil || p.Annotations[AnnotationRollback] == "true" {
 			continue
 		}
 		rec := e.Record
 		hw := rec.NormalizedHardware()
-		if seen[HardwareKey(hw)] {
+		key := HardwareKey(hw)
+		if seen[key] || (only != nil && !only[key]) {
 			continue
 		}
-		var nodes []*corev1.Node
-		for _, n := range cl.Nodes {
-			if sel.selects(n) && cfg.IsGPUNode(n) && slices.Equal(cfg.FactsOf(n).Identities, hw) {
-				nodes = append(nodes, n)
-			}
+		sel, err := cl.planSelector(i)
+		if err != nil {
+			continue
 		}
-		slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-		for _, n := range nodes {
-			signal, at := haltSignal(cfg, cl, p, rec, n, cfg.FactsOf(n).current(op, dcgm), now)
+		if idx == nil {
+			idx, jobs = cl.nodeIndex(cfg), upgradeJobsByNode(cl)
+		}
+		var nodes []int32
+		// The narrowest requirement's nodes, matched one by one: a walk of
+		// the index's hostname list (selecting) costs more than matching the
+		// few nodes of a canary or a wave.
+		idx.each(sel.selector, func(j int32) {
+			if sel.selects(idx.nodes[j]) && idx.isGPU(cfg, j) && slices.Equal(idx.factsOf(cfg, j).Identities, hw) {
+				nodes = append(nodes, j)
+			}
+		}, hostnameExists)
+		slices.SortFunc(nodes, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
+		for _, j := range nodes {
+			n := idx.nodes[j]
+			signal, at := haltSignal(cfg, cl, p, rec, n, jobs[n.Name], idx.factsOf(cfg, j).current(op, dcgm), now)
 			if signal == "" {
 				continue
 			}
 			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: p.Namespace + "/" + p.Name, Record: rec.ID,
 				RequestedBy: p.Annotations[AnnotationRequestedBy]})
-			seen[HardwareKey(hw)] = true
+			seen[key] = true
 			break
 		}
 	}
 	return out
 }
 
-// haltSignal is the first failure the node shows, "" for none.
-func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.Record, n *corev1.Node, cur qualification.Tuple, now time.Time) (string, time.Time) {
-	var job *batchv1.Job
+// upgradeJobsByNode are SUC's Jobs by the node they upgrade. It stands in
+// for a per-node set of the node index (the lead may move it there).
+func upgradeJobsByNode(cl *Cluster) map[string][]*batchv1.Job {
+	out := make(map[string][]*batchv1.Job, len(cl.Proof.UpgradeJobs))
 	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Labels[upgradev1.LabelNode] != n.Name || j.Labels[upgradev1.LabelPlan] != p.Name || j.Namespace != p.Namespace {
+		out[j.Labels[upgradev1.LabelNode]] = append(out[j.Labels[upgradev1.LabelNode]], j)
+	}
+	return out
+}
+
+// haltSignal is the first failure the node shows, "" for none; nodeJobs
+// are its SUC Jobs.
+func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.Record, n *corev1.Node, nodeJobs []*batchv1.Job, cur qualification.Tuple, now time.Time) (string, time.Time) {
+	var job *batchv1.Job
+	for _, j := range nodeJobs {
+		if j.Labels[upgradev1.LabelPlan] != p.Name || j.Namespace != p.Namespace {
 			continue
 		}
 		job = j

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // TestDetectHalts: each failure signal of a node that a stored GPU Plan
@@ -100,4 +101,109 @@ func TestDetectHalts(t *testing.T) {
 			assert.Equal(t, "alice", h.RequestedBy)
 		})
 	}
+}
+
+// TestHaltSeenNow (issue 12 item 3, latency): a decision counts a failure
+// signal its own facts show before the halt loop has recorded it (the
+// record is empty), as a halt "seen now, being recorded"; the signal of a
+// halt a person cleared does not hold again, a kept halt is named as kept,
+// and without a signal nothing holds.
+func TestHaltSeenNow(t *testing.T) {
+	failedAt := testNow.Add(-time.Minute)
+	failedJob := func() *batchv1.Job {
+		j := upgradeJob("gpu-v100-01", batchv1.JobFailed, failedAt)
+		j.Status.Conditions[0].Reason = "BackoffLimitExceeded"
+		return j
+	}
+	seen := Halt{Hardware: []string{hwV100}, Node: "gpu-v100-01", Signal: "SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded)",
+		SeenAt: failedAt, Plan: "system-upgrade/gpu-v100-canary", Record: "v100-r580-canary-1", RequestedBy: "alice"}
+	cases := []struct {
+		name   string
+		mutate func(s *scenario)
+		want   string // "" = not RolloutHalted
+		not    string // must not be in the denial
+	}{
+		{name: "the Job is running: no signal, nothing holds", mutate: func(s *scenario) {
+			j := failedJob()
+			j.Status.Conditions = nil
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{j}
+		}},
+		{name: "the Job failed, not yet recorded: held at once", mutate: func(s *scenario) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failedJob()}
+		}, want: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded) (seen 2026-11-21T11:59:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1; seen now, being recorded); no node of this hardware moves forward until the halt is cleared (break glass does not override a halt): roll node gpu-v100-01 back (the record's rollback Plan stays allowed) and prove it; then once the gate has recorded the halt (within its --halt-interval), someone other than alice clears the halt"},
+		{name: "the Job failed and the halt is kept: named as kept", mutate: func(s *scenario) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failedJob()}
+			s.cluster.Halts = HaltRecord{Halts: map[string]Halt{keyV100: seen}}
+		}, want: "record v100-r580-canary-1); no node of this hardware moves forward", not: "being recorded"},
+		{name: "the same signal, its halt cleared: not held again", mutate: func(s *scenario) {
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failedJob()}
+			s.cluster.Halts = HaltRecord{Halts: map[string]Halt{}, Cleared: map[string]ClearedHalt{keyV100: {Halt: seen, Reason: "INC-7 fixed", ClearedAt: testNow}}}
+		}},
+		{name: "another hardware's failure does not hold V100", mutate: func(s *scenario) {
+			h200Plan := canaryPlan("gpu-h200-01")
+			h200Plan.Annotations[AnnotationQualification] = "h200-r580"
+			s.cluster.Plans = []*upgradev1.Plan{h200Plan}
+			s.cluster.Records["h200-r580"] = RecordEntry{Record: record(func(r *qualification.Record) { r.ID = "h200-r580-canary-1"; r.Hardware = []string{hwH200} })}
+			j := failedJob()
+			j.Labels[upgradev1.LabelNode] = "gpu-h200-01"
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{j}
+			require.Len(t, DetectHalts(s.cfg, s.cluster, testNow), 1, "the H200 rollout halts")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			stored := s.req.Plan.DeepCopy()
+			stored.Annotations[AnnotationRequestedBy] = "alice"
+			s.cluster.Plans = []*upgradev1.Plan{stored}
+			s.req.Plan = canaryPlan("gpu-v100-02")
+			s.req.Plan.Name = "gpu-v100-next"
+			tc.mutate(s)
+			d := s.decide()
+			if tc.want == "" {
+				assert.NotContains(t, codesOf(d), CodeRolloutHalted, d.Message())
+				return
+			}
+			require.Contains(t, codesOf(d), CodeRolloutHalted, d.Message())
+			assert.Contains(t, d.Message(), tc.want)
+			if tc.not != "" {
+				assert.NotContains(t, d.Message(), tc.not)
+			}
+			assert.Equal(t, keyV100+"@gpu-v100-01", d.AuditAnnotations()[AuditHalts])
+		})
+	}
+
+	// The other paths that read halts count the signal too.
+	live := func(t *testing.T) *scenario {
+		s := safeScenario(t)
+		stored := canaryPlan("gpu-v100-01", "gpu-v100-02")
+		stored.Annotations[AnnotationRequestedBy] = "alice"
+		s.cluster.Plans = []*upgradev1.Plan{stored}
+		s.cluster.Proof.UpgradeJobs = []*batchv1.Job{failedJob()}
+		return s
+	}
+	t.Run("the failed node's uncordon", func(t *testing.T) {
+		s := live(t)
+		n := s.node("gpu-v100-01")
+		old := n.DeepCopy()
+		old.Spec.Unschedulable = true
+		d := DecideCompletion(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: UserInfo{Name: "carol"}, Now: testNow})
+		require.Contains(t, codesOf(d), CodeRolloutHalted, d.Message())
+		assert.Contains(t, d.Message(), "node gpu-v100-01 failed its upgrade (SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded)); it is back on the source tuple but not proven")
+	})
+	t.Run("a driver change of the hardware", func(t *testing.T) {
+		ds := safeDriverScenario(t)
+		s := live(t)
+		ds.cluster.Plans, ds.cluster.Proof.UpgradeJobs, ds.cluster.Records["v100-r580"] = s.cluster.Plans, s.cluster.Proof.UpgradeJobs, s.cluster.Records["v100-r580"]
+		d := ds.decide()
+		require.Contains(t, codesOf(d), CodeRolloutHalted, d.Message())
+		assert.Contains(t, d.Message(), "seen now, being recorded")
+	})
+	t.Run("SUC's start of the next node", func(t *testing.T) {
+		s := live(t)
+		step := PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-02", Plan: s.cluster.Plans[0], Node: s.node("gpu-v100-02"), User: UserInfo{Name: sucUserName}, Now: testNow})
+		d := step.Decide(nil, nil)
+		require.Contains(t, codesOf(d), CodeRolloutHalted, d.Message())
+		assert.Contains(t, d.Message(), "seen now, being recorded")
+	})
 }

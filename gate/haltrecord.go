@@ -202,6 +202,25 @@ func (r *HaltRecord) Data() map[string]string {
 	return out
 }
 
+// unrecorded are the detected halts the record does not hold: each of a
+// hardware without a kept halt, unless it is the signal of the halt a
+// person cleared, still visible. The halt loop adds them (KeepHalts); a
+// decision holds them at once (haltsNow).
+func (r *HaltRecord) unrecorded(detected []Halt) []Halt {
+	var out []Halt
+	for _, d := range detected {
+		key := d.HardwareKey()
+		if _, kept := r.Halts[key]; kept {
+			continue
+		}
+		if ch, ok := r.Cleared[key]; ok && ch.Halt.sameSignal(d) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // KeepHalts is one turn of the halt loop: cleared halts (a clear annotation
 // the webhook admitted) leave the record, each hardware's new failure
 // signal becomes its halt unless one is kept already or it is the cleared
@@ -228,16 +247,9 @@ func KeepHalts(cfg *Config, cl *Cluster, rec HaltRecord, now time.Time) (HaltRec
 		}
 	}
 	detected := DetectHalts(cfg, cl, now)
-	for _, d := range detected {
-		key := d.HardwareKey()
-		if _, kept := next.Halts[key]; kept {
-			continue
-		}
-		if ch, ok := next.Cleared[key]; ok && ch.Halt.sameSignal(d) {
-			continue
-		}
-		next.Halts[key] = d
-		changes = append(changes, fmt.Sprintf("halted %s: %s", key, d))
+	for _, d := range next.unrecorded(detected) {
+		next.Halts[d.HardwareKey()] = d
+		changes = append(changes, fmt.Sprintf("halted %s: %s", d.HardwareKey(), d))
 	}
 	for key, ch := range next.Cleared {
 		if !slices.ContainsFunc(detected, ch.Halt.sameSignal) {

@@ -46,7 +46,7 @@ func TestRolloutHaltedPlans(t *testing.T) {
 	}{
 		{name: "not halted", mutate: func(*scenario) {}},
 		{name: "halted: the next Plan is refused", mutate: halted,
-			want: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-x failed (BackoffLimitExceeded) (seen 2026-11-21T11:00:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1); no node of this hardware moves forward until the halt is cleared: roll node gpu-v100-01 back"},
+			want: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-x failed (BackoffLimitExceeded) (seen 2026-11-21T11:00:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1); no node of this hardware moves forward until the halt is cleared (break glass does not override a halt): roll node gpu-v100-01 back"},
 		{name: "halted: the clear hint names who may clear", mutate: halted,
 			want: "then someone other than alice clears the halt: kubectl annotate configmap -n gpu-upgrade-gate gpu-upgrade-gate-halts gpu-upgrade-gate.io/clear-10de_1db6_10de_124a=\"<reason>\""},
 		{name: "halted: the record's rollback Plan stays allowed", mutate: func(s *scenario) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,7 +26,7 @@ func (r *PlanReview) haltRule(f *findings, d *Decision) {
 	for _, nf := range r.pending {
 		hws = append(hws, nf.Identities)
 	}
-	r.cfg.haltsHold(&r.cl.Halts, hws, pathRecord, f, d)
+	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathRecord, f, d)
 }
 
 // haltRule (review-level, driver path and the per-node driver step): the
@@ -38,31 +39,64 @@ func (r *DriverReview) haltRule(f *findings, d *Decision) {
 	for _, nf := range r.pending {
 		hws = append(hws, nf.Identities)
 	}
-	r.cfg.haltsHold(&r.cl.Halts, hws, pathDriverRecords, f, d)
+	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathDriverRecords, f, d)
 }
 
-// haltsHold adds a RolloutHalted blocker per halted hardware among hws, or
-// one for the whole review when the halt record fails closed.
-func (c *Config) haltsHold(rec *HaltRecord, hws [][]string, path *field.Path, f *findings, d *Decision) {
+// haltsHold adds a RolloutHalted blocker per halted hardware among hws
+// (kept, or seen now: haltsNow), or one for the whole review when the halt
+// record fails closed.
+func (c *Config) haltsHold(cl *Cluster, hws [][]string, now time.Time, path *field.Path, f *findings, d *Decision) {
 	if len(hws) == 0 {
 		return
 	}
-	if rec.Err != nil {
-		f.add(haltRecordBroken(c, "", path, rec))
+	if cl.Halts.Err != nil {
+		f.add(haltRecordBroken(c, "", path, &cl.Halts))
 		return
 	}
-	var seen []string
+	var keys []string
 	for _, hw := range hws {
-		key := HardwareKey(hw)
-		h, ok := rec.Halts[key]
-		if !ok || slices.Contains(seen, key) {
+		if key := HardwareKey(hw); !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	halts := c.haltsNow(cl, keys, now)
+	for _, key := range keys {
+		h, ok := halts[key]
+		if !ok {
 			continue
 		}
-		seen = append(seen, key)
 		d.noteHalt(h)
 		f.add(rolloutHalted(h.Node, path, fmt.Sprintf("the rollout of hardware %s is halted: %s", strings.Join(h.Hardware, ","), h),
-			"no node of this hardware moves forward until the halt is cleared: "+c.clearHint(h)))
+			"no node of this hardware moves forward until the halt is cleared (break glass does not override a halt): "+c.clearHint(h)))
 	}
+}
+
+// haltsNow are the halts that hold the hardware keys now: the record's
+// kept halts, and each failure signal the review's own facts show that the
+// record does not hold yet (Pending). A signal so counts from the moment
+// the gate sees it, not from the halt loop's next turn; the loop stays the
+// one writer that latches it.
+func (c *Config) haltsNow(cl *Cluster, keys []string, now time.Time) map[string]Halt {
+	out := map[string]Halt{}
+	var look map[string]bool
+	for _, key := range keys {
+		if h, ok := cl.Halts.Halts[key]; ok {
+			out[key] = h
+			continue
+		}
+		if look == nil {
+			look = map[string]bool{}
+		}
+		look[key] = true
+	}
+	if look == nil {
+		return out
+	}
+	for _, h := range cl.Halts.unrecorded(detectHalts(c, cl, now, look)) {
+		h.Pending = true
+		out[h.HardwareKey()] = h
+	}
+	return out
 }
 
 // haltUncordonRule (review-level, Nodes and SUC's completion write): the
@@ -79,7 +113,8 @@ func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d 
 		f.add(haltRecordBroken(cfg, n.Name, path, &cl.Halts))
 		return
 	}
-	h, ok := cl.Halts.Halted(cfg.FactsOf(n).Identities)
+	key := HardwareKey(cfg.FactsOf(n).Identities)
+	h, ok := cfg.haltsNow(cl, []string{key}, req.Now)[key]
 	if !ok || h.Node != n.Name {
 		return
 	}
@@ -258,6 +293,9 @@ func (c *Config) clearHint(h Halt) string {
 		who = "someone other than " + h.RequestedBy
 	} else {
 		who = fmt.Sprintf("a member of %q (the requester is not attested)", c.BreakGlassGroup)
+	}
+	if h.Pending {
+		who = "once the gate has recorded the halt (within its --halt-interval), " + who
 	}
 	return fmt.Sprintf("roll node %s back (the record's rollback Plan stays allowed) and prove it; then %s clears the halt: kubectl annotate configmap -n %s %s %s=\"<reason>\" (docs/proof.md)",
 		h.Node, who, c.Namespace, c.Halts.ConfigMap, ClearAnnotation(h.HardwareKey()))
