@@ -370,8 +370,9 @@ const MinBreakGlassReason = 5
 // allow when the requester may and did break glass on this very write (the
 // request adds the annotation or changes its reason: one that stays on the
 // object from an earlier write overrides nothing, or it would silently
-// override every later edit). The overridden codes stay in the decision
-// (and so in the audit log), with a warning.
+// override every later edit), and never over a code the rule table marks
+// NoBreakGlass (a halt). The overridden codes stay in the decision (and so
+// in the audit log), with a warning.
 func (c *Config) finish(d Decision, f findings, user UserInfo, annotations, oldAnnotations map[string]string) Decision {
 	f.settle(&d)
 	reason, was := annotations[AnnotationBreakGlass], oldAnnotations[AnnotationBreakGlass]
@@ -386,6 +387,10 @@ func (c *Config) finish(d Decision, f findings, user UserInfo, annotations, oldA
 		return d
 	case nonSpace(reason) < MinBreakGlassReason:
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass not honoured: metadata.annotations[%s] %q has %d non-space characters, expected at least %d (e.g. an incident number and why)", AnnotationBreakGlass, qualification.Clip(reason), nonSpace(reason), MinBreakGlassReason))
+		return d
+	}
+	if held := slices.DeleteFunc(d.Codes(), func(c Code) bool { return !slices.Contains(NoBreakGlassCodes(), c) }); len(held) > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass not honoured: it does not override %s (each blocker says what ends it); the write stays denied", codeList(held)))
 		return d
 	}
 	d.Allowed, d.BreakGlass = true, reason

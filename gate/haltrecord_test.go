@@ -2,6 +2,8 @@ package gate
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -336,4 +338,75 @@ func TestInventoryShowsHalts(t *testing.T) {
 	for _, n := range Inventory(s.cfg, s.cluster, nil, testNow) {
 		assert.Contains(t, n.Halt, "every rollout halted: halt record gpu-upgrade-gate/gpu-upgrade-gate-halts cannot be read", n.Node)
 	}
+}
+
+// TestBreakGlassDoesNotOverrideAHalt (issue 12 item 3): a halt ends only by
+// its audited clear, so break glass on a write that a halt denies leaves it
+// denied, naming the clear; on the neighbouring codes it is still honoured.
+func TestBreakGlassDoesNotOverrideAHalt(t *testing.T) {
+	breakGlass := func(s *scenario) {
+		s.req.User.Groups = append(s.req.User.Groups, s.cfg.BreakGlassGroup)
+		s.req.Plan.Annotations[AnnotationBreakGlass] = "INC-4711 driver hotfix"
+		s.req.Plan.Spec.Concurrency = 5 // ConcurrencyNotSerial, which break glass overrides
+	}
+	cases := []struct {
+		name    string
+		mutate  func(s *scenario)
+		allowed bool
+	}{
+		{name: "halted hardware: refused", mutate: func(s *scenario) { halted(s); breakGlass(s) }},
+		{name: "a halt seen now, not yet recorded: refused", mutate: func(s *scenario) {
+			stored := canaryPlan("gpu-v100-01")
+			s.cluster.Plans = []*upgradev1.Plan{stored}
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobFailed, testNow.Add(-time.Minute))}
+			s.req.Plan = canaryPlan("gpu-v100-02")
+			s.req.Plan.Name = "gpu-v100-next"
+			breakGlass(s)
+		}},
+		{name: "requested-by someone else: refused", mutate: func(s *scenario) {
+			breakGlass(s)
+			s.req.Plan.Annotations[AnnotationRequestedBy] = "bob"
+		}},
+		{name: "another hardware halted: the neighbouring code is overridden", mutate: func(s *scenario) {
+			h := haltV100()
+			h.Hardware = []string{hwH200}
+			s.cluster.Halts = HaltRecord{Halts: map[string]Halt{h.HardwareKey(): h}}
+			breakGlass(s)
+		}, allowed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			require.Equal(t, tc.allowed, d.Allowed, d.Message())
+			warnings := strings.Join(d.Warnings, "\n")
+			if tc.allowed {
+				assert.Equal(t, "INC-4711 driver hotfix", d.BreakGlass)
+				assert.Equal(t, []Code{CodeConcurrencyNotSerial}, d.Codes())
+				assert.Contains(t, warnings, "overrode 1 blocker(s) for this write only: ConcurrencyNotSerial")
+				return
+			}
+			assert.Empty(t, d.BreakGlass)
+			assert.Contains(t, d.Codes(), CodeConcurrencyNotSerial, "every blocker is still reported")
+			assert.Contains(t, warnings, "break-glass not honoured: it does not override ")
+			if slices.Contains(d.Codes(), CodeRolloutHalted) {
+				assert.Contains(t, d.Message(), "(break glass does not override a halt)")
+				assert.Contains(t, d.Message(), "clears the halt: kubectl annotate configmap -n gpu-upgrade-gate gpu-upgrade-gate-halts gpu-upgrade-gate.io/clear-10de_1db6_10de_124a=\"<reason>\"")
+			}
+		})
+	}
+
+	t.Run("the failed node's uncordon with break glass: refused", func(t *testing.T) {
+		s := safeScenario(t)
+		halted(s)
+		n := s.node("gpu-v100-01")
+		old := n.DeepCopy()
+		old.Spec.Unschedulable = true
+		n.Annotations = map[string]string{AnnotationBreakGlass: "INC-4711 uncordon"}
+		d := PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: UserInfo{Name: "carol", Groups: []string{s.cfg.BreakGlassGroup}}, Now: testNow}).Decide(nil, nil)
+		require.False(t, d.Allowed, d.Message())
+		assert.Equal(t, []Code{CodeRolloutHalted}, d.Codes())
+		assert.Contains(t, strings.Join(d.Warnings, "\n"), "it does not override RolloutHalted")
+	})
 }

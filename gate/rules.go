@@ -58,6 +58,10 @@ type Rule struct {
 	Codes   []Code
 	Reviews []Review
 	Judge   func(t *Transition, f *findings)
+	// NoBreakGlass: the break-glass annotation does not override these
+	// codes (a write they deny stays denied whatever else break glass
+	// overrides); docs/install.md lists them (TestBreakGlassCodesDocumented).
+	NoBreakGlass bool
 }
 
 var (
@@ -119,8 +123,10 @@ var ruleTable = []Rule{
 	{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths},
 	// A halted rollout (review-level): forward moves, the failed node's
 	// uncordon, and the halt record's own writes.
-	{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}},
-	{Name: "requester", Codes: []Code{CodeRequesterMismatch}, Reviews: []Review{ReviewPlan}},
+	// A halt ends only by its audited clear, and the requester it names is
+	// who may not clear it: break glass overrides neither.
+	{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true},
+	{Name: "requester", Codes: []Code{CodeRequesterMismatch}, Reviews: []Review{ReviewPlan}, NoBreakGlass: true},
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},
@@ -130,6 +136,18 @@ var ruleTable = []Rule{
 
 // Rules returns the rule table (a copy), in order.
 func Rules() []Rule { return append([]Rule(nil), ruleTable...) }
+
+// NoBreakGlassCodes lists, in table order, the codes break glass does not
+// override.
+func NoBreakGlassCodes() []Code {
+	var out []Code
+	for _, r := range ruleTable {
+		if r.NoBreakGlass {
+			out = append(out, r.Codes...)
+		}
+	}
+	return out
+}
 
 // CodesOf lists, in table order and once each, the codes the given reviews
 // can emit.

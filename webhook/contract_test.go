@@ -119,3 +119,20 @@ func TestDocumentedAuditKeys(t *testing.T) {
 		assert.True(t, strings.Contains(string(doc), "`…/"+key+"`"), "audit key %q has no row in docs/install.md section 5", key)
 	}
 }
+
+// TestBreakGlassCodesDocumented holds docs/install.md's list of the codes
+// break glass cannot override to the rule table (Rule.NoBreakGlass).
+func TestBreakGlassCodesDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/install.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), "\n**Break glass cannot override**")
+	require.True(t, found, "docs/install.md has no **Break glass cannot override** paragraph")
+	para, _, _ := strings.Cut(rest, "\n\n")
+	var documented []gate.Code
+	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
+		if c := gate.Code(m[1]); slices.Contains(gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewAdmission), c) {
+			documented = append(documented, c)
+		}
+	}
+	assert.ElementsMatch(t, gate.NoBreakGlassCodes(), documented)
+}
