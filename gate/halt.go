@@ -77,57 +77,99 @@ func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 }
 
 // detectHalts is DetectHalts for the hardware keys in only (every hardware
-// when only is nil): a decision looks at its own hardware. Each Plan's
-// nodes come from the node index (its selection, GPU class and facts are
-// worked out once per node list), so a turn costs the nodes the Plans
-// select, not Plans × nodes.
+// when only is nil): a decision looks at its own hardware. It looks at each
+// hardware's GPU nodes once (from the node index, whose GPU class and facts
+// are worked out once per node list) and keeps those that may halt
+// (mayHalt); only those are matched against the hardware's Plans, so a
+// quiet fleet costs one pass over the hardware's nodes, not Plans × nodes.
 func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) []Halt {
-	var out []Halt
-	seen := map[string]bool{}
-	op, dcgm := clusterVersions(cl)
-	var idx *NodeIndex
-	var jobs map[string][]*batchv1.Job
+	type forward struct {
+		plan *upgradev1.Plan
+		sel  *PlanSelector
+		rec  *qualification.Record
+	}
+	var keys []string
+	hwOf, plansOf := map[string][]string{}, map[string][]forward{}
 	for i, p := range cl.Plans {
 		e, ok := cl.Records[p.Annotations[AnnotationQualification]]
 		if !ok || e.Err != nil || e.Record == nil || p.Annotations[AnnotationRollback] == "true" {
 			continue
 		}
-		rec := e.Record
-		hw := rec.NormalizedHardware()
+		hw := e.Record.NormalizedHardware()
 		key := HardwareKey(hw)
-		if seen[key] || (only != nil && !only[key]) {
-			continue
-		}
 		sel, err := cl.planSelector(i)
-		if err != nil {
+		if err != nil || (only != nil && !only[key]) {
 			continue
 		}
-		if idx == nil {
-			idx, jobs = cl.nodeIndex(cfg), upgradeJobsByNode(cl)
+		if _, ok := hwOf[key]; !ok {
+			keys = append(keys, key)
+			hwOf[key] = hw
 		}
-		var nodes []int32
-		// The narrowest requirement's nodes, matched one by one: a walk of
-		// the index's hostname list (selecting) costs more than matching the
-		// few nodes of a canary or a wave.
-		idx.each(sel.selector, func(j int32) {
-			if sel.selects(idx.nodes[j]) && idx.isGPU(cfg, j) && slices.Equal(idx.factsOf(cfg, j).Identities, hw) {
-				nodes = append(nodes, j)
+		plansOf[key] = append(plansOf[key], forward{p, sel, e.Record})
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	idx, jobs := cl.nodeIndex(cfg), upgradeJobsByNode(cl)
+	op, dcgm := clusterVersions(cl)
+	var out []Halt
+	for _, key := range keys {
+		hw, plans := hwOf[key], plansOf[key]
+		var recs []*qualification.Record
+		for _, f := range plans {
+			if !slices.Contains(recs, f.rec) {
+				recs = append(recs, f.rec)
 			}
-		}, hostnameExists)
-		slices.SortFunc(nodes, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
-		for _, j := range nodes {
-			n := idx.nodes[j]
-			signal, at := haltSignal(cfg, cl, p, rec, n, jobs[n.Name], idx.factsOf(cfg, j).current(op, dcgm), now)
-			if signal == "" {
-				continue
+		}
+		var suspects []int32
+		idx.withTrue(identityLabels(hw), func(i int32) {
+			if !idx.isGPU(cfg, i) || !slices.Equal(idx.factsOf(cfg, i).Identities, hw) {
+				return
 			}
-			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: p.Namespace + "/" + p.Name, Record: rec.ID,
-				RequestedBy: p.Annotations[AnnotationRequestedBy]})
-			seen[key] = true
-			break
+			n, cur := idx.nodes[i], idx.factsOf(cfg, i).current(op, dcgm)
+			if slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return cfg.mayHalt(n, jobs[n.Name], cur, rec) }) {
+				suspects = append(suspects, i)
+			}
+		})
+		slices.SortFunc(suspects, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
+	plans:
+		for _, f := range plans {
+			for _, i := range suspects {
+				n := idx.nodes[i]
+				if !f.sel.selects(n) {
+					continue
+				}
+				signal, at := haltSignal(cfg, cl, f.plan, f.rec, n, jobs[n.Name], idx.factsOf(cfg, i).current(op, dcgm), now)
+				if signal == "" {
+					continue
+				}
+				out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: f.plan.Namespace + "/" + f.plan.Name, Record: f.rec.ID,
+					RequestedBy: f.plan.Annotations[AnnotationRequestedBy]})
+				break plans
+			}
 		}
 	}
 	return out
+}
+
+// mayHalt is false only for a node haltSignal finds nothing on under rec:
+// no SUC Job, no failed driver upgrade, no unhealthy GPU-health condition,
+// and on the record's source tuple (neither half applied nor at the target,
+// where Ready and the validator are awaited).
+func (c *Config) mayHalt(n *corev1.Node, nodeJobs []*batchv1.Job, cur qualification.Tuple, rec *qualification.Record) bool {
+	if len(nodeJobs) > 0 || n.Labels[LabelDriverUpgradeState] == "upgrade-failed" || rec.Source == nil {
+		return true
+	}
+	// Equal spellings first: SameTuple parses versions.
+	if atSource := cur == *rec.Source || SameTuple(cur, *rec.Source); !atSource || SameTuple(cur, rec.Target) {
+		return true
+	}
+	for _, h := range c.Proof.HealthConditions {
+		if condition(n, corev1.NodeConditionType(h.Type)).Status == h.UnhealthyStatus {
+			return true
+		}
+	}
+	return false
 }
 
 // upgradeJobsByNode are SUC's Jobs by the node they upgrade. It stands in
