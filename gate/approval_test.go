@@ -56,11 +56,11 @@ func TestRecordApproval(t *testing.T) {
 		{name: "RecordNotApproved: an alias of bob does not admit bob himself", mutate: func(s *scenario) {
 			s.cfg.ApproverAliases = map[string]string{"bob": "bob@corp.example"}
 		}, want: []Code{CodeRecordNotApproved}, says: "bob@corp.example"},
-		{name: "SelfApproved: the attested author applies the Plan", mutate: func(s *scenario) { s.req.User.Name = recordAuthor },
+		{name: "SelfApproved: the attested author applies the Plan", mutate: func(s *scenario) { s.writer(recordAuthor) },
 			want: []Code{CodeSelfApproved}, says: `"carol" wrote record`},
-		{name: "SelfApproved: the attested approver applies the Plan", mutate: func(s *scenario) { s.req.User.Name = "bob" },
+		{name: "SelfApproved: the attested approver applies the Plan", mutate: func(s *scenario) { s.writer("bob") },
 			want: []Code{CodeSelfApproved}, says: `"bob" approved record`},
-		{name: "a requester spelled like the approver in another case is someone else", mutate: func(s *scenario) { s.req.User.Name = "Bob" }},
+		{name: "a requester spelled like the approver in another case is someone else", mutate: func(s *scenario) { s.writer("Bob") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

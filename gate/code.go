@@ -51,6 +51,10 @@ const (
 	// CodeRolloutHalted: a failure halted the hardware's rollout (halt.go).
 	CodeRolloutHalted     Code = "RolloutHalted"
 	CodeRequesterMismatch Code = "RequesterMismatch"
+	// CodeRequesterMissing: a GPU Plan CREATE, or an UPDATE that changes its
+	// spec (a new rollout) or drops the annotation, without
+	// gpu-upgrade-gate.io/requested-by (config requireRequester).
+	CodeRequesterMissing Code = "RequesterMissing"
 )
 
 // Node codes.

@@ -88,6 +88,10 @@ type Config struct {
 	Exemptions   []Exemption `json:"exemptions,omitempty"`
 	// BreakGlassGroup may use the break-glass annotation; empty disables it.
 	BreakGlassGroup string `json:"breakGlassGroup,omitempty"`
+	// RequireRequester: a GPU Plan's CREATE, and an UPDATE that starts a
+	// new rollout, must carry gpu-upgrade-gate.io/requested-by
+	// (rule_requester.go).
+	RequireRequester bool `json:"requireRequester"`
 
 	// GPUOperatorCSV is the name of the GPU Operator's OLM
 	// ClusterServiceVersions before ".v<version>": approving an InstallPlan
@@ -126,6 +130,7 @@ func DefaultConfig() *Config {
 		DCGMExporter:      WorkloadRef{Namespace: "gpu-operator", Name: "nvidia-dcgm-exporter", Container: "nvidia-dcgm-exporter"},
 		Exemptions:        DefaultExemptions("gpu-operator", "node-feature-discovery"),
 		BreakGlassGroup:   "gpu-upgrade-gate:break-glass",
+		RequireRequester:  true,
 		GPURuntimeClasses: []string{"nvidia"},
 
 		GPUOperatorCSV: "gpu-operator-certified",

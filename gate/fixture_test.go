@@ -104,7 +104,7 @@ func canaryPlan(nodes ...string) *upgradev1.Plan {
 	return &upgradev1.Plan{
 		TypeMeta: metav1.TypeMeta{APIVersion: "upgrade.cattle.io/v1", Kind: "Plan"},
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu-v100-canary", Namespace: "system-upgrade",
-			Annotations: map[string]string{AnnotationQualification: "v100-r580"}},
+			Annotations: map[string]string{AnnotationQualification: "v100-r580", AnnotationRequestedBy: "alice"}},
 		Spec: upgradev1.PlanSpec{
 			Concurrency: 1, Cordon: true, Version: "v1.36.1+rke2r1",
 			ServiceAccountName: "system-upgrade",
@@ -156,6 +156,12 @@ func (s *scenario) node(name string) *corev1.Node {
 		}
 	}
 	panic("no node " + name)
+}
+
+// writer makes user the Plan's writer, named by its requested-by.
+func (s *scenario) writer(user string) {
+	s.req.User.Name = user
+	s.req.Plan.Annotations[AnnotationRequestedBy] = user
 }
 
 func (s *scenario) decide() Decision {

@@ -52,6 +52,12 @@ func TestDetectHalts(t *testing.T) {
 		{name: "no validator Pod within the recovery timeout", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
 		}, want: "no validator Pod (app=nvidia-operator-validator) on the node since 2026-11-21T10:00:00Z, not back within 1h0m0s", at: testNow.Add(-time.Hour)},
+		{name: "at the target without a Job, cordoned 2h ago, no validator Pod", mutate: func(_ *scenario, n *corev1.Node) {
+			setTuple(n, tupleTarget)
+			n.Spec.Unschedulable = true
+			added := metav1.NewTime(testNow.Add(-2 * time.Hour))
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
+		}, want: "no validator Pod (app=nvidia-operator-validator) on the node since 2026-11-21T10:00:00Z, not back within 1h0m0s", at: testNow.Add(-time.Hour)},
 		{name: "validator switched off: its absence halts nothing", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cfg.Proof.Off = []ProofRequirement{ProofValidator}
 			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}

@@ -297,7 +297,10 @@ func TestRequesterMismatch(t *testing.T) {
 		mutate func(s *scenario)
 		want   bool
 	}{
-		{name: "absent", mutate: func(*scenario) {}},
+		{name: "absent, not required", mutate: func(s *scenario) {
+			s.cfg.RequireRequester = false
+			delete(s.req.Plan.Annotations, AnnotationRequestedBy)
+		}},
 		{name: "the writer", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "alice" }},
 		{name: "someone else", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "bob" }, want: true},
 		{name: "unchanged on an update that keeps the spec", mutate: func(s *scenario) {
@@ -321,6 +324,69 @@ func TestRequesterMismatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequesterMissing (requireRequester, the default): a GPU Plan's
+// CREATE, and an UPDATE that changes its spec or drops the annotation, must
+// carry requested-by; an existing Plan without it that an edit leaves as it
+// is keeps working, and so does a Plan with no GPU node.
+func TestRequesterMissing(t *testing.T) {
+	absent := func(s *scenario) { delete(s.req.Plan.Annotations, AnnotationRequestedBy) }
+	update := func(s *scenario, mod func(old *upgradev1.Plan)) {
+		s.req.Operation, s.req.OldPlan = "UPDATE", s.req.Plan.DeepCopy()
+		mod(s.req.OldPlan)
+	}
+	cases := []struct {
+		name   string
+		mutate func(s *scenario)
+		want   string // "" = not RequesterMissing
+	}{
+		{name: "a CREATE without it", mutate: absent,
+			want: `[RequesterMissing] a GPU Plan is created without annotation gpu-upgrade-gate.io/requested-by, which names who asked for the rollout (a halt of it may not be cleared by them); add it with your username: metadata.annotations: {gpu-upgrade-gate.io/requested-by: "alice"}`},
+		{name: "a CREATE with it", mutate: func(*scenario) {}},
+		{name: "a CREATE without it, not required", mutate: func(s *scenario) { absent(s); s.cfg.RequireRequester = false }},
+		{name: "a CREATE without it that selects no GPU node", mutate: func(s *scenario) {
+			absent(s)
+			s.req.Plan.Spec.NodeSelector.MatchExpressions[0].Values = []string{"cpu-01"}
+		}},
+		{name: "an UPDATE that changes the spec, without it", mutate: func(s *scenario) {
+			absent(s)
+			update(s, func(old *upgradev1.Plan) { old.Spec.Version = "v1.36.0+rke2r1" })
+		}, want: "[RequesterMissing] this update changes the GPU Plan's spec (a new rollout) without annotation gpu-upgrade-gate.io/requested-by, which names"},
+		{name: "an UPDATE that drops it", mutate: func(s *scenario) {
+			update(s, func(*upgradev1.Plan) {})
+			absent(s)
+		}, want: "[RequesterMissing] this update removes annotation gpu-upgrade-gate.io/requested-by, which names"},
+		{name: "an existing Plan without it, relabelled: keeps working", mutate: func(s *scenario) {
+			absent(s)
+			update(s, func(old *upgradev1.Plan) { old.Labels = map[string]string{"team": "ml"} })
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			if tc.want == "" {
+				assert.NotContains(t, d.Codes(), CodeRequesterMissing, d.Message())
+				return
+			}
+			assert.Contains(t, d.Codes(), CodeRequesterMissing)
+			assert.Contains(t, d.Message(), tc.want)
+			assert.False(t, d.Allowed)
+		})
+	}
+	t.Run("config: requireRequester", func(t *testing.T) {
+		cfg, err := LoadConfig([]byte("requireRequester: false\n"))
+		require.NoError(t, err)
+		assert.False(t, cfg.RequireRequester)
+		cfg, err = LoadConfig([]byte("waveSize: 1\n"))
+		require.NoError(t, err)
+		assert.True(t, cfg.RequireRequester, "the default")
+		_, err = LoadConfig([]byte("requireRequester: sometimes\n"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "config: requireRequester: ")
+	})
 }
 
 // TestInventoryShowsHalts: the nodes of halted hardware name the halt; a

@@ -50,7 +50,7 @@ func TestPlanRules(t *testing.T) {
 		{name: "SelectorInvalid: unknown operator", mutate: func(s *scenario) {
 			s.req.Plan.Spec.NodeSelector.MatchExpressions[0].Operator = "Near"
 		}, want: []Code{CodeSelectorInvalid}},
-		{name: "RecordMissing: no annotation", mutate: func(s *scenario) { s.req.Plan.Annotations = nil }, want: []Code{CodeRecordMissing}},
+		{name: "RecordMissing: no annotation", mutate: func(s *scenario) { delete(s.req.Plan.Annotations, AnnotationQualification) }, want: []Code{CodeRecordMissing}},
 		{name: "RecordMissing: no such ConfigMap", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationQualification] = "v100-r999" }, want: []Code{CodeRecordMissing}},
 		{name: "RecordInvalid: does not load", mutate: func(s *scenario) {
 			s.cluster.Records["v100-r580"] = RecordEntry{Err: errors.New(`canary.allocationPassed: "yes" is not a boolean`)}
@@ -66,7 +66,7 @@ func TestPlanRules(t *testing.T) {
 		{name: "evidence exactly 720h old is allowed", mutate: func(s *scenario) { s.req.Now = completedAt.Add(720 * time.Hour) }},
 		{name: "EvidenceFromFuture: 5m1s ahead", mutate: func(s *scenario) { s.req.Now = completedAt.Add(-5*time.Minute - time.Second) }, want: []Code{CodeEvidenceFromFuture}},
 		{name: "evidence 5m ahead is allowed (clock skew)", mutate: func(s *scenario) { s.req.Now = completedAt.Add(-5 * time.Minute) }},
-		{name: "SelfApproved: approver applies the Plan", mutate: func(s *scenario) { s.req.User.Name = "bob" }, want: []Code{CodeSelfApproved}},
+		{name: "SelfApproved: approver applies the Plan", mutate: func(s *scenario) { s.writer("bob") }, want: []Code{CodeSelfApproved}},
 		{name: "HardwareUnknown: no subsystem-qualified label", mutate: func(s *scenario) {
 			delete(s.node("gpu-v100-01").Labels, "feature.node.kubernetes.io/pci-10de_1db6_10de_124a.present")
 		}, want: []Code{CodeHardwareUnknown}},
@@ -176,7 +176,7 @@ func TestPlanRules(t *testing.T) {
 			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02", "cpu-01")
 			s.req.Plan.Spec.Concurrency = 4
 			s.req.Plan.Spec.Cordon = false
-			s.req.User.Name = "bob"
+			s.writer("bob")
 		}, want: []Code{CodeMixedPlan, CodeConcurrencyNotSerial, CodeCordonRequired, CodeSelfApproved, CodeMultipleCanaries}},
 	}
 	for _, tc := range cases {

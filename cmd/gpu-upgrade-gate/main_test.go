@@ -117,7 +117,7 @@ func TestGolden(t *testing.T) {
 		{"check-self-approved", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "m.novak"), 1},
 		{"check-self-written", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "r.chen"), 1},
 		// Usernames compare exactly, as the API server authenticated them.
-		{"check-other-user-in-another-case", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "M.Novak"), 0},
+		{"check-other-user-in-another-case", flagValue(checkArgs("testdata/plans/canary-by-M.Novak.yaml"), "--user", "M.Novak"), 0},
 		{"check-stale", swap(checkArgs(ex+"plans/gpu-v100-canary.yaml"), now, "--now=2026-12-21T12:00:00Z"), 1},
 		{"check-expiring", swap(checkArgs(ex+"plans/gpu-v100-canary.yaml"), now, "--now=2026-12-18T12:00:00Z"), 0},
 		{"check-records-dir", checkArgs(ex+"plans/gpu-v100-canary.yaml", "--records", ex+"records"), 0},

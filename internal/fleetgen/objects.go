@@ -116,7 +116,7 @@ func rke2Plan(name string, version string, sel ...metav1.LabelSelectorRequiremen
 // GPUPlan is a serialized, cordoning RKE2 Plan for GPU nodes under record.
 func GPUPlan(name, record string, sel ...metav1.LabelSelectorRequirement) *upgradev1.Plan {
 	p := rke2Plan(name, Target.RKE2, sel...)
-	p.Annotations = map[string]string{gate.AnnotationQualification: record}
+	p.Annotations = map[string]string{gate.AnnotationQualification: record, gate.AnnotationRequestedBy: Requester.Username}
 	p.Spec.Tolerations = gpuToleration
 	p.Spec.Prepare = &upgradev1.ContainerSpec{Image: rke2Image, Args: []string{"prepare", "rke2-server"}}
 	return p

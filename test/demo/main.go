@@ -495,14 +495,15 @@ func (d *demo) sequence() {
 	if d.ctx.Err() != nil {
 		return
 	}
-	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedByAlice)
+	byBob := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedBy("bob"))
 	d.runStep(stepSpec{
 		title:  "bob applies the canary Plan for gpu-v100-01 under the record he approved himself",
 		why:    "two-person rule: whoever wrote or approved the evidence (as the record webhook attested it) may not also roll it out.",
-		file:   canary,
+		file:   byBob,
 		expect: denied(webhook.WebhookPlans, gate.CodeSelfApproved),
-		do:     func() result { return d.apply(bob, canary, false) },
+		do:     func() result { return d.apply(bob, byBob, false) },
 	})
+	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
 	d.runStep(stepSpec{
 		title:  "alice applies the same canary Plan",
 		why:    "one idle V100 node at the record's source tuple, pinned to the qualified version, serial, cordoned: this is the safe upgrade, and it goes through.",
@@ -912,7 +913,7 @@ func (d *demo) approvalSteps(rec *corev1.ConfigMap) {
 		do:     func() result { return approve(alice, bob.name) },
 	})
 	d.waitCaches()
-	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedByAlice)
+	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
 	d.runStep(stepSpec{
 		title:  "alice dry-runs the canary Plan before anyone approved the record",
 		why:    "a record qualifies a Plan only with an attested approval; the denial gives the command that approves it.",
@@ -1077,12 +1078,13 @@ func resourceName(obj *unstructured.Unstructured) string {
 // Manifests
 
 // plan writes a GPU Plan manifest: pinned to the record's RKE2 version,
-// serial, cordoned, annotated with the record; mod varies it.
+// serial, cordoned, annotated with the record and with alice, who applies
+// the demo's Plans, as its requester (requireRequester); mod varies it.
 func (d *demo) plan(name string, sel *metav1.LabelSelector, mod func(*upgradev1.Plan)) string {
 	pl := &upgradev1.Plan{
 		TypeMeta: metav1.TypeMeta{APIVersion: upgradev1.SchemeGroupVersion.String(), Kind: "Plan"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sucNamespace,
-			Annotations: map[string]string{gate.AnnotationQualification: recordName}},
+			Annotations: map[string]string{gate.AnnotationQualification: recordName, gate.AnnotationRequestedBy: "alice"}},
 		Spec: upgradev1.PlanSpec{
 			Concurrency: 1, Cordon: true, NodeSelector: sel, ServiceAccountName: "system-upgrade",
 			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"}, Version: testenv.Target.RKE2,
@@ -1389,6 +1391,7 @@ func orDash(s string) string {
 	return s
 }
 
-// requestedByAlice attests alice as the canary's requester: a halt of that
-// rollout names her (docs/proof.md#halts).
-func requestedByAlice(pl *upgradev1.Plan) { pl.Annotations[gate.AnnotationRequestedBy] = "alice" }
+// requestedBy names user as the Plan's requester, as user writes it.
+func requestedBy(user string) func(*upgradev1.Plan) {
+	return func(pl *upgradev1.Plan) { pl.Annotations[gate.AnnotationRequestedBy] = user }
+}

@@ -63,15 +63,18 @@ func TestApprovalAttested(t *testing.T) {
 	requireDenied(t, carol.Create(ctx, prefilled, client.DryRunAll), gate.CodeAttestationForged)
 
 	require.NoError(t, carol.Create(ctx, cm.DeepCopy()), "carol writes the record as its author")
-	notApproved := func(c client.Client) error {
-		return c.Create(ctx, plan("attested-canary", name, "gpu-v100-01"), client.DryRunAll)
+	// by is the writer, named by the Plan's requested-by.
+	notApproved := func(c client.Client, by string) error {
+		p := plan("attested-canary", name, "gpu-v100-01")
+		p.Annotations[gate.AnnotationRequestedBy] = by
+		return c.Create(ctx, p, client.DryRunAll)
 	}
 	require.Eventually(t, func() bool {
-		err := notApproved(alice)
+		err := notApproved(alice, "alice")
 		return err != nil && strings.Contains(err.Error(), string(gate.CodeRecordNotApproved))
 	},
 		10*time.Second, 100*time.Millisecond, "the caches see the record")
-	err = notApproved(alice)
+	err = notApproved(alice, "alice")
 	requireDenied(t, err, gate.CodeRecordNotApproved)
 	assert.Contains(t, err.Error(), "kubectl annotate configmap -n "+env.Config.Namespace+" "+name+" gpu-upgrade-gate.io/approved-by=bob gpu-upgrade-gate.io/approved-sha256="+sha+" --overwrite")
 
@@ -101,9 +104,9 @@ func TestApprovalAttested(t *testing.T) {
 	})
 
 	require.NoError(t, testenv.Approve(ctx, bob, cm, "bob"), "bob approves carol's data")
-	require.Eventually(t, func() bool { return notApproved(alice) == nil }, 10*time.Second, 100*time.Millisecond, "alice applies under bob's approval")
-	requireDenied(t, notApproved(carol), gate.CodeSelfApproved)
-	requireDenied(t, notApproved(bob), gate.CodeSelfApproved)
+	require.Eventually(t, func() bool { return notApproved(alice, "alice") == nil }, 10*time.Second, 100*time.Millisecond, "alice applies under bob's approval")
+	requireDenied(t, notApproved(carol, testenv.RecordAuthor), gate.CodeSelfApproved)
+	requireDenied(t, notApproved(bob, "bob"), gate.CodeSelfApproved)
 
 	// A change of the data withdraws the approval.
 	var stored corev1.ConfigMap
@@ -112,8 +115,8 @@ func TestApprovalAttested(t *testing.T) {
 	carolWarnings.Take()
 	require.NoError(t, carol.Update(ctx, &stored), "the author edits the data")
 	assert.Contains(t, strings.Join(carolWarnings.Take(), "\n"), `withdraws the approval by "bob"`)
-	require.Eventually(t, func() bool { err := notApproved(alice); return err != nil }, 10*time.Second, 100*time.Millisecond)
-	requireDenied(t, notApproved(alice), gate.CodeRecordNotApproved)
+	require.Eventually(t, func() bool { err := notApproved(alice, "alice"); return err != nil }, 10*time.Second, 100*time.Millisecond)
+	requireDenied(t, notApproved(alice, "alice"), gate.CodeRecordNotApproved)
 
 	// Label removed, data and approval written unwatched, label re-added:
 	// judged as a create, so the pre-filled approval is refused.

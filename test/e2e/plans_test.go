@@ -40,16 +40,19 @@ func openWindow() *upgradev1.TimeWindowSpec {
 	return &upgradev1.TimeWindowSpec{Days: upgradev1.AllDays(), StartTime: "00:00", EndTime: "23:59:59", TimeZone: "UTC"}
 }
 
+// plan is a GPU Plan as alice, who writes most of the tests' Plans, writes
+// it (requested-by alice: requireRequester); a record "" leaves the record
+// annotation out.
 func plan(name, record string, nodes ...string) *upgradev1.Plan {
 	p := &upgradev1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "system-upgrade", Annotations: map[string]string{gate.AnnotationQualification: record}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "system-upgrade", Annotations: map[string]string{gate.AnnotationQualification: record, gate.AnnotationRequestedBy: "alice"}},
 		Spec: upgradev1.PlanSpec{Concurrency: 1, Cordon: true, Version: testenv.Target.RKE2, ServiceAccountName: "system-upgrade",
 			Upgrade: &upgradev1.ContainerSpec{Image: "rancher/rke2-upgrade"}, Window: openWindow(),
 			NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/hostname", Operator: metav1.LabelSelectorOpIn, Values: nodes}}}},
 	}
 	if record == "" {
-		p.Annotations = nil
+		delete(p.Annotations, gate.AnnotationQualification)
 	}
 	return p
 }
@@ -128,6 +131,7 @@ func TestPlanReasonCodes(t *testing.T) {
 				user = "alice"
 			}
 			c, _ := as(t, user)
+			tc.p.Annotations[gate.AnnotationRequestedBy] = user
 			if tc.mod != nil {
 				tc.mod(tc.p)
 			}
@@ -170,6 +174,7 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
 	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
+	gate.CodeRequesterMismatch, gate.CodeRequesterMissing,
 	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged,
 	gate.CodeRolloutInFlight, gate.CodeDisruptionBudgetExceeded, gate.CodeWindowInvalid, gate.CodeOutsideWindow}
 

@@ -80,14 +80,19 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	// The Job fails (played: no Job controller runs here).
 	eventually(t, 60*time.Second, "SUC starts halt-fwd's Job on halt-v100-a", func() bool { return running(jobFor(t, "halt-fwd", "halt-v100-a")) })
 	failed := jobFor(t, "halt-fwd", "halt-v100-a")
+	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
+	next.Annotations[gate.AnnotationRequestedBy] = "dave"
 	require.NoError(t, env.FinishJob(ctx, failed, false))
+	haltLatency(t, time.Now(), time.Second, func() bool {
+		err := dave.Create(ctx, next.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "[RolloutHalted]")
+	}, func() bool { _, ok := haltRecord(t).Halts[key]; return ok })
 	eventually(t, 30*time.Second, "the halt loop records the halt", func() bool { _, ok := haltRecord(t).Halts[key]; return ok })
 	h := haltRecord(t).Halts[key]
 	assert.Equal(t, "halt-v100-a", h.Node)
 	assert.Equal(t, "alice", h.RequestedBy)
 	assert.Contains(t, h.Signal, "SUC Job system-upgrade/"+failed.Name+" failed (BackoffLimitExceeded)")
 
-	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
 	refused := func(t *testing.T, what string) {
 		t.Helper()
 		err := dave.Create(ctx, next.DeepCopy(), client.DryRunAll)
@@ -98,6 +103,15 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 		// budget hold it too); the halt outlives it, below.
 	}
 	refused(t, "the next Plan of the halted hardware")
+	// Break glass does not override the halt (docs/install.md).
+	erin, _ := as(t, "erin", env.Config.BreakGlassGroup)
+	bg := next.DeepCopy()
+	bg.Annotations[gate.AnnotationRequestedBy] = "erin"
+	bg.Annotations[gate.AnnotationBreakGlass] = "INC-4712 push the driver fix through"
+	err = erin.Create(ctx, bg, client.DryRunAll)
+	require.Error(t, err, "break glass on the halted hardware")
+	assert.Contains(t, err.Error(), "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted")
+	assert.Contains(t, err.Error(), "(break glass does not override a halt)")
 	ev, err := env.CP.WaitAuditEvent(ctx, func(e controlplane.AuditEvent) bool {
 		return e.ObjectRef != nil && e.ObjectRef.Name == "halt-next" && e.Stage == "ResponseComplete" && e.Annotations[webhook.WebhookPlans+"/decision"] == "deny"
 	})
