@@ -45,7 +45,9 @@ func TestCompletionShortOfDestination(t *testing.T) {
 			for _, x := range []*corev1.Node{old, n} {
 				x.Status.NodeInfo.KubeletVersion = tupleTarget.RKE2
 			}
-		}, want: []Code{CodeUncordonBeforeProof}, msg: []string{"kernel 6.8.0-134-generic", "driver 580.126.20"}, not: "rke2 v1"},
+		}, want: []Code{CodeUncordonBeforeProof, CodeRolloutHalted}, msg: []string{"kernel 6.8.0-134-generic", "driver 580.126.20",
+			// The half-applied tuple is a halt signal, counted as soon as it is seen.
+			"[RolloutHalted] node gpu-v100-01 failed its upgrade (tuple half applied"}, not: "(status.nodeInfo.kubeletVersion)"},
 		{name: "the facts moved, not proven yet: the proof decides", mutate: func(_ *scenario, old, n *corev1.Node) {
 			setTuple(old, tupleTarget)
 			setTuple(n, tupleTarget)
@@ -146,7 +148,7 @@ func TestPreviousNodeShortOfDestination(t *testing.T) {
 		}},
 		{name: "its Job failed: the halt path, not this rule", mutate: func(_ *scenario, j *batchv1.Job) {
 			j.Status.Conditions[0].Type = batchv1.JobFailed
-		}},
+		}, want: []Code{CodeRolloutHalted}, msg: "node gpu-v100-02: SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-02 failed (<none>) (seen 2026-11-21T11:59:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1; seen now, being recorded)"},
 		{name: "its Job still runs: the budget's business, not this rule", mutate: func(_ *scenario, j *batchv1.Job) {
 			j.Status.Conditions = nil
 		}},
