@@ -208,12 +208,17 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 	// Mid-upgrade (its Job running, or cordoned before its Job) a node
 	// passes through tuples in between; only one its upgrade left there is
 	// half applied.
+	// Right after its Job completed, the kubelet's, NFD's and GFD's reports
+	// lag (SUC's completion waits for them): a half-applied tuple counts
+	// only once the recovery timeout has passed since the upgrade moved.
 	upgrading := (job != nil && jobCompletion(job).IsZero()) || (job == nil && n.Spec.Unschedulable)
-	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) && !upgrading {
+	start := upgradeStart(job, n)
+	settling := !start.IsZero() && now.Sub(start) < cfg.Halts.RecoveryTimeout.Duration
+	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) && !upgrading && !settling {
 		return fmt.Sprintf("tuple half applied: neither the record's source nor its target (%s)", strings.Join(tupleDiff(cur, rec.Target, false), ", ")), now
 	}
 	if job != nil || SameTuple(cur, rec.Target) {
-		return cfg.notBack(cl, n, upgradeStart(job, n), now)
+		return cfg.notBack(cl, n, start, now)
 	}
 	return "", time.Time{}
 }

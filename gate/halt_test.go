@@ -80,6 +80,19 @@ func TestDetectHalts(t *testing.T) {
 			j.Status.Conditions = nil
 			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{j}
 		}},
+		{name: "half applied just after its Job completed: no halt yet (the facts may lag)", mutate: func(s *scenario, n *corev1.Node) {
+			half := tupleSource
+			half.Kernel = tupleTarget.Kernel
+			setTuple(n, half)
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-time.Minute))}
+			s.cluster.Proof.Validators = []*corev1.Pod{validatorPod("gpu-v100-01", corev1.ConditionTrue, testNow.Add(-time.Minute))}
+		}},
+		{name: "half applied a recovery timeout after its Job completed", mutate: func(s *scenario, n *corev1.Node) {
+			half := tupleSource
+			half.Kernel = tupleTarget.Kernel
+			setTuple(n, half)
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+		}, want: "tuple half applied: neither the record's source nor its target (rke2 v1.35.3+rke2r3 (want v1.36.1+rke2r1), driver 580.126.20 (want 580.130.00))", at: testNow},
 		{name: "a rollback Plan never halts", mutate: func(s *scenario, n *corev1.Node) {
 			n.Labels[LabelDriverUpgradeState] = "upgrade-failed"
 			s.req.Plan.Annotations[AnnotationRollback] = "true"
