@@ -48,6 +48,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/loadgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
@@ -110,7 +111,7 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 	e.res.Admission = a
 	plan := func(ns string) func(ctx context.Context, i int) (time.Duration, error) {
 		return func(ctx context.Context, i int) (time.Duration, error) {
-			p := fleetgen.HostnamePlan(fmt.Sprintf("adm-%d", i), fleetgen.RecordName("v100"), node)
+			p := byAdmin(fleetgen.HostnamePlan(fmt.Sprintf("adm-%d", i), fleetgen.RecordName("v100"), node))
 			p.Namespace = ns
 			start := time.Now()
 			if err := e.admin.Create(ctx, p); err != nil {
@@ -696,4 +697,11 @@ func watchConnections(port int) func() int {
 		defer mu.Unlock()
 		return len(seen)
 	}
+}
+
+// byAdmin: the phase writes its Plans as the control plane's admin, so they
+// name admin as their requester (requested-by must be the writer).
+func byAdmin(p *upgradev1.Plan) *upgradev1.Plan {
+	p.Annotations[gate.AnnotationRequestedBy] = "admin"
+	return p
 }
