@@ -185,6 +185,15 @@ func (cl *Cluster) indexedCluster(cfg *Config) *Cluster {
 	return &view
 }
 
+// withNodes is cl with ns written over its nodes (added where new), for a
+// review that judges the fleet as those writes leave it.
+func (cl *Cluster) withNodes(cfg *Config, ns ...*corev1.Node) *Cluster {
+	view := *cl
+	view.Index = cl.nodeIndex(cfg).WithNodes(ns...)
+	view.Nodes = view.Index.nodes
+	return &view
+}
+
 // isGPU is cfg.IsGPUNode of the i-th node, worked out once.
 func (x *NodeIndex) isGPU(cfg *Config, i int32) bool {
 	m, j := x.slot(i)

@@ -64,10 +64,8 @@ func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	}
 	strict := *cfg
 	strict.Exemptions = nil
-	live := *cl
-	live.Index = cl.nodeIndex(cfg).WithNode(req.Node)
-	live.Nodes = live.Index.nodes
-	s.review = PrepareNodeStep(&strict, &live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
+	live := cl.withNodes(cfg, req.Node)
+	s.review = PrepareNodeStep(&strict, live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
 	s.review.object, s.review.sucStep = req.Object, true
 	return s
 }

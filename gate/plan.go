@@ -220,7 +220,7 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.proofRule(&f, &d)
 	r.rolloutRules(&f, &d)
 	if r.sucStep {
-		r.sucWindowRule(&f)
+		r.cfg.outsideWindowRule(&f, windowSUC, r.req.Now, r.only, pathWindow)
 	}
 	r.haltRule(&f, &d)
 	r.requesterRule(&f)

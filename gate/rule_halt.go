@@ -24,7 +24,7 @@ func (r *PlanReview) haltRule(f *findings, d *Decision) {
 		hws = append(hws, r.record.NormalizedHardware())
 	}
 	for _, nf := range r.pending {
-		hws = append(hws, nf.Identities)
+		hws = appendIdentitySet(hws, nf.Identities)
 	}
 	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathRecord, f, d)
 }
@@ -37,9 +37,19 @@ func (r *DriverReview) haltRule(f *findings, d *Decision) {
 	}
 	var hws [][]string
 	for _, nf := range r.pending {
-		hws = append(hws, nf.Identities)
+		hws = appendIdentitySet(hws, nf.Identities)
 	}
 	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathDriverRecords, f, d)
+}
+
+// appendIdentitySet appends hw unless hws holds it already: the pending
+// nodes of a wide Plan share a few identity sets, and each set's halt key
+// is built once.
+func appendIdentitySet(hws [][]string, hw []string) [][]string {
+	if slices.ContainsFunc(hws, func(h []string) bool { return slices.Equal(h, hw) }) {
+		return hws
+	}
+	return append(hws, hw)
 }
 
 // haltsHold adds a RolloutHalted blocker per halted hardware among hws
@@ -288,7 +298,7 @@ func haltKeys(r *HaltRecord) string {
 
 // clearHint says how a halt is cleared.
 func (c *Config) clearHint(h Halt) string {
-	who := "someone other than the rollout's requester"
+	var who string
 	if h.RequestedBy != "" {
 		who = "someone other than " + h.RequestedBy
 	} else {

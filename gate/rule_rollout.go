@@ -136,16 +136,23 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	if len(r.pending) == 0 || r.req.Change.Operation == OpDelete {
 		return
 	}
-	fs := r.cfg.scanFleet(r.cl)
+	// The step is judged on the fleet as its live reads see it (the
+	// in-flight nodes and the node itself written over the cache); the
+	// request on the cache.
+	cl := r.cl
+	if st := r.step; st != nil {
+		cl = r.cl.withNodes(r.cfg, append(slices.Clone(st.InFlight), st.Node)...)
+	}
+	fs := r.cfg.scanFleet(cl)
 	if r.step == nil && !r.rollback {
-		r.cfg.rolloutRule(f, r.cl, fs, nil)
+		r.cfg.rolloutRule(f, cl, fs, nil)
 	}
 	if r.operatorUpgrade() || r.rollback && r.step == nil {
 		// A rollback is the way out of a failed rollout; its per-node
 		// steps still hold the window and the budget.
 		return
 	}
-	path, node, cl := r.req.Change.DriverPath, "", r.cl
+	path, node := r.req.Change.DriverPath, ""
 	if path == nil {
 		path = pathObjectName
 	}
@@ -153,13 +160,9 @@ func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
 	if st := r.step; st != nil {
 		path, node = pathDriverState, st.Node.Name
 		bc.own, bc.view.driverStep = []string{node}, true
-		view := *r.cl
-		view.Index = r.cl.nodeIndex(r.cfg).WithNodes(append(slices.Clone(st.InFlight), st.Node)...)
-		view.Nodes = view.Index.nodes
-		cl, fs = &view, r.cfg.scanFleet(&view)
 	}
 	bc.node, bc.path = node, path
-	r.cfg.outsideWindowRule(f, r.req.Now, node, path)
+	r.cfg.outsideWindowRule(f, windowDriver, r.req.Now, node, path)
 	r.cfg.budgetRule(f, cl, fs, r.req.Now, d, bc)
 }
 

@@ -58,21 +58,14 @@ func (r *PlanReview) windowRule(f *findings) {
 	}
 }
 
-// outsideWindowRule (review-level, driver path and its per-node step): the
-// reload starts inside a configured maintenance window.
-func (c *Config) outsideWindowRule(f *findings, now time.Time, node string, path *field.Path) {
+// outsideWindowRule (review-level: the driver path and its per-node step,
+// and SUC's start of a GPU node's Job): the step starts inside a configured
+// maintenance window. SUC holds a Plan to its own spec.window only, which
+// may be wider than the configured windows (24/7), so its starts are held
+// to them too.
+func (c *Config) outsideWindowRule(f *findings, step windowStep, now time.Time, node string, path *field.Path) {
 	if nextIdx, next, open := c.Windows.next(now); !open {
-		f.add(outsideWindow(windowDriver, node, path, now, c.Windows.Maintenance, nextIdx, next))
-	}
-}
-
-// sucWindowRule (review-level, SUC's start of a GPU node's Job): SUC holds
-// a Plan to its own spec.window only, which may be wider than the
-// configured windows (24/7), so the start of the node's upgrade is held to
-// the configured windows too.
-func (r *PlanReview) sucWindowRule(f *findings) {
-	if nextIdx, next, open := r.cfg.Windows.next(r.req.Now); !open {
-		f.add(outsideWindow(windowSUC, r.only, pathWindow, r.req.Now, r.cfg.Windows.Maintenance, nextIdx, next))
+		f.add(outsideWindow(step, node, path, now, c.Windows.Maintenance, nextIdx, next))
 	}
 }
 
