@@ -193,3 +193,38 @@ func BenchmarkNextSnapshot(b *testing.B) {
 	}
 	cpu.Stop()
 }
+
+// BenchmarkSUCStep is the per-node guard's engine work for SUC's Job start
+// (PrepareSUCStep + Decide): the Plan's rules on one node, the Node as read
+// live in place of the cache's copy; the holders are given.
+func BenchmarkSUCStep(b *testing.B) {
+	f := benchFleet()
+	cl := f.Cluster(nil)
+	cases := []struct {
+		name, plan string
+		node       *corev1.Node
+	}{
+		// The V100 canary Plan's node (a GPU node: every rule).
+		{"canary", "gpu-v100-canary-zone-a", f.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0]},
+		// An RKE2 agent Plan's CPU node: not the gate's business.
+		{"rke2-agent-cpu", "rke2-agent-cpu-pool-1", f.Node("cpu-0001")},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			req := gate.SUCStepRequest{Object: "Job system-upgrade/apply-" + tc.plan, Plan: planByName(b, f, tc.plan), Node: tc.node.DeepCopy(),
+				User: gate.UserInfo{Name: "system:serviceaccount:system-upgrade:system-upgrade"}, Now: benchDay.Add(time.Hour)}
+			st := gate.PrepareSUCStep(f.Config, cl, req)
+			holders := f.Holders(st.HolderNodes())
+			if d := st.Decide(holders, nil); !d.Allowed {
+				b.Fatalf("%s: denied: %s", tc.name, d.Message())
+			}
+			b.ReportAllocs()
+			cpu := benchcpu.Start(b)
+			for b.Loop() {
+				st := gate.PrepareSUCStep(f.Config, cl, req)
+				_ = st.Decide(holders, nil)
+			}
+			cpu.Stop()
+		})
+	}
+}

@@ -123,11 +123,18 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 		}
 		var suspects []int32
 		idx.withTrue(identityLabels(hw), func(i int32) {
-			if !idx.isGPU(cfg, i) || !slices.Equal(idx.factsOf(cfg, i).Identities, hw) {
+			if !idx.isGPU(cfg, i) {
 				return
 			}
-			n, cur := idx.nodes[i], idx.factsOf(cfg, i).current(op, dcgm)
-			if slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return cfg.mayHalt(n, jobs[n.Name], cur, rec) }) {
+			facts := idx.factsOf(cfg, i)
+			if !slices.Equal(facts.Identities, hw) {
+				return
+			}
+			// A suspect: its Jobs, its own signals (worked out once per node
+			// object, the index keeps them: a label lookup and the health
+			// conditions were most of a quiet fleet's cost), its tuple.
+			cur := facts.current(op, dcgm)
+			if len(jobs[idx.nodes[i].Name]) > 0 || idx.mayHalt(cfg, i) || slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return tupleMayHalt(cur, rec) }) {
 				suspects = append(suspects, i)
 			}
 		})
@@ -152,16 +159,16 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 	return out
 }
 
-// mayHalt is false only for a node haltSignal finds nothing on under rec:
-// no SUC Job, no failed driver upgrade, no unhealthy GPU-health condition,
-// and on the record's source tuple (neither half applied nor at the target,
-// where Ready and the validator are awaited).
-func (c *Config) mayHalt(n *corev1.Node, nodeJobs []*batchv1.Job, cur qualification.Tuple, rec *qualification.Record) bool {
-	if len(nodeJobs) > 0 || n.Labels[LabelDriverUpgradeState] == "upgrade-failed" || rec.Source == nil {
-		return true
-	}
-	// Equal spellings first: SameTuple parses versions.
-	if atSource := cur == *rec.Source || SameTuple(cur, *rec.Source); !atSource || SameTuple(cur, rec.Target) {
+// A node may halt (detectHalts keeps it as a suspect) unless haltSignal
+// finds nothing on it under rec: no SUC Job, no failed driver upgrade, no
+// unhealthy GPU-health condition (nodeMayHalt), and on the record's source
+// tuple (tupleMayHalt: neither half applied nor at the target, where Ready
+// and the validator are awaited).
+
+// nodeMayHalt: the node's own signals, whatever the record: its driver
+// upgrade failed, or a GPU-health condition is unhealthy.
+func (c *Config) nodeMayHalt(n *corev1.Node) bool {
+	if n.Labels[LabelDriverUpgradeState] == "upgrade-failed" {
 		return true
 	}
 	for _, h := range c.Proof.HealthConditions {
@@ -170,6 +177,17 @@ func (c *Config) mayHalt(n *corev1.Node, nodeJobs []*batchv1.Job, cur qualificat
 		}
 	}
 	return false
+}
+
+// tupleMayHalt: the node is not on rec's source tuple, or already at its
+// target (or the record has no source).
+func tupleMayHalt(cur qualification.Tuple, rec *qualification.Record) bool {
+	if rec.Source == nil {
+		return true
+	}
+	// Equal spellings first: SameTuple parses versions.
+	atSource := cur == *rec.Source || SameTuple(cur, *rec.Source)
+	return !atSource || SameTuple(cur, rec.Target)
 }
 
 // upgradeJobsByNode are SUC's Jobs by the node they upgrade. It stands in

@@ -64,7 +64,10 @@ func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	}
 	strict := *cfg
 	strict.Exemptions = nil
-	live := cl.withNodes(cfg, req.Node)
+	live := cl // the cache holds this very version of the Node (holdsVersion)
+	if !cl.holdsVersion(cfg, req.Node) {
+		live = cl.withNodes(cfg, req.Node)
+	}
 	s.review = PrepareNodeStep(&strict, live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
 	s.review.object, s.review.sucStep = req.Object, true
 	return s

@@ -188,3 +188,41 @@ func TestStepFactsMissing(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSUCStepOnCachedVersion: when the Node read live is the very version
+// the cache holds (UID and resourceVersion), the step judges the cache's
+// copy without a view of the fleet with it swapped in; any other version
+// (a write the cache has not seen, a node re-created under the name) is
+// judged as read live. The Plan selects pool=late: the cache's copy says
+// pool=early, the live one pool=late and runs a holder, so judging the
+// cache's copy of another version would answer FactsMissing (not selected)
+// where the live node's answer is GPUHolders.
+func TestSUCStepOnCachedVersion(t *testing.T) {
+	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+	for _, tc := range []struct {
+		name     string
+		live     func(n *corev1.Node) // the live read, from a copy of the cache's
+		wantView bool
+		want     []Code // nil: allowed
+	}{
+		{"the cache's own version: no view", func(n *corev1.Node) {}, false, []Code{CodeFactsMissing}},
+		{"a newer version: judged as read live", func(n *corev1.Node) { n.ResourceVersion, n.Labels["pool"] = "6", "late" }, true, []Code{CodeGPUHolders}},
+		{"the node re-created under its name: judged as read live", func(n *corev1.Node) { n.UID, n.Labels["pool"] = "uid-new", "late" }, true, []Code{CodeGPUHolders}},
+		{"no resourceVersion: judged as read live", func(n *corev1.Node) { n.ResourceVersion, n.Labels["pool"] = "", "late" }, true, []Code{CodeGPUHolders}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeStep(t)
+			s.req.Plan.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "late"}}
+			cached := s.node
+			cached.UID, cached.ResourceVersion, cached.Labels["pool"] = "uid-1", "5", "early"
+			live := cached.DeepCopy()
+			tc.live(live)
+			s.holders["gpu-v100-01"] = holder
+			st := PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01", Plan: s.req.Plan, Node: live, User: s.req.User, Now: s.req.Now})
+			require.NotNil(t, st.review)
+			assert.Equal(t, tc.wantView, st.review.cl.Index.over != nil, "a view of the fleet with the live node")
+			d := st.Decide(s.holders, nil)
+			assert.Equal(t, tc.want, d.Codes(), d.Message())
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +25,12 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -103,6 +108,18 @@ func (c *fleetCache) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 		*o = *c.fleet.GPUOperator
 	case *appsv1.DaemonSet:
 		*o = *c.fleet.DCGMExporter
+	case *corev1.Node: // the store's copy, as a Get without deep copy
+		n, ok, _ := c.nodes.GetStore().GetByKey(key.Name)
+		if !ok {
+			return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
+		}
+		*o = *n.(*corev1.Node)
+	case *upgradev1.Plan:
+		i := slices.IndexFunc(c.plans, func(p upgradev1.Plan) bool { return p.Namespace == key.Namespace && p.Name == key.Name })
+		if i < 0 {
+			return apierrors.NewNotFound(upgradev1.Resource("plans"), key.Name)
+		}
+		*o = c.plans[i]
 	default:
 		return fmt.Errorf("fleetCache: no get of %T %s", obj, key)
 	}
@@ -126,6 +143,52 @@ func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...clien
 		}
 	}
 	return nil
+}
+
+// Get answers the per-node guard's live reads of the Node and the Plan with
+// a deep copy of the fleet's (a real client decodes a new object).
+func (p fleetPods) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		n := p.fleet.Node(key.Name)
+		if n == nil {
+			return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
+		}
+		n.DeepCopyInto(o)
+	case *upgradev1.Plan:
+		i := slices.IndexFunc(p.fleet.Plans, func(q *upgradev1.Plan) bool { return q.Namespace == key.Namespace && q.Name == key.Name })
+		if i < 0 {
+			return apierrors.NewNotFound(upgradev1.Resource("plans"), key.Name)
+		}
+		p.fleet.Plans[i].DeepCopyInto(o)
+	default:
+		return fmt.Errorf("fleetPods: no get of %T %s", obj, key)
+	}
+	return nil
+}
+
+// jobStart is SUC's Job for node of plan created running, as SUC's
+// ServiceAccount writes it: the write the per-node guard reviews.
+func jobStart(plan, node string) fleetgen.Review {
+	one := int32(1)
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: fleetgen.NamespaceSUC, Name: "apply-" + plan + "-on-" + node + "-with-abc",
+			Labels: map[string]string{upgradev1.LabelPlan: plan, upgradev1.LabelNode: node}},
+		Spec: batchv1.JobSpec{Parallelism: &one}}
+	raw, err := json.Marshal(job)
+	if err != nil {
+		panic(err)
+	}
+	req := admissionv1.AdmissionRequest{UID: fleetgen.UIDPlaceholder, Operation: admissionv1.Create, Namespace: job.Namespace, Name: job.Name,
+		Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, Resource: metav1.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+		UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:" + fleetgen.NamespaceSUC + ":system-upgrade",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + fleetgen.NamespaceSUC, "system:authenticated"}},
+		Object: runtime.RawExtension{Raw: raw}, DryRun: new(bool)}
+	body, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: &req})
+	if err != nil {
+		panic(err)
+	}
+	return fleetgen.Review{Name: "job/start/" + node, Kind: "job", Scenario: "start", Path: PathJobs, Body: body, Allowed: true}
 }
 
 type benchEnv struct {
@@ -156,6 +219,7 @@ var benchSetup = sync.OnceValue(func() *benchEnv {
 		PathPlans:   s.PlanHandler().serve(),
 		PathNodes:   s.NodeHandler().serve(),
 		PathRecords: s.RecordHandler().serve(),
+		PathJobs:    s.JobHandler().serve(),
 	}, slow: map[string]http.Handler{PathNodes: &webhook.Admission{Handler: s.NodeHandler()}}}
 })
 
@@ -197,8 +261,16 @@ func BenchmarkHandler(b *testing.B) {
 	for _, sc := range []struct{ kind, scenario string }{
 		{fleetgen.KindNode, "relabel"}, {fleetgen.KindNode, "mode-cordoned"}, {fleetgen.KindNode, "join-wave"},
 		{fleetgen.KindPlan, "create"}, {fleetgen.KindPlan, "update"}, {fleetgen.KindRecord, "create"},
+		{"job", "start"}, {"job", "start-cpu"},
 	} {
 		rs := fleetgen.Select(e.reviews, []string{sc.kind}, sc.scenario)
+		switch sc.kind {
+		case "job": // SUC's Job start: the V100 canary node, a CPU node of an RKE2 agent Plan
+			rs = []fleetgen.Review{jobStart("gpu-v100-canary-zone-a", e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name)}
+			if sc.scenario == "start-cpu" {
+				rs = []fleetgen.Review{jobStart("rke2-agent-cpu-pool-1", "cpu-0001")}
+			}
+		}
 		run := func(name string, hs map[string]http.Handler) {
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()

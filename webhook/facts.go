@@ -516,6 +516,30 @@ func notOlderThan(rv string) *client.ListOptions {
 	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}}
 }
 
+// cachedCopy fills obj with the gate's cached copy of the object at key
+// (shared with the cache: read only) and says whether the cache holds it.
+func (f *Facts) cachedCopy(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
+	return f.Cache != nil && f.Cache.Get(ctx, key, obj, client.UnsafeDisableDeepCopy) == nil
+}
+
+// liveGet reads obj from the API server's watch cache no older than the
+// gate's own cached copy of it (rv, its resourceVersion): a GET with a
+// resourceVersion other than 0 is served "not older than" it from the
+// watch cache, at once, since the cache the gate's informer was fed from
+// is already past it; without one (rv "", the gate has no copy yet) it is
+// a quorum read from etcd, which cost the Job guard 5-8 ms a read at the
+// median (docs/performance.md, "SUC's Job start"). Reading the object no
+// older than its own cached resourceVersion is as fresh for it as reading
+// no older than the informer's newest: the informer has every event up
+// to that, so the object did not change between the two. What the read
+// can miss, and why the guard accepts it: webhook/jobs.md, "Freshness".
+func (f *Facts) liveGet(ctx context.Context, key client.ObjectKey, obj client.Object, rv string) error {
+	if rv == "" {
+		return f.Live.Get(ctx, key, obj)
+	}
+	return f.Live.Get(ctx, key, obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: rv}})
+}
+
 // recordCache keeps parsed records by ConfigMap name and resourceVersion, so
 // a record is parsed once per change, not once per review.
 type recordCache struct {

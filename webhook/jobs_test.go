@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
 
 // liveObjects answers Gets from a map keyed "kind/namespace/name"; anything
@@ -165,6 +167,116 @@ func TestJobPlanFromEtcd(t *testing.T) {
 			}
 			assert.Same(t, other, cl.Plans[1])
 			assert.Same(t, sel, cl.PlanSelectors[1])
+		})
+	}
+}
+
+// jobReads records the per-node guard's live reads: the resourceVersion
+// each Get asked for and the Pod listings, answering from the fleet.
+type jobReads struct {
+	fleetPods
+	holder   string // a node given a GPU holder Pod
+	mu       sync.Mutex
+	gets     map[string]string // "Node/name" → resourceVersion ("": etcd)
+	listings []string          // nodes listed
+}
+
+func (r *jobReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	o := (&client.GetOptions{}).ApplyOptions(opts)
+	r.mu.Lock()
+	r.gets[fmt.Sprintf("%T/%s", obj, key.Name)] = o.AsGetOptions().ResourceVersion
+	r.mu.Unlock()
+	return r.fleetPods.Get(ctx, key, obj, opts...)
+}
+
+func (r *jobReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
+	r.mu.Lock()
+	r.listings = append(r.listings, node)
+	r.mu.Unlock()
+	if node == r.holder {
+		list.(*corev1.PodList).Items = []corev1.Pod{gpuPod("train-0", node)}
+		return nil
+	}
+	return r.fleetPods.List(ctx, list, opts...)
+}
+
+// cacheAs serves the fleet's cache with each Node and Plan at
+// resourceVersion "77", but for the nodes given in missing (not in the
+// cache yet) and in asCPU (the cache's copy without its GPU labels and
+// capacity: a write the cache has not seen made it a GPU node).
+type cacheAs struct {
+	*fleetCache
+	missing, asCPU string
+}
+
+func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, node := obj.(*corev1.Node); node && key.Name == c.missing {
+		return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
+	}
+	if err := c.fleetCache.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	if n, node := obj.(*corev1.Node); node && key.Name == c.asCPU {
+		n.Labels = map[string]string{"kubernetes.io/hostname": n.Name}
+		n.Status.Capacity, n.Status.Allocatable = nil, nil
+	}
+	obj.SetResourceVersion("77")
+	return nil
+}
+
+// TestJobStartReads: the guard reads the Node and the Plan from the API
+// server's watch cache no older than its cached copy of each
+// (resourceVersion set: "not older than"), from etcd when it has none; it
+// lists holders with them for a node its cache knows as a GPU node (or does
+// not know), never for a CPU node's Job, and after the reads when the live
+// Node turns out to be a GPU node its cache did not know as one, whose
+// holder then stops the start.
+func TestJobStartReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 5,000-node fleet")
+	}
+	e := benchSetup()
+	gpu := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	for _, tc := range []struct {
+		name, plan, node  string
+		missing, asCPU    string
+		holder            string
+		wantNodeRV        string
+		wantListings      []string
+		wantAllowed       bool
+		wantCode, wantMsg string
+	}{
+		{name: "a GPU node: cached reads, holders with them", plan: "gpu-v100-canary-zone-a", node: gpu, wantNodeRV: "77", wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a GPU node's holder stops it", plan: "gpu-v100-canary-zone-a", node: gpu, holder: gpu, wantNodeRV: "77", wantListings: []string{gpu},
+			wantCode: "GPUHolders", wantMsg: "train-0"},
+		{name: "a CPU node of an RKE2 Plan: no holder listing", plan: "rke2-agent-cpu-pool-1", node: "cpu-0001", wantNodeRV: "77", wantAllowed: true},
+		{name: "a node the cache does not have: from etcd, holders with it", plan: "gpu-v100-canary-zone-a", node: gpu, missing: gpu, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "cached as a CPU node, live a GPU node: holders listed after the reads", plan: "gpu-v100-canary-zone-a", node: gpu, asCPU: gpu, holder: gpu,
+			wantNodeRV: "77", wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := e.facts.Cache.(*fleetCache)
+			live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, holder: tc.holder, gets: map[string]string{}}
+			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU}, Live: live}
+			facts.SetServerVersion(fleetgen.ServerVersion)
+			facts.synced.Store(true)
+			s := &Server{Config: e.fleet.Config, Facts: facts, Log: logr.Discard(), Now: func() time.Time { return benchNow }}
+			var review admissionv1.AdmissionReview
+			require.NoError(t, json.Unmarshal(jobStart(tc.plan, tc.node).Body, &review))
+			resp := s.JobHandler().Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
+			msg := ""
+			if resp.Result != nil {
+				msg = resp.Result.Message
+			}
+			assert.Equal(t, tc.wantAllowed, resp.Allowed, msg)
+			assert.Equal(t, map[string]string{"*v1.Node/" + tc.node: tc.wantNodeRV, "*v1.Plan/" + tc.plan: "77"}, live.gets)
+			assert.Equal(t, tc.wantListings, live.listings)
+			if tc.wantCode != "" {
+				assert.Equal(t, tc.wantCode, resp.AuditAnnotations[gate.AuditReasons])
+				assert.Contains(t, msg, tc.wantMsg)
+			}
 		})
 	}
 }
