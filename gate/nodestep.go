@@ -56,7 +56,8 @@ type SUCStep struct {
 
 // PrepareSUCStep judges req.Plan for req.Node. Exemptions never apply: the
 // writer is SUC, and what exempts a request (who wrote the Plan, its
-// labels) says nothing about the node now.
+// labels) says nothing about the node now. cl is not read when req.Node is
+// not a GPU node (nil then allowed: the gate does not judge that start).
 func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	s := &SUCStep{object: req.Object, node: req.Node.Name, plan: req.Plan.Namespace + "/" + req.Plan.Name}
 	if !cfg.IsGPUNode(req.Node) {

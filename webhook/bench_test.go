@@ -68,6 +68,7 @@ func newFleetCache(f *fleetgen.Fleet) *fleetCache {
 	}
 	for _, n := range f.Nodes {
 		s, _ := StripNode(n)
+		s.(*corev1.Node).ResourceVersion = fleetRV
 		_ = c.nodes.GetStore().Add(s)
 	}
 	for _, p := range f.Cluster(nil).Plans {
@@ -145,6 +146,10 @@ func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...clien
 	return nil
 }
 
+// fleetRV is the resourceVersion of the cache's and the live reads' Nodes:
+// a Job start's live Node is, as a rule, the version the cache holds.
+const fleetRV = "1"
+
 // Get answers the per-node guard's live reads of the Node and the Plan with
 // a deep copy of the fleet's (a real client decodes a new object).
 func (p fleetPods) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -155,6 +160,7 @@ func (p fleetPods) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 			return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
 		}
 		n.DeepCopyInto(o)
+		o.ResourceVersion = fleetRV
 	case *upgradev1.Plan:
 		i := slices.IndexFunc(p.fleet.Plans, func(q *upgradev1.Plan) bool { return q.Namespace == key.Namespace && q.Name == key.Name })
 		if i < 0 {

@@ -100,12 +100,19 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if pErr != nil {
 		return gate.StepFactsMissing(object, nodeName, fmt.Sprintf("the Job's Plan %s/%s (for node %s)", job.Namespace, planName, nodeName), pathJobPlan, pErr), nil
 	}
-	cl, err := s.Facts.Cluster(ctx)
-	if err != nil {
+	// The engine judges a GPU node's start on the cluster's facts; a CPU
+	// node's is not its business (gate.PrepareSUCStep reads no facts for
+	// it), so it waits only for the caches to be ready.
+	var cl *gate.Cluster
+	if s.Config.IsGPUNode(node) {
+		if cl, err = s.Facts.Cluster(ctx); err != nil {
+			return gate.FactsUnavailable(object, err), nil
+		}
+		s.withPlan(cl, plan)
+	} else if err := s.Facts.ready(); err != nil {
 		return gate.FactsUnavailable(object, err), nil
 	}
 	tr.mark("facts")
-	s.withPlan(cl, plan)
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the

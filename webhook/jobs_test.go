@@ -68,6 +68,8 @@ func TestJobReviewFailsClosed(t *testing.T) {
 	labels := map[string]string{upgradev1.LabelPlan: "gpu-canary", upgradev1.LabelNode: "gpu-v100-01"}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v100-01", Labels: map[string]string{"nvidia.com/gpu.present": "true"}}}
 	plan := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Name: "gpu-canary", Namespace: "system-upgrade"}}
+	cpuLabels := map[string]string{upgradev1.LabelPlan: "gpu-canary", upgradev1.LabelNode: "cpu-01"}
+	cpuNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-01"}}
 	both := map[string]client.Object{"*v1.Node//gpu-v100-01": node, "*v1.Plan/system-upgrade/gpu-canary": plan}
 	without := func(key string) map[string]client.Object {
 		m := map[string]client.Object{}
@@ -102,6 +104,9 @@ func TestJobReviewFailsClosed(t *testing.T) {
 		{name: "no plan label", op: admissionv1.Update, old: sucJob(0, labels), job: sucJob(1, map[string]string{upgradev1.LabelNode: "gpu-v100-01"}), objs: both,
 			reason: gate.CodeFactsMissing, inMessage: "the label upgrade.cattle.io/plan is absent or empty"},
 		{name: "caches not synced", op: admissionv1.Update, old: sucJob(0, labels), job: sucJob(1, labels), objs: both,
+			reason: gate.CodeFactsMissing, inMessage: "informer caches have not synced"},
+		{name: "caches not synced: a CPU node's start waits too", op: admissionv1.Update, old: sucJob(0, cpuLabels), job: sucJob(1, cpuLabels),
+			objs: map[string]client.Object{"*v1.Node//cpu-01": cpuNode, "*v1.Plan/system-upgrade/gpu-canary": plan},
 			reason: gate.CodeFactsMissing, inMessage: "informer caches have not synced"},
 		{name: "a Pod sent to the Job endpoint", op: admissionv1.Create, job: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}},
 			code: http.StatusBadRequest, reason: gate.CodeReviewInvalid, inMessage: `body is apiVersion "v1" kind "Pod", expected batch/v1 Job`},

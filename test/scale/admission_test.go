@@ -36,6 +36,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -54,10 +55,15 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
-// The Job guard's Plan list, read alone (issue 14 item 2).
+// The Job guard's Plan list, read alone (issue 14 item 2), and its Node
+// and Plan GETs.
 const (
 	planConsistent = "Plans: consistent (no resourceVersion)"
 	planGateRead   = "Plans: NotOlderThan the gate's Plan informer"
+	nodeEtcd       = "Node: GET from etcd (no resourceVersion)"
+	nodeCache      = "Node: GET NotOlderThan the gate's copy"
+	planEtcd       = "Plan: GET from etcd (no resourceVersion)"
+	planCache      = "Plan: GET NotOlderThan the gate's copy"
 )
 
 const (
@@ -132,9 +138,20 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 			return took, e.admin.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}
 	}
+	// job-cpu: an RKE2 agent Plan's Job on a CPU node through the guard
+	// (no holder listing: webhook/jobs.go).
+	cpuJob := func(ctx context.Context, i int) (time.Duration, error) {
+		j := sucJob(fleetgen.NamespaceSUC, fmt.Sprintf("apply-rke2-agent-cpu-pool-1-on-cpu-0001-with-%d", i), "rke2-agent-cpu-pool-1", "cpu-0001")
+		start := time.Now()
+		if err := suc.Create(ctx, j); err != nil {
+			return 0, fmt.Errorf("Job %s/%s: %w", j.Namespace, j.Name, err)
+		}
+		took := time.Since(start)
+		return took, e.admin.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}
 	writes := []write{
 		{"plain", plan(nsPlain)}, {"policy", plan(nsPolicy)}, {"gate", plan(fleetgen.NamespaceSUC)},
-		{"job-plain", job(nsPlain)}, {"job-gate", job(fleetgen.NamespaceSUC)},
+		{"job-plain", job(nsPlain)}, {"job-gate", job(fleetgen.NamespaceSUC)}, {"job-cpu", cpuJob},
 	}
 	for _, w := range writes {
 		a.Series = append(a.Series, w.name)
@@ -161,7 +178,7 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 
 func modeLine(m *AdmissionMode) string {
 	var parts []string
-	for _, s := range []string{"plain", "policy", "gate", "job-plain", "job-gate"} {
+	for _, s := range []string{"plain", "policy", "gate", "job-plain", "job-gate", "job-cpu"} {
 		parts = append(parts, fmt.Sprintf("%s p50 %s", s, m.Series[s].P50))
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf("; gate handler p50 %s, API server's webhook call mean %s, %d connections", m.GateHandler.P50, m.WebhookMean, m.Connections)
@@ -262,7 +279,7 @@ func (e *scaleEnv) admissionMode(ctx context.Context, cs kubernetes.Interface, n
 	var phases map[string][]time.Duration
 	m.GateHandler, phases = handlerDurations(e.serve.LogPath, logStart, "Plan "+fleetgen.NamespaceSUC+"/adm-")
 	m.GatePhases = statsOf(phases)
-	_, phases = handlerDurations(e.serve.LogPath, logStart, "Job "+fleetgen.NamespaceSUC+"/apply-")
+	_, phases = handlerDurations(e.serve.LogPath, logStart, "Job "+fleetgen.NamespaceSUC+"/apply-gpu-")
 	m.JobPhases = statsOf(phases)
 	return m, nil
 }
@@ -331,6 +348,36 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 			return metav1.ListOptions{ResourceVersion: planInf.LastSyncResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
 		}},
 	}
+	// The Job guard's Node and Plan GETs (webhook/jobs.go): from etcd, or
+	// from the watch cache no older than the gate's cached copy (here an
+	// informer on that node, and the Plan informer's copy of the Plan).
+	jobNode := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	oneNode := toolscache.NewSharedIndexInformer(toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "nodes", "",
+		func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", jobNode).String() }), &corev1.Node{}, 0, toolscache.Indexers{})
+	go oneNode.Run(stop)
+	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), oneNode.HasSynced))
+	cachedRV := func(inf toolscache.SharedIndexInformer, key string) string {
+		o, ok, _ := inf.GetStore().GetByKey(key)
+		require.True(t, ok, key)
+		m, err := meta.Accessor(o)
+		require.NoError(t, err)
+		return m.GetResourceVersion()
+	}
+	jobPlan := "gpu-v100-canary-zone-a"
+	getReads := []struct {
+		name string
+		get  func(rv string) error
+		rv   func() string
+	}{
+		{nodeEtcd, func(string) error { _, err := cs.CoreV1().Nodes().Get(ctx, jobNode, metav1.GetOptions{}); return err }, nil},
+		{nodeCache, func(rv string) error {
+			_, err := cs.CoreV1().Nodes().Get(ctx, jobNode, metav1.GetOptions{ResourceVersion: rv})
+			return err
+		}, func() string { return cachedRV(oneNode, jobNode) }},
+		{planEtcd, func(string) error { _, err := plans.Get(ctx, jobPlan, metav1.GetOptions{}); return err }, nil},
+		{planCache, func(rv string) error { _, err := plans.Get(ctx, jobPlan, metav1.GetOptions{ResourceVersion: rv}); return err },
+			func() string { return cachedRV(planInf, fleetgen.NamespaceSUC+"/"+jobPlan) }},
+	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsPlain, Name: "write-marker"}, Data: map[string]string{"i": "0"}}
 	require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, marker)))
 	var lastWrite string
@@ -384,6 +431,20 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 				start := time.Now()
 				_, err := plans.List(ctx, r.opts())
 				require.NoError(t, err, r.name)
+				took[r.name] = append(took[r.name], time.Since(start))
+			}
+			for k := range getReads {
+				r := getReads[(round+k)%len(getReads)]
+				time.Sleep(time.Until(next))
+				next = time.Now().Add(m.gap)
+				marker.Data["i"] = "gets-" + strconv.Itoa(round*len(getReads)+k)
+				require.NoError(t, e.admin.Update(ctx, marker))
+				rv := ""
+				if r.rv != nil {
+					rv = r.rv()
+				}
+				start := time.Now()
+				require.NoError(t, r.get(rv), r.name)
 				took[r.name] = append(took[r.name], time.Since(start))
 			}
 		}
