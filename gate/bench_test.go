@@ -196,22 +196,42 @@ func BenchmarkNextSnapshot(b *testing.B) {
 
 // BenchmarkSUCStep is the per-node guard's engine work for SUC's Job start
 // (PrepareSUCStep + Decide): the Plan's rules on one node, the Node as read
-// live in place of the cache's copy; the holders are given.
+// live; the holders are given. The cached nodes carry a resourceVersion, as
+// in the webhook's informer; the live read is, as a rule, that very
+// version, else a newer one (a view of the fleet with it swapped in).
 func BenchmarkSUCStep(b *testing.B) {
 	f := benchFleet()
-	cl := f.Cluster(nil)
+	cl := f.Cluster(func(n *corev1.Node) *corev1.Node {
+		c := n.DeepCopy()
+		c.ResourceVersion = "1"
+		return c
+	})
+	gpu := f.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	live := func(name, rv string) *corev1.Node {
+		for _, n := range cl.Nodes {
+			if n.Name == name {
+				c := n.DeepCopy()
+				c.ResourceVersion = rv
+				return c
+			}
+		}
+		b.Fatalf("no node %s", name)
+		return nil
+	}
 	cases := []struct {
 		name, plan string
 		node       *corev1.Node
 	}{
-		// The V100 canary Plan's node (a GPU node: every rule).
-		{"canary", "gpu-v100-canary-zone-a", f.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0]},
+		// The V100 canary Plan's node (a GPU node: every rule), as cached.
+		{"canary", "gpu-v100-canary-zone-a", live(gpu, "1")},
+		// The same, a version the cache has not seen yet.
+		{"canary-newer-node", "gpu-v100-canary-zone-a", live(gpu, "2")},
 		// An RKE2 agent Plan's CPU node: not the gate's business.
-		{"rke2-agent-cpu", "rke2-agent-cpu-pool-1", f.Node("cpu-0001")},
+		{"rke2-agent-cpu", "rke2-agent-cpu-pool-1", live("cpu-0001", "1")},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			req := gate.SUCStepRequest{Object: "Job system-upgrade/apply-" + tc.plan, Plan: planByName(b, f, tc.plan), Node: tc.node.DeepCopy(),
+			req := gate.SUCStepRequest{Object: "Job system-upgrade/apply-" + tc.plan, Plan: planByName(b, f, tc.plan), Node: tc.node,
 				User: gate.UserInfo{Name: "system:serviceaccount:system-upgrade:system-upgrade"}, Now: benchDay.Add(time.Hour)}
 			st := gate.PrepareSUCStep(f.Config, cl, req)
 			holders := f.Holders(st.HolderNodes())

@@ -219,34 +219,29 @@ func (cl *Cluster) holdsVersion(cfg *Config, n *corev1.Node) bool {
 // isGPU is cfg.IsGPUNode of the i-th node, worked out once.
 func (x *NodeIndex) isGPU(cfg *Config, i int32) bool {
 	m, j := x.slot(i)
-	switch m.gpu[j].Load() {
-	case gpuYes:
-		return true
-	case gpuNo:
-		return false
-	}
-	if cfg.IsGPUNode(x.nodes[i]) {
-		m.gpu[j].Store(gpuYes)
-		return true
-	}
-	m.gpu[j].Store(gpuNo)
-	return false
+	return knownOnce(&m.gpu[j], func() bool { return cfg.IsGPUNode(x.nodes[i]) })
 }
 
 // mayHalt is cfg.nodeMayHalt of the i-th node, worked out once.
 func (x *NodeIndex) mayHalt(cfg *Config, i int32) bool {
 	m, j := x.slot(i)
-	switch m.signals[j].Load() {
+	return knownOnce(&m.signals[j], func() bool { return cfg.nodeMayHalt(x.nodes[i]) })
+}
+
+// knownOnce is f's answer, kept in v (0 while unknown, then gpuNo or
+// gpuYes): worked out once per node object.
+func knownOnce(v *atomic.Int32, f func() bool) bool {
+	switch v.Load() {
 	case gpuYes:
 		return true
 	case gpuNo:
 		return false
 	}
-	if cfg.nodeMayHalt(x.nodes[i]) {
-		m.signals[j].Store(gpuYes)
+	if f() {
+		v.Store(gpuYes)
 		return true
 	}
-	m.signals[j].Store(gpuNo)
+	v.Store(gpuNo)
 	return false
 }
 
