@@ -106,7 +106,7 @@ func TestJobReviewFailsClosed(t *testing.T) {
 		{name: "caches not synced", op: admissionv1.Update, old: sucJob(0, labels), job: sucJob(1, labels), objs: both,
 			reason: gate.CodeFactsMissing, inMessage: "informer caches have not synced"},
 		{name: "caches not synced: a CPU node's start waits too", op: admissionv1.Update, old: sucJob(0, cpuLabels), job: sucJob(1, cpuLabels),
-			objs: map[string]client.Object{"*v1.Node//cpu-01": cpuNode, "*v1.Plan/system-upgrade/gpu-canary": plan},
+			objs:   map[string]client.Object{"*v1.Node//cpu-01": cpuNode, "*v1.Plan/system-upgrade/gpu-canary": plan},
 			reason: gate.CodeFactsMissing, inMessage: "informer caches have not synced"},
 		{name: "a Pod sent to the Job endpoint", op: admissionv1.Create, job: &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}},
 			code: http.StatusBadRequest, reason: gate.CodeReviewInvalid, inMessage: `body is apiVersion "v1" kind "Pod", expected batch/v1 Job`},

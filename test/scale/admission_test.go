@@ -353,7 +353,9 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 	// informer on that node, and the Plan informer's copy of the Plan).
 	jobNode := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
 	oneNode := toolscache.NewSharedIndexInformer(toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "nodes", "",
-		func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", jobNode).String() }), &corev1.Node{}, 0, toolscache.Indexers{})
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", jobNode).String()
+		}), &corev1.Node{}, 0, toolscache.Indexers{})
 	go oneNode.Run(stop)
 	require.True(t, toolscache.WaitForCacheSync(ctx.Done(), oneNode.HasSynced))
 	cachedRV := func(inf toolscache.SharedIndexInformer, key string) string {
@@ -375,7 +377,10 @@ func (e *scaleEnv) holderReads(ctx context.Context, t *testing.T, cs kubernetes.
 			return err
 		}, func() string { return cachedRV(oneNode, jobNode) }},
 		{planEtcd, func(string) error { _, err := plans.Get(ctx, jobPlan, metav1.GetOptions{}); return err }, nil},
-		{planCache, func(rv string) error { _, err := plans.Get(ctx, jobPlan, metav1.GetOptions{ResourceVersion: rv}); return err },
+		{planCache, func(rv string) error {
+			_, err := plans.Get(ctx, jobPlan, metav1.GetOptions{ResourceVersion: rv})
+			return err
+		},
 			func() string { return cachedRV(planInf, fleetgen.NamespaceSUC+"/"+jobPlan) }},
 	}
 	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nsPlain, Name: "write-marker"}, Data: map[string]string{"i": "0"}}
