@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -225,4 +226,29 @@ func TestHaltSeenNow(t *testing.T) {
 		require.Contains(t, codesOf(d), CodeRolloutHalted, d.Message())
 		assert.Contains(t, d.Message(), "seen now, being recorded")
 	})
+}
+
+// TestHaltSignalsFollowTheConfig: the node index remembers each node's own
+// halt signals, worked out under the configured health conditions; an
+// index built under other conditions is not reused, so a condition added
+// to the config halts at once and one removed no longer does.
+func TestHaltSignalsFollowTheConfig(t *testing.T) {
+	s := safeScenario(t)
+	s.cluster.Plans = []*upgradev1.Plan{s.req.Plan}
+	n := s.node("gpu-v100-01")
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: "RackPowerFault", Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(testNow.Add(-time.Hour))})
+	s.cluster.Index = NewNodeIndex(s.cfg, s.cluster.Nodes, nil)
+	require.Empty(t, DetectHalts(s.cfg, s.cluster, testNow), "not a configured health condition")
+
+	withRack := *s.cfg
+	withRack.Proof.HealthConditions = append(slices.Clone(s.cfg.Proof.HealthConditions), HealthCondition{Type: "RackPowerFault", UnhealthyStatus: corev1.ConditionTrue})
+	halts := DetectHalts(&withRack, s.cluster, testNow)
+	require.Len(t, halts, 1, "the index's remembered answer under the old conditions must not be reused")
+	assert.Equal(t, "condition RackPowerFault True", halts[0].Signal)
+
+	s.cluster.Index = NewNodeIndex(&withRack, s.cluster.Nodes, s.cluster.Index)
+	require.Len(t, DetectHalts(&withRack, s.cluster, testNow), 1)
+	assert.Empty(t, DetectHalts(s.cfg, s.cluster, testNow), "the condition is no longer configured")
+	assert.Empty(t, DetectHalts(s.cfg, &Cluster{Nodes: s.cluster.Nodes, Plans: s.cluster.Plans, Records: s.cluster.Records, Proof: s.cluster.Proof,
+		Index: NewNodeIndex(s.cfg, s.cluster.Nodes, s.cluster.Index)}, testNow), "an index carried over from other conditions starts afresh")
 }

@@ -19,8 +19,9 @@ import (
 // the selector itself, so it is exactly labels.Selector's (and SUC's)
 // selection; the index only skips nodes that cannot match.
 //
-// It also remembers, per node, whether it is a GPU node and its facts: both
-// depend only on the node object and the configured GPU vendors, and an
+// It also remembers, per node, whether it is a GPU node, its facts and its
+// own halt signals: they depend only on the node object and the configured
+// GPU vendors and health conditions (builtFor), and an
 // informer replaces a node's object on every change, so they carry over
 // from the previous index for every node whose object is the same.
 //
@@ -29,6 +30,7 @@ import (
 type NodeIndex struct {
 	nodes   []*corev1.Node
 	vendors []string
+	health  []HealthCondition
 	// gpu is 0 while unknown, then gpuNo or gpuYes.
 	gpu   []atomic.Int32
 	facts []atomic.Pointer[NodeFacts]
@@ -74,12 +76,13 @@ func NewNodeIndex(cfg *Config, nodes []*corev1.Node, prev *NodeIndex) *NodeIndex
 	x := &NodeIndex{
 		nodes:   slices.Clone(nodes),
 		vendors: slices.Clone(cfg.GPUVendors),
+		health:  slices.Clone(cfg.Proof.HealthConditions),
 		gpu:     make([]atomic.Int32, len(nodes)),
 		facts:   make([]atomic.Pointer[NodeFacts], len(nodes)),
 		signals: make([]atomic.Int32, len(nodes)),
 		keys:    map[string]*keyPostings{},
 	}
-	if prev == nil || !slices.Equal(prev.vendors, x.vendors) {
+	if prev == nil || !prev.builtFor(cfg) {
 		return x
 	}
 	at := make(map[*corev1.Node]int, len(prev.nodes))
@@ -127,7 +130,7 @@ func (x *NodeIndex) WithNodes(ns ...*corev1.Node) *NodeIndex {
 			swaps = slices.Insert(swaps, k, i)
 		}
 	}
-	return &NodeIndex{nodes: nodes, vendors: x.vendors, gpu: make([]atomic.Int32, len(swaps)), facts: make([]atomic.Pointer[NodeFacts], len(swaps)),
+	return &NodeIndex{nodes: nodes, vendors: x.vendors, health: x.health, gpu: make([]atomic.Int32, len(swaps)), facts: make([]atomic.Pointer[NodeFacts], len(swaps)),
 		signals: make([]atomic.Int32, len(swaps)), over: base, swaps: swaps}
 }
 
@@ -166,12 +169,19 @@ func (x *NodeIndex) slot(i int32) (*NodeIndex, int32) {
 }
 
 // nodeIndex is the adapter's index when it was built over exactly these
-// nodes (pointer for pointer) and vendors, else a new one for this call.
+// nodes (pointer for pointer) and configuration, else a new one for this
+// call.
 func (cl *Cluster) nodeIndex(cfg *Config) *NodeIndex {
-	if x := cl.Index; x != nil && sameNodes(x.nodes, cl.Nodes) && slices.Equal(x.vendors, cfg.GPUVendors) {
+	if x := cl.Index; x != nil && sameNodes(x.nodes, cl.Nodes) && x.builtFor(cfg) {
 		return x
 	}
 	return NewNodeIndex(cfg, cl.Nodes, nil)
+}
+
+// builtFor: what the index remembers per node was worked out under cfg's
+// GPU vendors and health conditions.
+func (x *NodeIndex) builtFor(cfg *Config) bool {
+	return slices.Equal(x.vendors, cfg.GPUVendors) && slices.Equal(x.health, cfg.Proof.HealthConditions)
 }
 
 // sameNodes: the index's own list (a review's cluster holds it once checked,
