@@ -176,36 +176,85 @@ func (r *PlanReview) HolderNodes() []string { return names(r.pending) }
 // holders maps node name to its GPU holders; holdersErr is the adapter's
 // failure to list them, which fails the review closed.
 func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
-	d := Decision{Object: r.object, Nodes: r.HolderNodes()}
+	return r.judge(holders, holdersErr, false).finish()
+}
+
+// DecideBeforeHolders applies every Plan rule but the holder rule, so the
+// adapter can list the holders of HolderNodes meanwhile; JoinHolders then
+// gives Decide's decision, finding for finding and in the same order.
+func (r *PlanReview) DecideBeforeHolders() *PlanDecision { return r.judge(nil, nil, true) }
+
+// PlanDecision is a Plan review with its rules applied, the holder rule
+// perhaps still to come (DecideBeforeHolders).
+type PlanDecision struct {
+	r *PlanReview
+	d Decision
+	f findings
+	// exempt: d is the answer as it stands, no rule applied.
+	exempt bool
+	// deferred: the holder rule is still to apply, its findings to go at
+	// holdersAt.
+	deferred  bool
+	holdersAt findingsAt
+}
+
+// JoinHolders applies the holder rule to the holders listed (holdersErr:
+// the listing failed, which fails the review closed) and decides.
+func (p *PlanDecision) JoinHolders(holders map[string][]Holder, holdersErr error) Decision {
+	if p.deferred {
+		for _, t := range p.r.pendingT {
+			t.Holders, t.HoldersErr = holders[t.Node.Name], holdersErr
+		}
+		var g findings
+		judgeRow(ReviewPlan, ruleTable[holdersRow], p.r.pendingT, &g)
+		p.f.insert(p.holdersAt, g)
+		p.deferred = false
+	}
+	return p.finish()
+}
+
+func (p *PlanDecision) finish() Decision {
+	if p.exempt {
+		return p.d
+	}
+	return p.r.finish(p.d, p.f)
+}
+
+// judge applies the Plan's rules; with deferHolders, all but the holder
+// rule, whose place it keeps.
+func (r *PlanReview) judge(holders map[string][]Holder, holdersErr error, deferHolders bool) *PlanDecision {
+	pd := &PlanDecision{r: r, d: Decision{Object: r.object, Nodes: r.HolderNodes()}}
+	d, f := &pd.d, &pd.f
 	if r.exemption != "" {
 		d.Allowed, d.Exemption = true, r.exemption
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: exempt by %q; no rule was applied", r.exemption))
-		return d
+		pd.exempt = true
+		return pd
 	}
-	var f findings
 	p := r.req.Plan
 	if r.selErr != nil {
 		f.add(selectorInvalid(p.Spec.NodeSelector, r.selErr))
-		return r.finish(d, f)
+		return pd
 	}
 	if p.Spec.NodeSelector == nil {
 		f.warn("spec.nodeSelector is absent: SUC selects no node for this Plan")
 	}
 	if len(r.gpu) == 0 {
-		return r.finish(d, f)
+		return pd
 	}
-	planShapeRules(&f, p, r.gpu, r.nonGPU)
-	r.windowRule(&f)
-	r.recordRules(&f, &d)
-	version, versionPath := r.rke2Target(&f)
+	planShapeRules(f, p, r.gpu, r.nonGPU)
+	r.windowRule(f)
+	r.recordRules(f, d)
+	version, versionPath := r.rke2Target(f)
 	if version != "" {
-		skewRule(&f, r.cl.ServerVersion, version, versionPath)
+		skewRule(f, r.cl.ServerVersion, version, versionPath)
 	}
 	var hw []string
 	if r.record != nil {
 		hw = r.record.NormalizedHardware()
 	}
 	ts := make([]Transition, len(r.pending)) // one allocation for all
+	r.pendingT = r.pendingT[:0]
 	for i, nf := range r.pending {
 		t := &ts[i]
 		*t = *newTransition(r.cfg, nf, nf.current(r.op, r.dcgm), r.record, r.rollback)
@@ -214,23 +263,27 @@ func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
 		r.pendingT = append(r.pendingT, t)
 	}
-	judge(ReviewPlan, r.pendingT, &f)
-	r.waveRules(&f, &d)
-	r.inFlightRule(&f)
-	r.proofRule(&f, &d)
-	r.rolloutRules(&f, &d)
-	if r.sucStep {
-		r.cfg.outsideWindowRule(&f, windowSUC, r.req.Now, r.only, pathWindow)
+	if deferHolders {
+		pd.deferred, pd.holdersAt = true, judgeAllBut(ReviewPlan, r.pendingT, f, holdersRow)
+	} else {
+		judge(ReviewPlan, r.pendingT, f)
 	}
-	r.haltRule(&f, &d)
-	r.requesterRule(&f)
+	r.waveRules(f, d)
+	r.inFlightRule(f)
+	r.proofRule(f, d)
+	r.rolloutRules(f, d)
+	if r.sucStep {
+		r.cfg.outsideWindowRule(f, windowSUC, r.req.Now, r.only, pathWindow)
+	}
+	r.haltRule(f, d)
+	r.requesterRule(f)
 	switch {
 	case len(r.pending) == 0:
 		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)
 	case r.dest != nil && allAtDestination(r.pendingT):
 		f.warn("every GPU node this Plan selects already runs the record's target tuple; SUC still cordons and upgrades each of them")
 	}
-	return r.finish(d, f)
+	return pd
 }
 
 func allAtDestination(ts []*Transition) bool {

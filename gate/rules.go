@@ -168,18 +168,37 @@ func CodesOf(reviews ...Review) []Code {
 
 // judge applies every transition rule of the table, in order, to each
 // transition of a review.
-func judge(review Review, ts []*Transition, f *findings) {
-	for _, r := range ruleTable {
-		if r.Judge == nil || !slices.Contains(r.Reviews, review) {
+func judge(review Review, ts []*Transition, f *findings) { judgeAllBut(review, ts, f, -1) }
+
+// holdersRow is the holder rule's row: the one transition rule that reads
+// what the adapter lists live, so a review can apply the others while the
+// listing is in flight (PlanReview.DecideBeforeHolders).
+var holdersRow = slices.IndexFunc(ruleTable, func(r Rule) bool { return r.Name == "holders" })
+
+// judgeAllBut is judge without the table's row skip (-1: none); it returns
+// where that row's findings go.
+func judgeAllBut(review Review, ts []*Transition, f *findings, skip int) (at findingsAt) {
+	for i, r := range ruleTable {
+		if i == skip {
+			at = f.at()
 			continue
 		}
-		for _, t := range ts {
-			n := len(f.blockers)
-			r.Judge(t, f)
-			for i := n; i < len(f.blockers); i++ {
-				if b := f.blockers[i].perNode; b != nil && len(t.Node.Identities) > 0 {
-					b.hardware = strings.Join(t.Node.Identities, ",")
-				}
+		judgeRow(review, r, ts, f)
+	}
+	return at
+}
+
+// judgeRow applies one row of the table to each transition of a review.
+func judgeRow(review Review, r Rule, ts []*Transition, f *findings) {
+	if r.Judge == nil || !slices.Contains(r.Reviews, review) {
+		return
+	}
+	for _, t := range ts {
+		n := len(f.blockers)
+		r.Judge(t, f)
+		for i := n; i < len(f.blockers); i++ {
+			if b := f.blockers[i].perNode; b != nil && len(t.Node.Identities) > 0 {
+				b.hardware = strings.Join(t.Node.Identities, ",")
 			}
 		}
 	}

@@ -39,9 +39,43 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	tr.mark("engine")
-	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
-	tr.mark("holders")
-	d := r.Decide(holders, herr)
+	// The holder listing is a round trip to the API server: the rules that
+	// do not read holders run while it is in flight.
+	listed := s.listHolders(ctx, tr, r.HolderNodes())
+	pd := r.DecideBeforeHolders()
+	tr.mark("rules")
+	holders, herr := listed()
+	tr.mark("wait")
+	d := pd.JoinHolders(holders, herr)
 	tr.mark("decide")
 	return d, nil
+}
+
+// listHolders starts the request check's listing of nodes' GPU holders
+// (Facts.RequestHolders) and returns the wait for its answer; its own time
+// is traced as holders.
+func (s *Server) listHolders(ctx context.Context, tr *reviewTrace, nodes []string) func() (map[string][]gate.Holder, error) {
+	if len(nodes) == 0 {
+		return func() (map[string][]gate.Holder, error) { return nil, nil }
+	}
+	type listing struct {
+		holders map[string][]gate.Holder
+		err     error
+	}
+	done := make(chan listing, 1) // the goroutine never waits on the review
+	go tr.timed("holders", func() {
+		var l listing
+		defer func() {
+			// Out of the handler's recover: a panic fails the review closed.
+			if p := recover(); p != nil {
+				l = listing{err: fmt.Errorf("panic: %v [recovered]", p)}
+			}
+			done <- l
+		}()
+		l.holders, l.err = s.Facts.RequestHolders(ctx, nodes)
+	})
+	return func() (map[string][]gate.Holder, error) {
+		l := <-done
+		return l.holders, l.err
+	}
 }
