@@ -63,6 +63,8 @@ type Options struct {
 	// HaltInterval is how often the leader turns the halt loop; 0 runs no
 	// loop (halts already kept are still enforced).
 	HaltInterval time.Duration
+	// BenchNoop also serves PathBenchNoop, for benchmarks only.
+	BenchNoop bool
 }
 
 // NewManager wires the webhook server, the informer caches the rules read,
@@ -216,6 +218,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		}
 	}
 	s.Register(mgr.GetWebhookServer())
+	if opts.BenchNoop {
+		mgr.GetWebhookServer().Register(PathBenchNoop, benchNoop())
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
 	}

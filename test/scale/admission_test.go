@@ -5,7 +5,9 @@ package scale
 // The admission phase (issue 14): what a write waits on through the real
 // kube-apiserver. The same Plan create goes, round-robin, to a plain
 // namespace, to one a ValidatingAdmissionPolicy guards (the peers' four
-// rules in CEL) and to the gate (every rule, holders listed); SUC's Job
+// rules in CEL), to one a webhook that only allows reviews (the hop's
+// floor, served by the same serve process) and to the gate (every rule,
+// holders listed); SUC's Job
 // start to a plain namespace and to the gate's per-node guard. Each mode is
 // paced (a write every 150 ms: the API server's watch cache then sees no
 // event in between) or back to back, idle or with another client creating,
@@ -70,6 +72,8 @@ const (
 	nsPlain  = "bench-plain"
 	nsPolicy = "bench-policy"
 	nsChurn  = "bench-churn"
+	// nsNoop: reviewed by a webhook that only allows (webhook.PathBenchNoop).
+	nsNoop = "bench-noop"
 	// sucUser is SUC's ServiceAccount, as the chart's Job guard expects it.
 	sucUser = "system:serviceaccount:" + fleetgen.NamespaceSUC + ":system-upgrade"
 	// pacedGap: longer than the API server's progress-notify period (100 ms).
@@ -98,10 +102,11 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 	require.NoError(t, e.register(ctx, true))
 	cs, err := kubernetes.NewForConfig(e.cp.RESTConfig())
 	require.NoError(t, err)
-	for _, ns := range []string{nsPlain, nsPolicy, nsChurn} {
+	for _, ns := range []string{nsPlain, nsPolicy, nsChurn, nsNoop} {
 		require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 	}
 	require.NoError(t, e.policy(ctx))
+	require.NoError(t, e.noop(ctx, cs))
 	// SUC's ServiceAccount may write Jobs (the chart's RBAC is SUC's own
 	// chart's business; here it gets what it needs).
 	require.NoError(t, client.IgnoreAlreadyExists(e.admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-suc"},
@@ -150,7 +155,7 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 		return took, e.admin.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	}
 	writes := []write{
-		{"plain", plan(nsPlain)}, {"policy", plan(nsPolicy)}, {"gate", plan(fleetgen.NamespaceSUC)},
+		{"plain", plan(nsPlain)}, {"policy", plan(nsPolicy)}, {"noop", plan(nsNoop)}, {"gate", plan(fleetgen.NamespaceSUC)},
 		{"job-plain", job(nsPlain)}, {"job-gate", job(fleetgen.NamespaceSUC)}, {"job-cpu", cpuJob},
 	}
 	for _, w := range writes {
@@ -178,7 +183,7 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 
 func modeLine(m *AdmissionMode) string {
 	var parts []string
-	for _, s := range []string{"plain", "policy", "gate", "job-plain", "job-gate", "job-cpu"} {
+	for _, s := range []string{"plain", "policy", "noop", "gate", "job-plain", "job-gate", "job-cpu"} {
 		parts = append(parts, fmt.Sprintf("%s p50 %s", s, m.Series[s].P50))
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf("; gate handler p50 %s, API server's webhook call mean %s, %d connections", m.GateHandler.P50, m.WebhookMean, m.Connections)
@@ -227,6 +232,52 @@ func (e *scaleEnv) policy(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("the ValidatingAdmissionPolicy did not start denying")
+}
+
+// noop registers, for the noop namespace's Plans, the gate's Plan webhook
+// entry pointed at the same serve process's webhook that only allows
+// (webhook.PathBenchNoop): same TLS, same connection handling, same
+// process; and waits until the API server calls it.
+func (e *scaleEnv) noop(ctx context.Context, cs kubernetes.Interface) error {
+	vwc, err := e.serve.WebhookConfiguration()
+	if err != nil {
+		return err
+	}
+	var hook *admissionregistrationv1.ValidatingWebhook
+	for i := range vwc.Webhooks {
+		if vwc.Webhooks[i].Name == webhook.WebhookPlans {
+			hook = vwc.Webhooks[i].DeepCopy()
+		}
+	}
+	if hook == nil {
+		return fmt.Errorf("the chart's webhook configuration has no %s", webhook.WebhookPlans)
+	}
+	url := e.serve.URL() + webhook.PathBenchNoop
+	hook.Name, hook.ClientConfig.URL = "noop.bench.gpu-upgrade-gate.io", &url
+	hook.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": nsNoop}}
+	noop := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-noop"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{*hook}}
+	if err := client.IgnoreAlreadyExists(e.admin.Create(ctx, noop)); err != nil {
+		return err
+	}
+	called := `name="` + hook.Name + `"`
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		p := fleetgen.HostnamePlan("noop-probe", fleetgen.RecordName("v100"), "nowhere")
+		p.Namespace = nsNoop
+		if err := e.admin.Create(ctx, p, client.DryRunAll); err != nil {
+			return err
+		}
+		m, err := apiserverMetrics(ctx, cs)
+		if err != nil {
+			return err
+		}
+		for k, v := range m {
+			if strings.HasPrefix(k, "apiserver_admission_webhook_admission_duration_seconds_count") && strings.Contains(k, called) && v > 0 {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("the API server did not start calling the noop webhook")
 }
 
 // admissionMode runs n rounds of every write, the order rotated each round.

@@ -157,7 +157,9 @@ func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 
 	bin, err := testenv.BuildServe(ctx, e.out)
 	require.NoError(t, err)
-	e.serve, err = testenv.StartServe(ctx, testenv.ServeOptions{Binary: bin, Kubeconfig: e.cp.Kubeconfig(), Config: f.Config, Dir: filepath.Join(e.out, "serve")})
+	// --bench-noop: the admission phase's noop series, a webhook hop alone.
+	e.serve, err = testenv.StartServe(ctx, testenv.ServeOptions{Binary: bin, Kubeconfig: e.cp.Kubeconfig(), Config: f.Config, Dir: filepath.Join(e.out, "serve"),
+		Args: []string{"--bench-noop"}})
 	require.NoError(t, err)
 	// The caches hold the fleet once every review gets the fleet's decision.
 	require.NoError(t, e.settle(ctx, e.reviews, 3*time.Minute))

@@ -42,7 +42,12 @@ func admissionTargets(res *scale.Results, handler *bench) []target {
 		m := &a.Modes[i]
 		g, _, _ := added(m, "gate", "plain")
 		p, _, _ := added(m, "policy", "plain")
-		plan = append(plan, fmt.Sprintf("%s: %s (policy %s; load %s)", m.Name, ms(g), ms(p), m.LoadBefore))
+		floor := ""
+		if _, ok := m.Series["noop"]; ok {
+			h, _, _ := added(m, "noop", "plain")
+			floor = fmt.Sprintf("; a webhook that only allows %s, the hop's floor here: the gate's own %s", ms(h), ms(g-h))
+		}
+		plan = append(plan, fmt.Sprintf("%s: %s (policy %s%s; load %s)", m.Name, ms(g), ms(p), floor, m.LoadBefore))
 		if !m.Churn {
 			planMet = planMet && g <= 2500*time.Microsecond
 		}
@@ -80,6 +85,9 @@ func writeAdmission(w func(string, ...any), res *scale.Results) {
 	w("## Writes through the API server, interleaved\n\n")
 	w("One run, round-robin (the order rotated each round): the %s created and deleted in a plain namespace (`plain`), ", a.Plan)
 	w("in one a ValidatingAdmissionPolicy guards (`policy`: the peers' %d rules in CEL: %s), ", len(a.Policy), "`"+strings.Join(a.Policy, "`, `")+"`")
+	if a.Modes[0].Series["noop"].N > 0 {
+		w("in one reviewed by a webhook that allows every review unread (`noop`: `serve --bench-noop`, the same process, TLS and connection as the gate; the floor of a webhook hop on this machine, so `gate` minus `noop` is the gate's own cost), ")
+	}
 	w("and in `system-upgrade`, where the gate reviews it with every rule (`gate`); and %s, in a plain namespace (`job-plain`) and where the per-node guard reviews it (`job-gate`). ", a.Job)
 	w("Paced: a write every %s, longer than the API server's 100 ms progress-notify period; back to back: the next write as soon as the last returned. ", ms(150*time.Millisecond))
 	w("Pod churn: another client creating, listing and deleting Pods (on a CPU node) all along. ")
@@ -185,7 +193,7 @@ func readOrder(m map[string]scale.Stats) []string {
 }
 
 // phaseOrder is the order of a review's phases (webhook/trace.go marks).
-var phaseOrder = []string{"admit", "read", "decode", "node", "plan", "plans", "reads", "facts", "engine", "holders", "decide", "respond"}
+var phaseOrder = []string{"admit", "read", "decode", "node", "plan", "plans", "reads", "facts", "engine", "rules", "holders", "wait", "decide", "respond"}
 
 // writePhases: the gate's handling split by phase, p50 (p90), per mode.
 func writePhases(w func(string, ...any), a *scale.Admission) {
@@ -206,7 +214,7 @@ func writePhases(w func(string, ...any), a *scale.Admission) {
 		if len(cols) == 0 {
 			continue
 		}
-		w("\nThe gate's handling of %s by phase, p50 (p90), from its decision log's `phasesMs` (webhook/trace.go): `admit` is the wait for the review budget, `read` the body read and the review's decode, then the handler's own steps (a Job start makes its reads at once: `node` and `plan` are its GETs, from the API server's watch cache no older than the gate's copy, `holders` its holder listing, `reads` the three together); `respond` renders the answer and counts it.\n\n", kind.name)
+		w("\nThe gate's handling of %s by phase, p50 (p90), from its decision log's `phasesMs` (webhook/trace.go): `admit` is the wait for the review budget, `read` the body read and the review's decode, then the handler's own steps (a Job start makes its reads at once: `node` and `plan` are its GETs, from the API server's watch cache no older than the gate's copy, `holders` its holder listing, `reads` the three together; a Plan review lists its holders while `rules` applies every rule but the holder rule, `wait` is what is left of the listing after them, `decide` the holder rule and the answer's settling); `respond` renders the answer and counts it.\n\n", kind.name)
 		w("| mode | %s |\n|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 		for _, m := range a.Modes {
 			ph := kind.phases(&m)
