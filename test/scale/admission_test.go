@@ -122,7 +122,11 @@ func (e *scaleEnv) admission(ctx context.Context, t *testing.T) {
 	e.res.Admission = a
 	plan := func(ns string) func(ctx context.Context, i int) (time.Duration, error) {
 		return func(ctx context.Context, i int) (time.Duration, error) {
-			p := byAdmin(fleetgen.HostnamePlan(fmt.Sprintf("adm-%d", i), fleetgen.RecordName("v100"), node))
+			// One name every round: the gate's Plan informer may still hold
+			// the last round's copy (deleted a moment before, under load) and
+			// would count it as another rollout in flight; its own name is
+			// its re-apply instead.
+			p := byAdmin(fleetgen.HostnamePlan("adm-write", fleetgen.RecordName("v100"), node))
 			p.Namespace = ns
 			start := time.Now()
 			if err := e.admin.Create(ctx, p); err != nil {
