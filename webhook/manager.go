@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"runtime/debug"
 	"strings"
 	"time"
 	"unique"
@@ -271,8 +273,25 @@ func namespaceField(ns string) fields.Selector {
 	return fields.OneTermEqualSelector("metadata.namespace", ns)
 }
 
+// asIs returns obj itself when strip would give an equal copy: the informers
+// stream their initial lists (client-go's WatchList), and the reflector strips
+// each object into its temporary store, then the informer's queue strips them
+// again on Replace (client-go's RealFIFO expects objects not yet transformed);
+// without this both copies are live at once (37 MiB of Nodes at 5,000 nodes).
+// An object as the API server sends it differs from its stripped copy early
+// (its creation time, managed fields), so the comparison stops soon.
+func asIs(obj any, strip func(any) (any, error)) (any, error) {
+	out, err := strip(obj)
+	if err != nil || !reflect.DeepEqual(out, obj) {
+		return out, err
+	}
+	return obj, nil
+}
+
 // StripPod keeps what a proof reads of a validator or allocation-check Pod.
-func StripPod(obj any) (any, error) {
+func StripPod(obj any) (any, error) { return asIs(obj, stripPod) }
+
+func stripPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
@@ -293,7 +312,9 @@ func StripPod(obj any) (any, error) {
 
 // StripJob keeps SUC's Job labels, its creation (a halt dates an upgrade by
 // it) and its finish conditions.
-func StripJob(obj any) (any, error) {
+func StripJob(obj any) (any, error) { return asIs(obj, stripJob) }
+
+func stripJob(obj any) (any, error) {
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return obj, nil
@@ -309,7 +330,9 @@ func StripJob(obj any) (any, error) {
 // most of what is left, are interned: the same keys and most values repeat
 // on every node, and JSON decoding gives each node its own copies (at 5,000
 // nodes, 44 MiB of live heap without, 29 MiB with).
-func StripNode(obj any) (any, error) {
+func StripNode(obj any) (any, error) { return asIs(obj, stripNode) }
+
+func stripNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -393,6 +416,7 @@ func (s *syncer) Start(ctx context.Context) error {
 			return errors.New("caches did not sync")
 		}
 	}
+	releaseSyncGarbage()
 	every := s.every
 	if every <= 0 {
 		every = 2 * time.Second
@@ -412,6 +436,16 @@ func (s *syncer) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// releaseSyncGarbage returns the caches' start-up garbage to the OS, once.
+// The informers stream their initial lists (client-go's WatchList, on by
+// default since 1.35), but each object is decoded whole before its transform
+// strips it: ~340 MB allocated at 5,000 nodes, and the heap, let grow to twice
+// what was live at the busiest moment of the sync, stays mapped (167-177 MiB
+// RSS synced, 2.5x the 45 MiB then live). A forced collection and release
+// costs one collection's CPU; afterwards the heap grows only as the caches and
+// reviews need (GOGC, or the limit setMemoryLimit gives).
+func releaseSyncGarbage() { debug.FreeOSMemory() }
 
 // NeedLeaderElection: every replica serves.
 func (s *syncer) NeedLeaderElection() bool { return false }

@@ -2,15 +2,20 @@ package webhook
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
 
@@ -56,6 +61,54 @@ func TestStripNode(t *testing.T) {
 	got, err := StripNode(cm)
 	require.NoError(t, err)
 	assert.Same(t, cm, got)
+}
+
+// TestStripTwiceKeepsOneCopy: the informers' WatchList strips each object into
+// the reflector's store and again on the queue's Replace; a stripped object
+// comes back as is, so the fleet is not held twice at the end of the sync. An
+// object that only looks stripped (no managed fields, no creation time) but
+// carries anything the strip drops is still stripped.
+func TestStripTwiceKeepsOneCopy(t *testing.T) {
+	f := fleetgen.Generate(fleetgen.Options{Seed: 1, Nodes: 50, Kubelet: true, Validators: true, Now: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)})
+	require.NotEmpty(t, f.ProofPods)
+	gpu := slices.IndexFunc(f.Nodes, f.Config.IsGPUNode)
+	require.GreaterOrEqual(t, gpu, 0)
+	for _, tc := range []struct {
+		name  string
+		obj   any
+		strip func(any) (any, error)
+	}{
+		{"GPU node", f.Nodes[gpu], StripNode},
+		{"CPU node", f.Nodes[0], StripNode},
+		{"validator Pod", f.ProofPods[0], StripPod},
+		{"SUC Job", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "apply-driver-on-gpu-1", Namespace: "system-upgrade", Labels: map[string]string{upgradev1.LabelNode: "gpu-1"}, Annotations: map[string]string{"a": "b"}},
+			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Message: "done"}}}}, StripJob},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			once, err := tc.strip(tc.obj)
+			require.NoError(t, err)
+			assert.NotSame(t, tc.obj, once, "an object as the API server sends it is stripped")
+			twice, err := tc.strip(once)
+			require.NoError(t, err)
+			assert.Same(t, once, twice, "a stripped object comes back as is")
+		})
+	}
+
+	// Looks stripped, is not: no creation time or managed fields, but an
+	// image list, an annotation and a condition message.
+	once, _ := StripNode(f.Nodes[gpu])
+	n := once.(*corev1.Node).DeepCopy()
+	n.Annotations = map[string]string{"a": "b"}
+	n.Status.Images = []corev1.ContainerImage{{Names: []string{"nvcr.io/nvidia/driver:580"}}}
+	n.Status.Conditions[0].Message = "kubelet is posting ready status"
+	got, err := StripNode(n)
+	require.NoError(t, err)
+	s := got.(*corev1.Node)
+	assert.NotSame(t, n, s)
+	assert.Empty(t, s.Annotations)
+	assert.Empty(t, s.Status.Images)
+	assert.Empty(t, s.Status.Conditions[0].Message)
+	assert.Equal(t, n.Labels, s.Labels)
 }
 
 func keyOf(m map[string]string, k string) string {
@@ -120,6 +173,32 @@ func TestDecodeNodeKeepsProofAndIdentity(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), "expected a quantity")
+		})
+	}
+}
+
+// BenchmarkStripNode: the cache transform per Node event, on a Node as the
+// API server sends it (creation time, managed fields, images) and on one
+// already stripped (the WatchList Replace, which transforms a second time).
+func BenchmarkStripNode(b *testing.B) {
+	f := fleetgen.Generate(fleetgen.Options{Seed: 1, Nodes: 50, Kubelet: true, Now: benchNow})
+	served := f.Nodes[slices.IndexFunc(f.Nodes, f.Config.IsGPUNode)].DeepCopy()
+	served.CreationTimestamp = metav1.NewTime(benchNow)
+	served.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}}
+	stripped, _ := StripNode(served)
+	for _, tc := range []struct {
+		name string
+		obj  any
+	}{{"served", served}, {"stripped", stripped}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := benchcpu.Start(b)
+			for b.Loop() {
+				if _, err := StripNode(tc.obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.Stop()
 		})
 	}
 }

@@ -16,7 +16,9 @@ package scale
 // 20s), GUG_SCALE_REPEAT (runs per load scenario, default 3),
 // GUG_SCALE_FAULT_TAIL (load after the last fault, default 10s) make a
 // shorter or longer run; GUG_SCALE_PHASES (e.g. "memory,admission") runs
-// only some phases, GUG_SCALE_LOAD (e.g. "plan-200") only some load runs.
+// only some phases, GUG_SCALE_LOAD (e.g. "plan-200") only some load runs;
+// GUG_SCALE_SERVE_ARGS adds flags to serve (e.g. "--pprof-bind-address
+// 127.0.0.1:6061" to take heap profiles while it runs).
 
 import (
 	"context"
@@ -159,7 +161,7 @@ func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 	require.NoError(t, err)
 	// --bench-noop: the admission phase's noop series, a webhook hop alone.
 	e.serve, err = testenv.StartServe(ctx, testenv.ServeOptions{Binary: bin, Kubeconfig: e.cp.Kubeconfig(), Config: f.Config, Dir: filepath.Join(e.out, "serve"),
-		Args: []string{"--bench-noop"}})
+		Args: append([]string{"--bench-noop"}, strings.Fields(os.Getenv("GUG_SCALE_SERVE_ARGS"))...)})
 	require.NoError(t, err)
 	// The caches hold the fleet once every review gets the fleet's decision.
 	require.NoError(t, e.settle(ctx, e.reviews, 3*time.Minute))
