@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,66 +47,53 @@ type Facts struct {
 	serverVersion atomic.Pointer[string]
 	synced        atomic.Bool
 	records       recordCache
-	haltRecord    haltRecordCache
 	selectors     selectorCache
 	watches       watchHealth
 	// holderFlights are the request checks' holder listings in flight, by
 	// node (RequestHolders).
 	holderFlights singleflight.Group
 
-	// The Node list is rebuilt from the informer's store only after the
-	// store changed (nodeGen counts the informer's events), not on every
-	// review: listing 5,000 nodes cost each review ~0.1 ms and ~120 KB of
-	// garbage.
-	watchingNodes atomic.Bool
-	nodeGen       atomic.Uint64
-	nodeList      atomic.Pointer[nodeSnapshot]
-	// The proof facts likewise, per event of the proof Pod and SUC Job
-	// informers (WatchProof): sorting a fleet's ~1,000 validator Pods by
-	// selector was a quarter of a Node review's CPU.
-	watchingProof atomic.Bool
-	proofGen      atomic.Uint64
-	proofSnap     atomic.Pointer[proofSnapshot]
+	// What the engine reads from the informer caches is built once per
+	// informer event, not once per review (snapshot): the Node list and
+	// its index (listing 5,000 nodes cost each review ~0.1 ms and ~120 KB
+	// of garbage), the proof facts (sorting a fleet's ~1,000 validator
+	// Pods by selector was a quarter of a Node review's CPU), the Plans
+	// with their selectors, the records, the two workloads' images and the
+	// halt record (the cache Lists and Gets of these were 24% of a Node
+	// review's CPU under load, their RESTMapper lookups alone 8%).
+	nodeList  snapshot[nodeSnapshot]
+	proofSnap snapshot[gate.ProofFacts]
+	planSnap  snapshot[planSnapshot]
+	recordMap snapshot[map[string]gate.RecordEntry]
+	imageSnap snapshot[workloadImages]
+	haltSnap  snapshot[gate.HaltRecord]
 }
 
-type proofSnapshot struct {
-	gen   uint64
-	facts gate.ProofFacts
+// snapshot is one part of the engine's view built from informer stores,
+// kept until one of its informers reports an event (watch). The handlers
+// run only after the informer's store has the change (client-go's
+// processDeltas updates the store, then notifies), so a generation read
+// before the stores never labels an older state as newer: an event during
+// a build makes the next review build again. Without watch every review
+// builds its own (tests of other paths).
+type snapshot[T any] struct {
+	watching atomic.Bool
+	// gen counts the events of every informer the part is built from.
+	gen  atomic.Uint64
+	last atomic.Pointer[generation[T]]
+	// build is held while building, so concurrent reviews after an event
+	// build the part once, the others waiting for it.
+	build sync.Mutex
 }
 
-// WatchProof makes the informers' events (the proof Pods' and SUC Jobs')
-// invalidate the cached proof facts (NewManager calls it with every such
-// informer); without it they are rebuilt on every review.
-func (f *Facts) WatchProof(infs ...cache.Informer) error {
-	if err := countEvents(&f.proofGen, infs...); err != nil {
-		return err
-	}
-	f.watchingProof.Store(true)
-	return nil
+type generation[T any] struct {
+	gen uint64
+	val T
 }
 
-type nodeSnapshot struct {
-	gen   uint64
-	nodes []*corev1.Node
-	// index is the engine's index of nodes, built from the previous one so
-	// what it knew about unchanged nodes carries over.
-	index *gate.NodeIndex
-}
-
-// WatchNodes makes the Node informer's events invalidate the Node list
-// (NewManager calls it); without it the list is read from the store every
-// time.
-func (f *Facts) WatchNodes(inf cache.Informer) error {
-	if err := countEvents(&f.nodeGen, inf); err != nil {
-		return err
-	}
-	f.watchingNodes.Store(true)
-	return nil
-}
-
-// countEvents adds one to gen on every event of the informers.
-func countEvents(gen *atomic.Uint64, infs ...cache.Informer) error {
-	bump := func() { gen.Add(1) }
+// watch makes the informers' events start a new generation.
+func (s *snapshot[T]) watch(infs ...cache.Informer) error {
+	bump := func() { s.gen.Add(1) }
 	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { bump() },
@@ -115,8 +103,86 @@ func countEvents(gen *atomic.Uint64, infs ...cache.Informer) error {
 			return err
 		}
 	}
+	s.watching.Store(true)
 	return nil
 }
+
+// Load is the generation built last (nil before the first).
+func (s *snapshot[T]) Load() *generation[T] { return s.last.Load() }
+
+// get returns the current generation's value, building it (from the
+// previous value, nil at first) when an event came since. A failed build
+// is not kept: its value and error go to this review, the next builds
+// again. The value is shared by every review of the generation: read only.
+func (s *snapshot[T]) get(build func(prev *T) (T, error)) (T, error) {
+	if !s.watching.Load() {
+		return build(nil)
+	}
+	if g := s.last.Load(); g != nil && g.gen == s.gen.Load() {
+		return g.val, nil
+	}
+	s.build.Lock()
+	defer s.build.Unlock()
+	// The generation before the stores (see snapshot).
+	gen := s.gen.Load()
+	g := s.last.Load()
+	if g != nil && g.gen == gen {
+		return g.val, nil // built by the review this one waited for
+	}
+	var prev *T
+	if g != nil {
+		prev = &g.val
+	}
+	v, err := build(prev)
+	if err != nil {
+		return v, err
+	}
+	s.last.Store(&generation[T]{gen: gen, val: v})
+	return v, nil
+}
+
+// WatchProof makes the informers' events (the proof Pods' and SUC Jobs')
+// invalidate the cached proof facts (NewManager calls it with every such
+// informer); without it they are rebuilt on every review.
+func (f *Facts) WatchProof(infs ...cache.Informer) error { return f.proofSnap.watch(infs...) }
+
+// WatchNodes makes the Node informer's events invalidate the Node list
+// (NewManager calls it); without it the list is read from the store every
+// time.
+func (f *Facts) WatchNodes(inf cache.Informer) error { return f.nodeList.watch(inf) }
+
+// WatchPlans makes the Plan informer's events invalidate the Plans and
+// their selectors (NewManager calls it).
+func (f *Facts) WatchPlans(inf cache.Informer) error { return f.planSnap.watch(inf) }
+
+// WatchRecords makes the record ConfigMap informer's events invalidate the
+// records (NewManager calls it).
+func (f *Facts) WatchRecords(inf cache.Informer) error { return f.recordMap.watch(inf) }
+
+// WatchImages makes the GPU Operator Deployment's and the DCGM exporter
+// DaemonSet's informers' events invalidate their images (NewManager calls
+// it with both).
+func (f *Facts) WatchImages(infs ...cache.Informer) error { return f.imageSnap.watch(infs...) }
+
+// WatchHaltRecord makes the halt record informer's events invalidate the
+// parsed record (NewManager calls it).
+func (f *Facts) WatchHaltRecord(inf cache.Informer) error { return f.haltSnap.watch(inf) }
+
+type nodeSnapshot struct {
+	nodes []*corev1.Node
+	// index is the engine's index of nodes, built from the previous one so
+	// what it knew about unchanged nodes carries over (nil unwatched).
+	index *gate.NodeIndex
+}
+
+// planSnapshot is the stored Plans and, at the same index, their
+// converted selectors.
+type planSnapshot struct {
+	plans     []*upgradev1.Plan
+	selectors []*gate.PlanSelector
+}
+
+type workloadImages struct{ gpuOperator, dcgmExporter string }
 
 // ready says whether reviews can be decided: no request waits on, or reads
 // from, a cache that has not synced, or one whose watch broke (an API server
@@ -181,44 +247,38 @@ func (w *watchHealth) fresh() error {
 // runnable through discovery).
 func (f *Facts) SetServerVersion(v string) { f.serverVersion.Store(&v) }
 
-// Cluster assembles the engine's view. Nodes come from the informer's store
-// without copying: the engine only reads them, and the list itself is shared
-// by the reviews until the store changes.
+// Cluster assembles the engine's view from the snapshots: nothing is
+// listed or copied per review. What it shares between reviews (the Nodes,
+// the Plans and their selectors, the records, the proof facts, the halt
+// record) the engine only reads; a handler that changes its view replaces
+// a slice, never writes into it (withPlan), and the shared slices have no
+// spare capacity an append could write into.
 func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if err := f.ready(); err != nil {
 		return nil, err
 	}
-	cl := &gate.Cluster{Records: map[string]gate.RecordEntry{}}
+	cl := &gate.Cluster{}
 	if v := f.serverVersion.Load(); v != nil {
 		cl.ServerVersion = *v
 	}
-	snap, err := f.nodes(ctx)
+	nodes, err := f.nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cl.Nodes, cl.Index = snap.nodes, snap.index
-	var plans upgradev1.PlanList
-	if err := f.Cache.List(ctx, &plans, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list Plans: %w", err)
-	}
-	for i := range plans.Items {
-		p := &plans.Items[i]
-		cl.Plans = append(cl.Plans, p)
-		cl.PlanSelectors = append(cl.PlanSelectors, f.selectors.get(p))
-	}
-	var cms corev1.ConfigMapList
-	if err := f.Cache.List(ctx, &cms, client.InNamespace(f.Config.Namespace), client.MatchingLabels{qualification.ConfigMapLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list record ConfigMaps: %w", err)
-	}
-	for i := range cms.Items {
-		cl.Records[cms.Items[i].Name] = f.records.load(&cms.Items[i])
-	}
-	if cl.GPUOperatorImage, err = f.image(ctx, &appsv1.Deployment{}, f.Config.GPUOperator); err != nil {
+	cl.Nodes, cl.Index = slices.Clip(nodes.nodes), nodes.index
+	plans, err := f.planSnap.get(func(*planSnapshot) (planSnapshot, error) { return f.listPlans(ctx) })
+	if err != nil {
 		return nil, err
 	}
-	if cl.DCGMExporterImage, err = f.image(ctx, &appsv1.DaemonSet{}, f.Config.DCGMExporter); err != nil {
+	cl.Plans, cl.PlanSelectors = slices.Clip(plans.plans), slices.Clip(plans.selectors)
+	if cl.Records, err = f.recordMap.get(func(*map[string]gate.RecordEntry) (map[string]gate.RecordEntry, error) { return f.listRecords(ctx) }); err != nil {
 		return nil, err
 	}
+	images, err := f.imageSnap.get(func(*workloadImages) (workloadImages, error) { return f.images(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	cl.GPUOperatorImage, cl.DCGMExporterImage = images.gpuOperator, images.dcgmExporter
 	if cl.Proof, err = f.proofFacts(ctx); err != nil {
 		return nil, err
 	}
@@ -226,36 +286,61 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	return cl, nil
 }
 
+func (f *Facts) listPlans(ctx context.Context) (planSnapshot, error) {
+	var list upgradev1.PlanList
+	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return planSnapshot{}, fmt.Errorf("list Plans: %w", err)
+	}
+	s := planSnapshot{plans: make([]*upgradev1.Plan, len(list.Items)), selectors: make([]*gate.PlanSelector, len(list.Items))}
+	for i := range list.Items {
+		s.plans[i] = &list.Items[i]
+		s.selectors[i] = f.selectors.get(s.plans[i])
+	}
+	return s, nil
+}
+
+func (f *Facts) listRecords(ctx context.Context) (map[string]gate.RecordEntry, error) {
+	var cms corev1.ConfigMapList
+	if err := f.Cache.List(ctx, &cms, client.InNamespace(f.Config.Namespace), client.MatchingLabels{qualification.ConfigMapLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list record ConfigMaps: %w", err)
+	}
+	records := make(map[string]gate.RecordEntry, len(cms.Items))
+	for i := range cms.Items {
+		records[cms.Items[i].Name] = f.records.load(&cms.Items[i])
+	}
+	return records, nil
+}
+
+func (f *Facts) images(ctx context.Context) (workloadImages, error) {
+	var w workloadImages
+	var err error
+	if w.gpuOperator, err = f.image(ctx, &appsv1.Deployment{}, f.Config.GPUOperator); err != nil {
+		return w, err
+	}
+	w.dcgmExporter, err = f.image(ctx, &appsv1.DaemonSet{}, f.Config.DCGMExporter)
+	return w, err
+}
+
 // haltRecordOf reads the halt record from its cache. A record that is
-// missing or cannot be read fails closed (gate.HaltRecord.Err).
+// missing or cannot be read fails closed (gate.HaltRecord.Err); one that
+// could not be read is read again by the next review.
 func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
 	if f.Halts == nil {
 		return gate.HaltRecord{}
 	}
-	var cm corev1.ConfigMap
-	if err := f.Halts.Get(ctx, client.ObjectKey{Namespace: f.Config.Namespace, Name: f.Config.Halts.ConfigMap}, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			err = errors.New("the ConfigMap does not exist")
+	rec, _ := f.haltSnap.get(func(*gate.HaltRecord) (gate.HaltRecord, error) {
+		var cm corev1.ConfigMap
+		err := f.Halts.Get(ctx, client.ObjectKey{Namespace: f.Config.Namespace, Name: f.Config.Halts.ConfigMap}, &cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Kept: its creation is an event.
+			return f.Config.MissingHaltRecord(errors.New("the ConfigMap does not exist")), nil
+		case err != nil:
+			return f.Config.MissingHaltRecord(err), err
 		}
-		return f.Config.MissingHaltRecord(err)
-	}
-	return f.haltRecord.load(f.Config, &cm)
-}
-
-// haltRecordCache keeps the parsed halt record per resourceVersion.
-type haltRecordCache struct {
-	mu     sync.Mutex
-	rv     string
-	record gate.HaltRecord
-}
-
-func (c *haltRecordCache) load(cfg *gate.Config, cm *corev1.ConfigMap) gate.HaltRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cm.ResourceVersion == "" || cm.ResourceVersion != c.rv {
-		c.rv, c.record = cm.ResourceVersion, cfg.ParseHaltRecord(cm)
-	}
-	return c.record
+		return f.Config.ParseHaltRecord(&cm), nil
+	})
+	return rec
 }
 
 // proofFacts are the few objects proofs read. Pods come from their
@@ -263,39 +348,31 @@ func (c *haltRecordCache) load(cfg *gate.Config, cm *corev1.ConfigMap) gate.Halt
 // per GPU node, and every review reads them); SUC's Jobs, a handful, are
 // listed.
 func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
-	// The generation before the stores: an event during the listing makes
-	// the next review list again.
-	gen, watching := f.proofGen.Load(), f.watchingProof.Load()
-	if prev := f.proofSnap.Load(); watching && prev != nil && prev.gen == gen {
-		return prev.facts, nil
-	}
-	var pods []*corev1.Pod
-	caches := []cache.Cache{f.Cache}
-	if f.Allocations != nil {
-		caches = append(caches, f.Allocations)
-	}
-	for _, c := range caches {
-		got, err := podsOf(ctx, c)
-		if err != nil {
-			return gate.ProofFacts{}, fmt.Errorf("proof Pods: %w", err)
+	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) {
+		var pods []*corev1.Pod
+		caches := []cache.Cache{f.Cache}
+		if f.Allocations != nil {
+			caches = append(caches, f.Allocations)
 		}
-		pods = append(pods, got...)
-	}
-	var list batchv1.JobList
-	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return gate.ProofFacts{}, fmt.Errorf("SUC Jobs: %w", err)
-	}
-	jobs := make([]*batchv1.Job, len(list.Items))
-	for i := range list.Items {
-		jobs[i] = &list.Items[i]
-	}
-	// The caches hold only what the selectors picked; ProofFactsOf sorts
-	// them into validators and checks (a Pod could be both).
-	facts := f.Config.ProofFactsOf(pods, jobs)
-	if watching {
-		f.proofSnap.Store(&proofSnapshot{gen: gen, facts: facts})
-	}
-	return facts, nil
+		for _, c := range caches {
+			got, err := podsOf(ctx, c)
+			if err != nil {
+				return gate.ProofFacts{}, fmt.Errorf("proof Pods: %w", err)
+			}
+			pods = append(pods, got...)
+		}
+		var list batchv1.JobList
+		if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+			return gate.ProofFacts{}, fmt.Errorf("SUC Jobs: %w", err)
+		}
+		jobs := make([]*batchv1.Job, len(list.Items))
+		for i := range list.Items {
+			jobs[i] = &list.Items[i]
+		}
+		// The caches hold only what the selectors picked; ProofFactsOf sorts
+		// them into validators and checks (a Pod could be both).
+		return f.Config.ProofFactsOf(pods, jobs), nil
+	})
 }
 
 // podsOf lists a cache's Pods: its informer's store when it has one, else
@@ -324,19 +401,25 @@ func podsOf(ctx context.Context, c cache.Cache) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-func (f *Facts) nodes(ctx context.Context) (*nodeSnapshot, error) {
-	inf, err := f.Cache.GetInformer(ctx, &corev1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("node informer: %w", err)
-	}
-	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
-		// Read the generation before the store: an event during the listing
-		// makes the next review list again.
-		gen := f.nodeGen.Load()
-		watching := f.watchingNodes.Load()
-		prev := f.nodeList.Load()
-		if watching && prev != nil && prev.gen == gen {
-			return prev, nil
+// nodes are the Node informer's store; indexed when watched (the index
+// then carries over from generation to generation).
+func (f *Facts) nodes(ctx context.Context) (nodeSnapshot, error) {
+	return f.nodeList.get(func(prev *nodeSnapshot) (nodeSnapshot, error) {
+		inf, err := f.Cache.GetInformer(ctx, &corev1.Node{})
+		if err != nil {
+			return nodeSnapshot{}, fmt.Errorf("node informer: %w", err)
+		}
+		si, ok := inf.(toolscache.SharedIndexInformer)
+		if !ok {
+			var list corev1.NodeList
+			if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+				return nodeSnapshot{}, fmt.Errorf("list Nodes: %w", err)
+			}
+			nodes := make([]*corev1.Node, len(list.Items))
+			for i := range list.Items {
+				nodes[i] = &list.Items[i]
+			}
+			return nodeSnapshot{nodes: nodes}, nil
 		}
 		objs := si.GetStore().List()
 		nodes := make([]*corev1.Node, 0, len(objs))
@@ -345,26 +428,16 @@ func (f *Facts) nodes(ctx context.Context) (*nodeSnapshot, error) {
 				nodes = append(nodes, n)
 			}
 		}
-		snap := &nodeSnapshot{gen: gen, nodes: nodes}
-		if watching {
+		snap := nodeSnapshot{nodes: nodes}
+		if f.nodeList.watching.Load() {
 			var before *gate.NodeIndex
 			if prev != nil {
 				before = prev.index
 			}
 			snap.index = gate.NewNodeIndex(f.Config, nodes, before)
-			f.nodeList.Store(snap)
 		}
 		return snap, nil
-	}
-	var list corev1.NodeList
-	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list Nodes: %w", err)
-	}
-	nodes := make([]*corev1.Node, len(list.Items))
-	for i := range list.Items {
-		nodes[i] = &list.Items[i]
-	}
-	return &nodeSnapshot{nodes: nodes}, nil
+	})
 }
 
 // image returns the image of the referenced workload's container; "" when the

@@ -134,17 +134,20 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 // median (a CRD list of 50 Plans, consistent or from the watch cache
 // alike; docs/performance.md, "SUC's Job start") for a freshness of
 // the informer's lag, a few ms, which the budget's other facts (the other
-// Plans' Jobs and cordons, from the same caches) have anyway.
+// Plans' Jobs and cordons, from the same caches) have anyway. The Plans and
+// selectors are copied first: the cluster's slices are every review's
+// (Facts.Cluster).
 func (s *Server) withPlan(cl *gate.Cluster, p *upgradev1.Plan) {
 	i := slices.IndexFunc(cl.Plans, func(q *upgradev1.Plan) bool { return q.Namespace == p.Namespace && q.Name == p.Name })
 	switch {
 	case i >= 0:
+		cl.Plans, cl.PlanSelectors = slices.Clone(cl.Plans), slices.Clone(cl.PlanSelectors)
 		cl.Plans[i] = p
 		if i < len(cl.PlanSelectors) {
 			cl.PlanSelectors[i] = nil // the engine converts this version's own
 		}
 	case slices.Contains(s.Config.SUCNamespaces, p.Namespace):
-		cl.Plans = append(cl.Plans, p)
+		cl.Plans = append(slices.Clip(cl.Plans), p)
 	}
 }
 

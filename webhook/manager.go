@@ -184,6 +184,27 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := facts.WatchNodes(nodeInformer); err != nil {
 		return nil, nil, fmt.Errorf("watch Nodes: %w", err)
 	}
+	// Each other part of the engine's view is rebuilt only on its own
+	// informers' events (Facts.Cluster).
+	informerOf := func(c cache.Cache, obj client.Object) cache.Informer {
+		if err == nil {
+			var inf cache.Informer
+			if inf, err = c.GetInformer(ctx, obj); err == nil {
+				return inf
+			}
+			err = fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		return nil
+	}
+	plans, recordCMs := informerOf(mgr.GetCache(), &upgradev1.Plan{}), informerOf(mgr.GetCache(), &corev1.ConfigMap{})
+	operator, exporter := informerOf(mgr.GetCache(), &appsv1.Deployment{}), informerOf(mgr.GetCache(), &appsv1.DaemonSet{})
+	haltCM := informerOf(facts.Halts, &corev1.ConfigMap{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := errors.Join(facts.WatchPlans(plans), facts.WatchRecords(recordCMs), facts.WatchImages(operator, exporter), facts.WatchHaltRecord(haltCM)); err != nil {
+		return nil, nil, fmt.Errorf("watch the engine's facts: %w", err)
+	}
 	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("informer for Pods: %w", err)
