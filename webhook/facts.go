@@ -70,12 +70,15 @@ type Facts struct {
 }
 
 // snapshot is one part of the engine's view built from informer stores,
-// kept until one of its informers reports an event (watch). The handlers
-// run only after the informer's store has the change (client-go's
-// processDeltas updates the store, then notifies), so a generation read
-// before the stores never labels an older state as newer: an event during
-// a build makes the next review build again. Without watch every review
-// builds its own (tests of other paths).
+// kept until one of its informers reports an event (watch). A handler runs
+// only after the informer's store has the change (client-go's
+// processDeltas updates the store, then notifies the handlers, each on its
+// listener's goroutine), so a generation read before the stores never
+// labels an older state as newer: an event during a build makes the next
+// review build again. A review in the hand-off between the store and the
+// handler sees the store as it was a moment before, no older than the
+// cache's own lag behind the API server already allows. Without watch
+// every review builds its own (tests of other paths).
 type snapshot[T any] struct {
 	watching atomic.Bool
 	// gen counts the events of every informer the part is built from.
