@@ -9,6 +9,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -17,14 +18,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
@@ -165,8 +169,28 @@ type Summary struct {
 	Status5xx     int   `json:"status5xx"`
 	ServerRSS     int64 `json:"serverRSSBytes,omitempty"`
 	ServerPeakRSS int64 `json:"serverPeakRSSBytes,omitempty"`
+	// ServerCPU is the server process's CPU time (user and system, every
+	// thread) over the run, 0 when not read; LoadgenCPU is this process's.
+	// Per answered review, they say what each costs, whatever the other
+	// takes of the same cores.
+	ServerCPU  time.Duration `json:"serverCPU,omitempty"`
+	LoadgenCPU time.Duration `json:"loadgenCPU,omitempty"`
 	// Examples are the first few wrong or failed answers.
 	Examples []string `json:"examples,omitempty"`
+}
+
+// ServerCPUPerReview is the server's CPU time per answered review (0: not
+// measured).
+func (s *Summary) ServerCPUPerReview() time.Duration { return perReview(s.ServerCPU, s.Answered) }
+
+// LoadgenCPUPerReview is the load generator's CPU time per answered review.
+func (s *Summary) LoadgenCPUPerReview() time.Duration { return perReview(s.LoadgenCPU, s.Answered) }
+
+func perReview(d time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n)
 }
 
 // Errors counts what a run must not have: wrong decisions and failures
@@ -178,6 +202,11 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "%s, %d workers, %s: sent %d, answered %d, %.0f reviews/s\n", s.Mode, s.Workers, s.Duration.Round(time.Millisecond), s.Sent, s.Answered, s.Throughput)
 	fmt.Fprintf(&b, "latency p50 %s  p90 %s  p99 %s  max %s\n", ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max))
 	fmt.Fprintf(&b, "answers: %d correct, %d fail-closed, %d shed (busy), %d wrong, %d failed (%d non-200, %d 5xx)\n", s.Correct, s.FailClosed, s.Shed, s.Wrong, s.Failed, s.Non200, s.Status5xx)
+	if s.ServerCPU > 0 {
+		fmt.Fprintf(&b, "CPU a review: server %s, load generator %s\n", us(s.ServerCPUPerReview()), us(s.LoadgenCPUPerReview()))
+	} else if s.LoadgenCPU > 0 {
+		fmt.Fprintf(&b, "CPU a review: load generator %s\n", us(s.LoadgenCPUPerReview()))
+	}
 	if s.ServerPeakRSS > 0 {
 		fmt.Fprintf(&b, "server RSS %.1f MiB, peak %.1f MiB\n", mib(s.ServerRSS), mib(s.ServerPeakRSS))
 	}
@@ -188,6 +217,7 @@ func (s *Summary) String() string {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/1e3) }
 func mib(b int64) float64       { return float64(b) / (1 << 20) }
 
 // MaxDuration bounds every run, whatever the caller asks.
@@ -218,9 +248,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.http.CloseIdleConnections()
 	if o.Warmup {
-		if wrong := c.once(ctx, o.Reviews); len(wrong) > 0 {
+		if wrong := c.once(ctx); len(wrong) > 0 {
 			return nil, fmt.Errorf("loadgen: warm-up: %d of %d reviews answered wrongly, e.g. %s", len(wrong), len(o.Reviews), describe(wrong[0]))
 		}
 	}
@@ -237,6 +266,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			}
 		}()
 	}
+	serverCPU := func() time.Duration { return 0 }
+	if o.PID > 0 {
+		serverCPU = func() time.Duration { d, _ := ProcessCPU(o.PID); return d }
+	}
+	cpu0, server0 := SelfCPU(), serverCPU()
 	start := time.Now()
 	var sent atomic.Int64
 	var wg sync.WaitGroup
@@ -248,8 +282,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				w := c.worker()
+				defer w.close()
 				for j := range jobs {
-					rec.add(c.send(ctx, j.review, j.scheduled))
+					rec.add(w.send(ctx, j.review, j.scheduled))
 				}
 			}()
 		}
@@ -267,7 +303,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 				break
 			}
 			sent.Add(1)
-			jobs <- job{review: &o.Reviews[i%len(o.Reviews)], scheduled: at}
+			jobs <- job{review: i % len(o.Reviews), scheduled: at}
 		}
 		close(jobs)
 	} else {
@@ -277,16 +313,22 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				w := c.worker()
+				defer w.close()
 				for runCtx.Err() == nil {
 					i := next.Add(1) - 1
 					sent.Add(1)
-					rec.add(c.send(ctx, &o.Reviews[int(i)%len(o.Reviews)], time.Now()))
+					rec.add(w.send(ctx, int(i%int64(len(o.Reviews))), time.Now()))
 				}
 			}()
 		}
 	}
 	wg.Wait()
 	s.Duration = time.Since(start)
+	s.LoadgenCPU = SelfCPU() - cpu0
+	if server0 > 0 {
+		s.ServerCPU = serverCPU() - server0
+	}
 	s.Sent = int(sent.Load())
 	rec.summarize(s)
 	if o.PID > 0 {
@@ -310,14 +352,15 @@ func Check(ctx context.Context, o Options) ([]*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.http.CloseIdleConnections()
-	return c.once(ctx, o.Reviews), nil
+	return c.once(ctx), nil
 }
 
-func (c *client) once(ctx context.Context, reviews []fleetgen.Review) []*Result {
+func (c *client) once(ctx context.Context) []*Result {
 	var wrong []*Result
-	for i := range reviews {
-		if res := c.send(ctx, &reviews[i], time.Now()); Expected(res) != Correct {
+	w := c.worker()
+	defer w.close()
+	for i := range c.reviews {
+		if res := w.send(ctx, i, time.Now()); Expected(res) != Correct {
 			wrong = append(wrong, res)
 		}
 	}
@@ -328,7 +371,7 @@ func (c *client) once(ctx context.Context, reviews []fleetgen.Review) []*Result 
 func Describe(r *Result) string { return describe(r) }
 
 type job struct {
-	review    *fleetgen.Review
+	review    int
 	scheduled time.Time
 }
 
@@ -348,12 +391,25 @@ func loopback(u string) error {
 	return nil
 }
 
+// client sends the run's reviews; each worker has its own connection.
 type client struct {
-	base    string
-	http    *http.Client
+	addr    string
+	tls     *tls.Config
 	timeout time.Duration
-	uid     atomic.Uint64
-	bufs    sync.Pool
+	reviews []prepared
+	// prefix starts each UID: random per client, with sent counting on
+	// across clients, so no two requests share one.
+	prefix uint32
+}
+
+var sentUIDs atomic.Uint64
+
+// prepared is a review ready to send: its request head, and where the UID
+// goes in its body.
+type prepared struct {
+	*fleetgen.Review
+	head  []byte
+	uidAt int // -1: the body has no placeholder
 }
 
 func newClient(o Options) (*client, error) {
@@ -361,59 +417,92 @@ func newClient(o Options) (*client, error) {
 	if !pool.AppendCertsFromPEM(o.CA) {
 		return nil, errors.New("loadgen: no certificate in the CA bundle")
 	}
-	tr := &http.Transport{
-		// As the API server's webhook client: TLS, HTTP/1.1 here (the
-		// server turns HTTP/2 off), connections kept alive and reused.
-		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   false,
-		MaxIdleConns:        o.Workers,
-		MaxIdleConnsPerHost: o.Workers,
-		IdleConnTimeout:     90 * time.Second,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	u, err := url.Parse(strings.TrimRight(o.URL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %q: %w", o.URL, err)
 	}
-	return &client{base: strings.TrimRight(o.URL, "/"), http: &http.Client{Transport: tr}, timeout: o.Timeout}, nil
+	// As the API server's webhook client: TLS, HTTP/1.1 (the server turns
+	// HTTP/2 off), connections kept alive and reused.
+	c := &client{addr: u.Host, timeout: o.Timeout, prefix: rand.Uint32(),
+		tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, ServerName: u.Hostname(), NextProtos: []string{"http/1.1"}}}
+	for i := range o.Reviews {
+		r := &o.Reviews[i]
+		head := fmt.Sprintf("POST %s%s?timeout=5s HTTP/1.1\r\nHost: %s\r\nUser-Agent: gpu-upgrade-gate-loadgen\r\n"+
+			"Content-Type: application/json\r\nAccept: application/json, */*\r\nContent-Length: %d\r\n\r\n", u.Path, r.Path, u.Host, len(r.Body))
+		c.reviews = append(c.reviews, prepared{Review: r, head: []byte(head), uidAt: bytes.Index(r.Body, []byte(fleetgen.UIDPlaceholder))})
+	}
+	return c, nil
 }
 
-// send posts one review with a fresh UID and reads the answer.
-func (c *client) send(ctx context.Context, r *fleetgen.Review, scheduled time.Time) *Result {
-	res := &Result{Review: r, Scheduled: scheduled}
-	bp, _ := c.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	body := append((*bp)[:0], r.Body...)
-	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(time.Now().Unix()), c.uid.Add(1))
-	if i := bytes.Index(body, []byte(fleetgen.UIDPlaceholder)); i >= 0 {
-		copy(body[i:], uid)
-	}
-	defer func() { *bp = body; c.bufs.Put(bp) }()
+// worker is one sender: its connection, kept alive, and its buffers. The
+// request is written from one buffer, head and body, the body copied from
+// the review and its UID patched in place; the answer is read into another.
+// net/http's client costs about twice the CPU a review (goroutine hand-offs
+// between its read and write loops, a request and header maps, a timer a
+// request), all on the cores the server is measured on.
+type worker struct {
+	c    *client
+	conn *tls.Conn
+	br   *bufio.Reader
+	req  []byte
+	rest []byte // the body after req: the review's own bytes, never written to
+	out  bytes.Buffer
+	uid  [len(fleetgen.UIDPlaceholder)]byte
+}
 
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.base+r.Path+"?timeout=5s", bytes.NewReader(body))
-	if err != nil {
-		res.Err, res.Done = err, time.Now()
-		return res
+// firstWrite is the size of net/http's write buffer, its first write.
+const firstWrite = 4 << 10
+
+func (c *client) worker() *worker { return &worker{c: c} }
+
+func (w *worker) close() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn = nil
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, */*")
+}
+
+// newUID is a fresh request UID, in the form of a UUID.
+func (w *worker) newUID() {
+	const hex = "0123456789abcdef"
+	b, t, n := w.uid[:], w.c.prefix, sentUIDs.Add(1)
+	for i := 7; i >= 0; i-- {
+		b[i], t = hex[t&15], t>>4
+	}
+	copy(b[8:], "-0000-4000-8000-")
+	for i := len(b) - 1; i >= 24; i-- {
+		b[i], n = hex[n&15], n>>4
+	}
+}
+
+// send posts review i with a fresh UID and reads the answer.
+func (w *worker) send(ctx context.Context, i int, scheduled time.Time) *Result {
+	r := &w.c.reviews[i]
+	res := &Result{Review: r.Review, Scheduled: scheduled}
+	w.newUID()
+	// The head and the body's first bytes, which hold the UID, are copied
+	// and patched; the rest is written from the review itself.
+	k := len(r.Body)
+	if first := firstWrite - len(r.head); r.uidAt+len(w.uid) <= first && first < k {
+		k = first
+	}
+	w.req, w.rest = append(append(w.req[:0], r.head...), r.Body[:k]...), r.Body[k:]
+	if r.uidAt >= 0 {
+		copy(w.req[len(r.head)+r.uidAt:], w.uid[:])
+	}
 	res.Sent = time.Now()
-	resp, err := c.http.Do(req)
-	if err != nil {
-		res.Err, res.Done = err, time.Now()
-		return res
-	}
-	data, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	res.Done, res.Status = time.Now(), resp.StatusCode
+	status, err := w.roundTrip(ctx)
+	res.Done, res.Status = time.Now(), status
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	if resp.StatusCode != http.StatusOK {
+	data := w.out.Bytes()
+	if status != http.StatusOK {
 		res.Message = string(data)
 		return res
 	}
+	// Only the fields judged are decoded.
 	var out struct {
 		Response struct {
 			UID     string `json:"uid"`
@@ -422,15 +511,17 @@ func (c *client) send(ctx context.Context, r *fleetgen.Review, scheduled time.Ti
 				Code    int    `json:"code"`
 				Message string `json:"message"`
 			} `json:"status"`
-			AuditAnnotations map[string]string `json:"auditAnnotations"`
+			AuditAnnotations struct {
+				Reasons string `json:"reasons"` // gate.AuditReasons (TestAuditReasonsKey)
+			} `json:"auditAnnotations"`
 		} `json:"response"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
 		res.Err = fmt.Errorf("answer does not decode: %w", err)
 		return res
 	}
-	if out.Response.UID != uid {
-		res.Err = fmt.Errorf("answer has uid %q, the request %q", out.Response.UID, uid)
+	if out.Response.UID != string(w.uid[:]) {
+		res.Err = fmt.Errorf("answer has uid %q, the request %q", out.Response.UID, w.uid[:])
 		return res
 	}
 	res.Allowed = out.Response.Allowed
@@ -440,10 +531,83 @@ func (c *client) send(ctx context.Context, r *fleetgen.Review, scheduled time.Ti
 			res.Status = s.Code
 		}
 	}
-	if reasons := out.Response.AuditAnnotations[gate.AuditReasons]; reasons != "" {
+	if reasons := out.Response.AuditAnnotations.Reasons; reasons != "" {
 		res.Codes = strings.Split(reasons, ",")
 	}
 	return res
+}
+
+// roundTrip writes w.req on the worker's connection (dialled if there is
+// none) and reads the answer's body into w.out. A connection the server
+// closed while idle fails before any answer byte: the request is sent once
+// more on a new one, as net/http's client does.
+func (w *worker) roundTrip(ctx context.Context) (int, error) {
+	for attempt := 0; ; attempt++ {
+		reused := w.conn != nil
+		if !reused {
+			d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}, Config: w.c.tls}
+			dctx, cancel := context.WithTimeout(ctx, w.c.timeout)
+			conn, err := d.DialContext(dctx, "tcp", w.c.addr)
+			cancel()
+			if err != nil {
+				return 0, err
+			}
+			w.conn = conn.(*tls.Conn)
+			if w.br == nil {
+				w.br = bufio.NewReaderSize(w.conn, 16<<10)
+			} else {
+				w.br.Reset(w.conn)
+			}
+		}
+		deadline := time.Now().Add(w.c.timeout)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		_ = w.conn.SetDeadline(deadline)
+		status, answered, err := w.exchange()
+		if err == nil {
+			return status, nil
+		}
+		w.close()
+		if !reused || answered || attempt > 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			return 0, err
+		}
+	}
+}
+
+// exchange is one request and its answer on the open connection; answered
+// says the server sent a byte of it.
+func (w *worker) exchange() (status int, answered bool, err error) {
+	// Written in the pieces net/http's client writes (its 4 KB buffer with
+	// the head and the body's start, then 32 KB copies), so the server
+	// reads the TLS records the API server's client sends.
+	n := firstWrite
+	for _, b := range [2][]byte{w.req, w.rest} {
+		for len(b) > 0 {
+			m := min(n, len(b))
+			if _, err := w.conn.Write(b[:m]); err != nil {
+				return 0, false, err
+			}
+			b, n = b[m:], 32<<10
+		}
+	}
+	if _, err := w.br.Peek(1); err != nil {
+		return 0, false, err
+	}
+	resp, err := http.ReadResponse(w.br, nil)
+	if err != nil {
+		return 0, true, err
+	}
+	w.out.Reset()
+	_, err = w.out.ReadFrom(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return 0, true, err
+	}
+	if resp.Close {
+		w.close()
+	}
+	return resp.StatusCode, true, nil
 }
 
 // recorder keeps the latencies and verdicts.
@@ -513,6 +677,46 @@ func Percentiles(ds []time.Duration) (p50, p90, p99, maxD time.Duration) {
 		return s[max(0, min(i, len(s)-1))]
 	}
 	return at(0.50), at(0.90), at(0.99), s[len(s)-1]
+}
+
+// ProcessCPU is a process's CPU time so far, user and system, every thread
+// (utime and stime in /proc/<pid>/stat, in clock ticks of 10 ms).
+func ProcessCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after it (state is field 3, utime 14, stime 15).
+	i := bytes.LastIndexByte(data, ')')
+	var f []string
+	if i >= 0 {
+		f = strings.Fields(string(data[i+1:]))
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q: expected utime and stime", pid, data)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / clockTicks), nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times on Linux.
+const clockTicks = 100
+
+// SelfCPU is this process's CPU time so far, user and system.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // ProcessMemory reads a process's resident set size and its peak (VmRSS and

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
 
@@ -134,4 +136,83 @@ func stubServer(t *testing.T, answer func(uid string) map[string]any) (*httptest
 		_ = json.NewEncoder(w).Encode(map[string]any{"response": answer(in.Request.UID)})
 	}))
 	return srv, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// TestAuditReasonsKey: the answer's reason codes are read from the audit
+// annotation the gate writes them to.
+func TestAuditReasonsKey(t *testing.T) {
+	assert.Equal(t, "reasons", gate.AuditReasons, "update the json tag of AuditAnnotations in worker.send")
+}
+
+// TestConnectionsAndUIDs: every request carries its own UID; an answer
+// with "Connection: close" and a connection the server closed while idle
+// are followed by a new connection, not a failure; the codes of a denial
+// are read from its audit annotation.
+func TestConnectionsAndUIDs(t *testing.T) {
+	var mu sync.Mutex
+	uids := map[string]int{}
+	n := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&in))
+		mu.Lock()
+		uids[in.Request.UID]++
+		n++
+		if n%3 == 0 {
+			w.Header().Set("Connection", "close")
+		}
+		mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"response": map[string]any{"uid": in.Request.UID, "allowed": false,
+			"auditAnnotations": map[string]string{"decision": "deny", "reasons": "NodeModeChange,RecordMissing"}}})
+	}))
+	srv.Config.IdleTimeout = 50 * time.Millisecond
+	srv.StartTLS()
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	reviews := []fleetgen.Review{{Name: "r", Path: "/validate/nodes", Body: []byte(`{"request":{"uid":"` + fleetgen.UIDPlaceholder + `"}}`),
+		Codes: []gate.Code{"RecordMissing", "NodeModeChange"}}}
+
+	s, err := Run(context.Background(), Options{URL: srv.URL, CA: ca, Reviews: reviews, Workers: 3, Duration: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Positive(t, s.Correct, s.String())
+	assert.Zero(t, s.Errors(), s.String())
+
+	c, err := newClient(Options{URL: srv.URL, CA: ca, Reviews: reviews, Timeout: time.Second})
+	require.NoError(t, err)
+	w := c.worker()
+	defer w.close()
+	for range 4 {
+		res := w.send(context.Background(), 0, time.Now())
+		require.NoError(t, res.Err)
+		assert.Equal(t, Correct, Expected(res), Describe(res))
+		time.Sleep(100 * time.Millisecond) // past the server's idle timeout
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for uid, k := range uids {
+		assert.Equal(t, 1, k, "uid %s sent %d times", uid, k)
+		assert.Len(t, uid, len(fleetgen.UIDPlaceholder))
+		assert.NotEqual(t, fleetgen.UIDPlaceholder, uid)
+	}
+	assert.Equal(t, s.Answered+4, n)
+}
+
+// TestProcessCPU: the CPU time of a process that burns CPU grows.
+func TestProcessCPU(t *testing.T) {
+	before, err := ProcessCPU(os.Getpid())
+	require.NoError(t, err)
+	self := SelfCPU()
+	x := 0
+	for start := time.Now(); time.Since(start) < 200*time.Millisecond; x++ {
+	}
+	after, err := ProcessCPU(os.Getpid())
+	require.NoError(t, err)
+	assert.Greater(t, after, before, x)
+	assert.Greater(t, SelfCPU(), self)
+	_, err = ProcessCPU(1 << 30)
+	assert.Error(t, err)
 }

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +137,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pid := fs.Int("pid", 0, "the server's process ID, for its VmRSS and VmHWM")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	warmup := fs.Bool("warmup", true, "send each review once first and stop if one is answered wrongly")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -163,6 +165,17 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *rate > 0 {
 			*workers = 64
 		}
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen: --cpuprofile:", err)
+			return 2
+		}
+		defer func() { pprof.StopCPUProfile(); _ = pf.Close() }()
 	}
 	s, err := loadgen.Run(ctx, loadgen.Options{URL: *url, CA: ca, Reviews: reviews, Rate: *rate, Workers: *workers,
 		Duration: *duration, PID: *pid, Warmup: *warmup})
