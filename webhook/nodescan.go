@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
@@ -50,12 +52,22 @@ type nodeScan struct {
 	i     int
 	depth int
 	bad   bool
-	// labels is scratch for a string map's pairs, so the map is made at
-	// its final size.
-	pairs []stringPair
+	// like is the metadata of the Node decoded first (the object), whose
+	// label and annotation values the second (the oldObject) mostly repeats.
+	like *metav1.ObjectMeta
+	// maps are the pooled maps the scan filled (pooledMaps).
+	maps pooledMaps
+	// conds is scratch for a Node's conditions.
+	conds []corev1.NodeCondition
+	// escaped are the strings with escapes decoded so far, by their bytes
+	// in the body: the second Node repeats most of the first's.
+	escaped []escapedString
 }
 
-type stringPair struct{ k, v string }
+type escapedString struct {
+	raw []byte
+	s   string
+}
 
 func (s *nodeScan) fail() bool { s.bad = true; return false }
 
@@ -232,23 +244,51 @@ func (s *nodeScan) str(dst *string) {
 	}
 }
 
+// strLike is str, giving like for an equal plain string.
+func (s *nodeScan) strLike(dst *string, like string) {
+	if s.peek() == '"' {
+		*dst = s.stringValueLike(like, true)
+		return
+	}
+	s.str(dst)
+}
+
 // stringValue decodes the string at s.i: interned when plain (label keys
 // and values repeat across Nodes and reviews), else through encoding/json.
-func (s *nodeScan) stringValue() string {
+func (s *nodeScan) stringValue() string { return s.stringValueLike("", false) }
+
+// stringValueLike is stringValue, giving like when ok and the string is
+// plain and equal to it.
+func (s *nodeScan) stringValueLike(like string, ok bool) string {
 	start := s.i
 	simple := s.stringEnd()
 	if s.bad {
 		return ""
 	}
 	if simple {
+		if b := s.b[start+1 : s.i-1]; ok && like == string(b) {
+			return like
+		}
 		return reviewStrings.get(s.b[start+1 : s.i-1])
 	}
+	raw := s.b[start:s.i]
+	for _, e := range s.escaped {
+		if bytes.Equal(e.raw, raw) {
+			return e.s
+		}
+	}
 	var str string
-	if sigsjson.UnmarshalCaseSensitivePreserveInts(s.b[start:s.i], &str) != nil {
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &str) != nil {
 		s.fail()
+	}
+	if len(s.escaped) < maxEscaped {
+		s.escaped = append(s.escaped, escapedString{raw, str})
 	}
 	return str
 }
+
+// maxEscaped bounds the escaped strings remembered in one review.
+const maxEscaped = 32
 
 func (s *nodeScan) null() bool { return s.literal("null") }
 
@@ -371,8 +411,12 @@ func (s *nodeScan) seen(set *uint32, f uint32) bool {
 // anything the usual path must handle.
 func decodeNodeReview(body []byte) (decodedReview, bool) {
 	s := scanPool.Get().(*nodeScan)
-	defer func() { s.b, s.pairs = nil, s.pairs[:0]; scanPool.Put(s) }()
-	*s = nodeScan{b: body, pairs: s.pairs[:0]}
+	defer func() {
+		clear(s.escaped) // they point into the body
+		*s = nodeScan{conds: s.conds[:0], escaped: s.escaped[:0]}
+		scanPool.Put(s)
+	}()
+	*s = nodeScan{b: body, conds: s.conds[:0], escaped: s.escaped[:0]}
 	var (
 		apiVersion, kind string
 		req              *admissionv1.AdmissionRequest
@@ -407,9 +451,10 @@ func decodeNodeReview(body []byte) (decodedReview, bool) {
 	}
 	if s.bad || kind != "AdmissionReview" || (apiVersion != admissionv1.SchemeGroupVersion.String() && apiVersion != admissionv1beta1.SchemeGroupVersion.String()) ||
 		req == nil || req.Object.Object == nil || req.OldObject.Object == nil {
+		s.maps.release()
 		return decodedReview{}, false
 	}
-	return decodedReview{Request: admission.Request{AdmissionRequest: *req}, apiVersion: apiVersion}, true
+	return decodedReview{Request: admission.Request{AdmissionRequest: *req}, apiVersion: apiVersion, maps: s.maps}, true
 }
 
 var scanPool = sync.Pool{New: func() any { return &nodeScan{} }}
@@ -471,11 +516,13 @@ func (s *nodeScan) request() *admissionv1.AdmissionRequest {
 			s.seen(&set, 1<<11)
 			if n := s.nodeOrNull(); n != nil {
 				r.Object.Object = n
+				s.like = cmp.Or(s.like, &n.ObjectMeta)
 			}
 		case "oldObject":
 			s.seen(&set, 1<<12)
 			if n := s.nodeOrNull(); n != nil {
 				r.OldObject.Object = n
+				s.like = cmp.Or(s.like, &n.ObjectMeta)
 			}
 		case "dryRun":
 			s.seen(&set, 1<<13)
@@ -593,9 +640,11 @@ func (s *nodeScan) strings() []string {
 	return out
 }
 
-// stringMap decodes a map of strings: null is nil, a null value "", the
-// last of a repeated key wins (encoding/json's map rules).
-func (s *nodeScan) stringMap() map[string]string {
+// stringMap decodes a map of strings into a pooled map: null is nil, a
+// null value "", the last of a repeated key wins (encoding/json's map
+// rules). A value equal to like's for the same key (the same map of the
+// other Node) is like's string, neither interned nor copied.
+func (s *nodeScan) stringMap(like map[string]string) map[string]string {
 	if s.peek() == 'n' {
 		s.null()
 		return nil
@@ -603,20 +652,72 @@ func (s *nodeScan) stringMap() map[string]string {
 	if !s.enter('{') {
 		return nil
 	}
-	base := len(s.pairs)
+	m := s.maps.get()
 	for first := true; s.more('}', &first); {
 		k := s.stringOf(s.key())
-		var v string
-		s.str(&v)
-		s.pairs = append(s.pairs, stringPair{k, v})
+		switch s.peek() {
+		case 'n':
+			s.null()
+			m[k] = ""
+		case '"':
+			prev, ok := like[k]
+			m[k] = s.stringValueLike(prev, ok)
+		default:
+			s.fail()
+		}
 	}
-	m := make(map[string]string, len(s.pairs)-base)
-	for _, p := range s.pairs[base:] {
-		m[p.k] = p.v
-	}
-	s.pairs = s.pairs[:base]
 	return m
 }
+
+// pooledMaps are the label and annotation maps of one review's two Nodes,
+// taken from stringMaps and given back, cleared, once the review is
+// answered (nodeEndpoint.ServeHTTP): each would otherwise be made, grown
+// and collected a review. Nothing keeps a Node's maps past its review (the
+// engine keeps strings, never a map; the strings are the intern table's or
+// copies, never the body's).
+type pooledMaps struct {
+	m [4]map[string]string
+	n int
+}
+
+var stringMaps = sync.Pool{New: func() any { return make(map[string]string, 64) }}
+
+// maxPooledMap: a map grown past this many entries is left to the
+// collector, not kept.
+const maxPooledMap = 256
+
+func (p *pooledMaps) get() map[string]string {
+	if p.n == len(p.m) { // more maps than a review's two Nodes have
+		return map[string]string{}
+	}
+	m := stringMaps.Get().(map[string]string)
+	p.m[p.n] = m
+	p.n++
+	return m
+}
+
+// release gives the maps back; the Nodes that held them must not be read
+// again.
+func (p *pooledMaps) release() {
+	for i := range p.n {
+		if m := p.m[i]; len(m) <= maxPooledMap {
+			clear(m)
+			stringMaps.Put(m)
+		}
+		p.m[i] = nil
+	}
+	p.n = 0
+}
+
+// likeOf is the metadata to take equal values from: none for the first Node.
+func likeOf(m *metav1.ObjectMeta) *metav1.ObjectMeta {
+	if m == nil {
+		return &noMetadata
+	}
+	return m
+}
+
+var noMetadata metav1.ObjectMeta
 
 // nodeOrNull decodes a Node (nil for null); the checks are node()'s.
 func (s *nodeScan) nodeOrNull() *corev1.Node {
@@ -660,25 +761,28 @@ func (s *nodeScan) nodeOrNull() *corev1.Node {
 	return n
 }
 
+// metadata decodes the fields the rules read; the second Node's equal to
+// the first's are the first's strings.
 func (s *nodeScan) metadata(m *metav1.ObjectMeta) {
 	var set uint32
+	like := likeOf(s.like)
 	s.object(func(k []byte) {
 		switch string(k) {
 		case "name":
 			s.seen(&set, 1)
-			s.str(&m.Name)
+			s.strLike(&m.Name, like.Name)
 		case "uid":
 			s.seen(&set, 2)
-			s.str((*string)(&m.UID))
+			s.strLike((*string)(&m.UID), string(like.UID))
 		case "resourceVersion":
 			s.seen(&set, 4)
-			s.str(&m.ResourceVersion)
+			s.strLike(&m.ResourceVersion, like.ResourceVersion)
 		case "labels":
 			s.seen(&set, 8)
-			m.Labels = s.stringMap()
+			m.Labels = s.stringMap(like.Labels)
 		case "annotations":
 			s.seen(&set, 16)
-			m.Annotations = s.stringMap()
+			m.Annotations = s.stringMap(like.Annotations)
 		default:
 			s.skip()
 		}
@@ -822,6 +926,15 @@ func (s *nodeScan) conditions(dst *[]corev1.NodeCondition) {
 	if !s.enter('[') {
 		return
 	}
+	// Gathered in the scan's scratch, then copied at their number: one
+	// allocation, not one each time append grows the list.
+	conds := s.conds[:0]
+	defer func() {
+		if len(conds) > 0 {
+			*dst = append(*dst, conds...)
+		}
+		s.conds = conds[:0]
+	}()
 	for first := true; s.more(']', &first); {
 		var c corev1.NodeCondition
 		var set uint32
@@ -840,7 +953,7 @@ func (s *nodeScan) conditions(dst *[]corev1.NodeCondition) {
 				s.skip()
 			}
 		})
-		*dst = append(*dst, c)
+		conds = append(conds, c)
 	}
 }
 

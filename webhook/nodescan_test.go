@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,6 +91,21 @@ var nodeScanSeeds = func() []string {
 	} {
 		out = append(out, strings.Replace(plain, r[0], r[1], 1))
 	}
+	// The same in the oldObject only, the Node whose values equal to the
+	// object's are taken from it (an escape or a repeated key on one side
+	// only must not be taken for the other's value).
+	for _, r := range [][2]string{
+		{`"zone":"a"`, `"zone":"\u00e9\ud83d\ude00"`},
+		{`"zone":"a"`, `"zone":"\u0061"`},
+		{`"zone":"a"`, `"zone":null`},
+		{`"zone":"a"`, `"zone":"b","zone":"a"`},
+		{`"name":"n"`, `"name":"m"`},
+		{`"uid":"u1"`, `"uid":"u2"`},
+		{`"annotations":{"a":"{\"x\":[1,2.5e3,-0,true,null]}"}`, `"annotations":{"a":"{\"x\":[1,2.5e3,-0,true]}"}`},
+	} {
+		i := strings.LastIndex(plain, r[0])
+		out = append(out, plain[:i]+r[1]+plain[i+len(r[0]):])
+	}
 	return append(out, plain+" ", plain+"x", plain[:len(plain)-1], review("", "null", node), review("", `"x"`, node),
 		strings.Replace(plain, `"kind":"AdmissionReview"`, `"kind":"AdmissionReview","response":{}`, 1),
 		strings.Replace(plain, "admission.k8s.io/v1", "admission.k8s.io/v1beta1", 1))
@@ -113,4 +129,26 @@ func TestNodeScan(t *testing.T) {
 		_, ok := decodeNodeReview([]byte(nodeScanSeeds[i]))
 		assert.False(t, ok, "seed %d falls back", i)
 	}
+}
+
+// TestNodeScanSharesEqualValues: the oldObject's label values equal to the
+// object's are the object's strings; a value that differs is its own; the
+// maps go back to the pool cleared.
+func TestNodeScanSharesEqualValues(t *testing.T) {
+	plain := nodeScanSeeds[0]
+	i := strings.LastIndex(plain, `"zone":"a"`)
+	body := plain[:i] + `"zone":"b"` + plain[i+len(`"zone":"a"`):]
+	got, ok := decodeNodeReview([]byte(body))
+	require.True(t, ok)
+	n, old := got.Object.Object.(*corev1.Node), got.OldObject.Object.(*corev1.Node)
+	assert.Equal(t, "a", n.Labels["zone"])
+	assert.Equal(t, "b", old.Labels["zone"])
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	assert.True(t, same(n.Labels["nvidia.com/gpu.present"], old.Labels["nvidia.com/gpu.present"]))
+	assert.True(t, same(n.Annotations["a"], old.Annotations["a"]), "an escaped value equal on both sides is decoded once")
+	assert.True(t, same(n.Name, old.Name))
+	labels := n.Labels
+	got.maps.release()
+	assert.Empty(t, labels, "released maps are cleared")
+	assert.Zero(t, got.maps.n)
 }

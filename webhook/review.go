@@ -68,6 +68,7 @@ func (e *nodeEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeReview(w, req.apiVersion, e.handle(r, req.Request))
+	req.maps.release() // answered: the Nodes are not read again
 }
 
 // handle is controller-runtime's Webhook.Handle: a panic is a 500 denial,
@@ -102,6 +103,8 @@ func putBody(b *bytes.Buffer) {
 type decodedReview struct {
 	admission.Request
 	apiVersion string
+	// maps hold the Nodes' labels and annotations, pooled (nodescan.go).
+	maps pooledMaps
 }
 
 // writeReview writes the response as controller-runtime does, in the
