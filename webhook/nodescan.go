@@ -55,6 +55,12 @@ type nodeScan struct {
 	// like is the metadata of the Node decoded first (the object), whose
 	// label and annotation values the second (the oldObject) mostly repeats.
 	like *metav1.ObjectMeta
+	// metas counts the Nodes' metadata read; firstLabels and
+	// firstAnnotations are the first's pairs, in the body's order (sorted,
+	// as the API server writes maps), for the second to take its keys and
+	// equal values from instead of interning them.
+	metas                         int
+	firstLabels, firstAnnotations []stringPair
 	// maps are the pooled maps the scan filled (pooledMaps).
 	maps pooledMaps
 	// conds is scratch for a Node's conditions.
@@ -63,6 +69,8 @@ type nodeScan struct {
 	// in the body: the second Node repeats most of the first's.
 	escaped []escapedString
 }
+
+type stringPair struct{ k, v string }
 
 type escapedString struct {
 	raw []byte
@@ -413,10 +421,12 @@ func decodeNodeReview(body []byte) (decodedReview, bool) {
 	s := scanPool.Get().(*nodeScan)
 	defer func() {
 		clear(s.escaped) // they point into the body
-		*s = nodeScan{conds: s.conds[:0], escaped: s.escaped[:0]}
+		clear(s.firstLabels)
+		clear(s.firstAnnotations)
+		*s = nodeScan{conds: s.conds[:0], escaped: s.escaped[:0], firstLabels: s.firstLabels[:0], firstAnnotations: s.firstAnnotations[:0]}
 		scanPool.Put(s)
 	}()
-	*s = nodeScan{b: body, conds: s.conds[:0], escaped: s.escaped[:0]}
+	*s = nodeScan{b: body, conds: s.conds[:0], escaped: s.escaped[:0], firstLabels: s.firstLabels[:0], firstAnnotations: s.firstAnnotations[:0]}
 	var (
 		apiVersion, kind string
 		req              *admissionv1.AdmissionRequest
@@ -642,9 +652,10 @@ func (s *nodeScan) strings() []string {
 
 // stringMap decodes a map of strings into a pooled map: null is nil, a
 // null value "", the last of a repeated key wins (encoding/json's map
-// rules). A value equal to like's for the same key (the same map of the
-// other Node) is like's string, neither interned nor copied.
-func (s *nodeScan) stringMap(like map[string]string) map[string]string {
+// rules). With record it appends the pairs read; a key found in like (the
+// same map of the other Node), walked in order, is like's string, and so
+// is an equal value: neither interned nor copied.
+func (s *nodeScan) stringMap(record *[]stringPair, like []stringPair) map[string]string {
 	if s.peek() == 'n' {
 		s.null()
 		return nil
@@ -653,17 +664,32 @@ func (s *nodeScan) stringMap(like map[string]string) map[string]string {
 		return nil
 	}
 	m := s.maps.get()
+	j := 0
 	for first := true; s.more('}', &first); {
-		k := s.stringOf(s.key())
+		kb := s.key()
+		var k, vlike string
+		ok := false
+		for j < len(like) && like[j].k < string(kb) {
+			j++
+		}
+		if j < len(like) && like[j].k == string(kb) {
+			k, vlike, ok = like[j].k, like[j].v, true
+			j++
+		} else {
+			k = s.stringOf(kb)
+		}
+		var v string
 		switch s.peek() {
 		case 'n':
 			s.null()
-			m[k] = ""
 		case '"':
-			prev, ok := like[k]
-			m[k] = s.stringValueLike(prev, ok)
+			v = s.stringValueLike(vlike, ok)
 		default:
 			s.fail()
+		}
+		m[k] = v
+		if record != nil {
+			*record = append(*record, stringPair{k, v})
 		}
 	}
 	return m
@@ -766,6 +792,12 @@ func (s *nodeScan) nodeOrNull() *corev1.Node {
 func (s *nodeScan) metadata(m *metav1.ObjectMeta) {
 	var set uint32
 	like := likeOf(s.like)
+	s.metas++
+	labels, annotations := &s.firstLabels, &s.firstAnnotations
+	likeLabels, likeAnnotations := []stringPair(nil), []stringPair(nil)
+	if s.metas > 1 {
+		labels, annotations, likeLabels, likeAnnotations = nil, nil, s.firstLabels, s.firstAnnotations
+	}
 	s.object(func(k []byte) {
 		switch string(k) {
 		case "name":
@@ -779,10 +811,10 @@ func (s *nodeScan) metadata(m *metav1.ObjectMeta) {
 			s.strLike(&m.ResourceVersion, like.ResourceVersion)
 		case "labels":
 			s.seen(&set, 8)
-			m.Labels = s.stringMap(like.Labels)
+			m.Labels = s.stringMap(labels, likeLabels)
 		case "annotations":
 			s.seen(&set, 16)
-			m.Annotations = s.stringMap(like.Annotations)
+			m.Annotations = s.stringMap(annotations, likeAnnotations)
 		default:
 			s.skip()
 		}

@@ -147,6 +147,13 @@ func TestNodeScanSharesEqualValues(t *testing.T) {
 	assert.True(t, same(n.Labels["nvidia.com/gpu.present"], old.Labels["nvidia.com/gpu.present"]))
 	assert.True(t, same(n.Annotations["a"], old.Annotations["a"]), "an escaped value equal on both sides is decoded once")
 	assert.True(t, same(n.Name, old.Name))
+	for k := range n.Labels {
+		for k2 := range old.Labels {
+			if k == k2 {
+				assert.True(t, same(k, k2), "key %s", k)
+			}
+		}
+	}
 	labels := n.Labels
 	got.maps.release()
 	assert.Empty(t, labels, "released maps are cleared")
