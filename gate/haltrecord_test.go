@@ -476,3 +476,37 @@ func TestBreakGlassDoesNotOverrideAHalt(t *testing.T) {
 		assert.Contains(t, strings.Join(d.Warnings, "\n"), "it does not override RolloutHalted")
 	})
 }
+
+// TestRequesterOtherSpellings: what else names (or hides) a requester. An
+// empty requested-by names nobody and is refused like another user's name;
+// the key spelled in another case is another annotation, so the Plan has
+// none and its create is refused; the writer's own name passes.
+func TestRequesterOtherSpellings(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(s *scenario)
+		want   Code // "" = neither requester code
+	}{
+		{name: "empty value", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "" }, want: CodeRequesterMismatch},
+		{name: "the key in another case", mutate: func(s *scenario) {
+			delete(s.req.Plan.Annotations, AnnotationRequestedBy)
+			s.req.Plan.Annotations["gpu-upgrade-gate.io/Requested-By"] = "alice"
+		}, want: CodeRequesterMissing},
+		{name: "the writer's own name", mutate: func(s *scenario) { s.req.Plan.Annotations[AnnotationRequestedBy] = "alice" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			codes := d.Codes()
+			if tc.want == "" {
+				assert.NotContains(t, codes, CodeRequesterMismatch, d.Message())
+				assert.NotContains(t, codes, CodeRequesterMissing, d.Message())
+				return
+			}
+			assert.Contains(t, codes, tc.want, d.Message())
+			assert.False(t, d.Allowed)
+		})
+	}
+}
