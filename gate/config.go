@@ -394,7 +394,8 @@ func (c *Config) finish(d Decision, f findings, user UserInfo, annotations, oldA
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass not honoured: metadata.annotations[%s] %q has %d non-space characters, expected at least %d (e.g. an incident number and why)", AnnotationBreakGlass, qualification.Clip(reason), nonSpace(reason), MinBreakGlassReason))
 		return d
 	}
-	if held := slices.DeleteFunc(d.Codes(), func(c Code) bool { return !slices.Contains(NoBreakGlassCodes(), c) }); len(held) > 0 {
+	unbreakable := NoBreakGlassCodes()
+	if held := slices.DeleteFunc(d.Codes(), func(c Code) bool { return !slices.Contains(unbreakable, c) }); len(held) > 0 {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: break-glass not honoured: it does not override %s (each blocker says what ends it); the write stays denied", codeList(held)))
 		return d
 	}

@@ -159,14 +159,12 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 	return out
 }
 
-// A node may halt (detectHalts keeps it as a suspect) unless haltSignal
-// finds nothing on it under rec: no SUC Job, no failed driver upgrade, no
-// unhealthy GPU-health condition (nodeMayHalt), and on the record's source
-// tuple (tupleMayHalt: neither half applied nor at the target, where Ready
-// and the validator are awaited).
-
 // nodeMayHalt: the node's own signals, whatever the record: its driver
-// upgrade failed, or a GPU-health condition is unhealthy.
+// upgrade failed, or a GPU-health condition is unhealthy. A node is a
+// suspect of detectHalts unless haltSignal surely finds nothing on it: no
+// SUC Job, not nodeMayHalt, and on the record's source tuple
+// (tupleMayHalt: neither half applied nor at the target, where Ready and
+// the validator are awaited).
 func (c *Config) nodeMayHalt(n *corev1.Node) bool {
 	if n.Labels[LabelDriverUpgradeState] == "upgrade-failed" {
 		return true
@@ -190,8 +188,9 @@ func tupleMayHalt(cur qualification.Tuple, rec *qualification.Record) bool {
 	return !atSource || SameTuple(cur, rec.Target)
 }
 
-// upgradeJobsByNode are SUC's Jobs by the node they upgrade. It stands in
-// for a per-node set of the node index (the lead may move it there).
+// upgradeJobsByNode are SUC's Jobs by the node they upgrade (a handful:
+// built per detection rather than kept beside ProofFacts, which callers
+// also fill by hand).
 func upgradeJobsByNode(cl *Cluster) map[string][]*batchv1.Job {
 	out := make(map[string][]*batchv1.Job, len(cl.Proof.UpgradeJobs))
 	for _, j := range cl.Proof.UpgradeJobs {

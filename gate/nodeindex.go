@@ -31,10 +31,10 @@ type NodeIndex struct {
 	nodes   []*corev1.Node
 	vendors []string
 	health  []HealthCondition
-	// gpu is 0 while unknown, then gpuNo or gpuYes.
+	// gpu is 0 while unknown, then knownNo or knownYes.
 	gpu   []atomic.Int32
 	facts []atomic.Pointer[NodeFacts]
-	// signals is 0 while unknown, then gpuNo or gpuYes: whether the node
+	// signals is 0 while unknown, then knownNo or knownYes: whether the node
 	// shows a halt signal of its own (nodeMayHalt), looked at by every
 	// review's halt detection.
 	signals []atomic.Int32
@@ -59,8 +59,8 @@ type NodeIndex struct {
 }
 
 const (
-	gpuNo  = 1
-	gpuYes = 2
+	knownNo  = 1
+	knownYes = 2
 )
 
 // keyPostings are the positions, ascending, of the nodes that carry a key,
@@ -238,20 +238,20 @@ func (x *NodeIndex) mayHalt(cfg *Config, i int32) bool {
 	return knownOnce(&m.signals[j], func() bool { return cfg.nodeMayHalt(x.nodes[i]) })
 }
 
-// knownOnce is f's answer, kept in v (0 while unknown, then gpuNo or
-// gpuYes): worked out once per node object.
+// knownOnce is f's answer, kept in v (0 while unknown, then knownNo or
+// knownYes): worked out once per node object.
 func knownOnce(v *atomic.Int32, f func() bool) bool {
 	switch v.Load() {
-	case gpuYes:
+	case knownYes:
 		return true
-	case gpuNo:
+	case knownNo:
 		return false
 	}
 	if f() {
-		v.Store(gpuYes)
+		v.Store(knownYes)
 		return true
 	}
-	v.Store(gpuNo)
+	v.Store(knownNo)
 	return false
 }
 

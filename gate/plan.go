@@ -190,8 +190,6 @@ type PlanDecision struct {
 	r *PlanReview
 	d Decision
 	f findings
-	// exempt: d is the answer as it stands, no rule applied.
-	exempt bool
 	// deferred: the holder rule is still to apply, its findings to go at
 	// holdersAt.
 	deferred  bool
@@ -214,7 +212,7 @@ func (p *PlanDecision) JoinHolders(holders map[string][]Holder, holdersErr error
 }
 
 func (p *PlanDecision) finish() Decision {
-	if p.exempt {
+	if p.r.exemption != "" { // d is the answer as it stands, no rule applied
 		return p.d
 	}
 	return p.r.finish(p.d, p.f)
@@ -228,7 +226,6 @@ func (r *PlanReview) judge(holders map[string][]Holder, holdersErr error, deferH
 	if r.exemption != "" {
 		d.Allowed, d.Exemption = true, r.exemption
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: exempt by %q; no rule was applied", r.exemption))
-		pd.exempt = true
 		return pd
 	}
 	p := r.req.Plan

@@ -55,11 +55,10 @@ type nodeScan struct {
 	// like is the metadata of the Node decoded first (the object), whose
 	// label and annotation values the second (the oldObject) mostly repeats.
 	like *metav1.ObjectMeta
-	// metas counts the Nodes' metadata read; firstLabels and
-	// firstAnnotations are the first's pairs, in the body's order (sorted,
-	// as the API server writes maps), for the second to take its keys and
-	// equal values from instead of interning them.
-	metas                         int
+	// firstLabels and firstAnnotations are the first Node's pairs, in the
+	// body's order (sorted, as the API server writes maps), for the second
+	// (read once like is set) to take its keys and equal values from
+	// instead of interning them.
 	firstLabels, firstAnnotations []stringPair
 	// maps are the pooled maps the scan filled (pooledMaps).
 	maps pooledMaps
@@ -792,10 +791,9 @@ func (s *nodeScan) nodeOrNull() *corev1.Node {
 func (s *nodeScan) metadata(m *metav1.ObjectMeta) {
 	var set uint32
 	like := likeOf(s.like)
-	s.metas++
 	labels, annotations := &s.firstLabels, &s.firstAnnotations
 	likeLabels, likeAnnotations := []stringPair(nil), []stringPair(nil)
-	if s.metas > 1 {
+	if s.like != nil { // the second Node
 		labels, annotations, likeLabels, likeAnnotations = nil, nil, s.firstLabels, s.firstAnnotations
 	}
 	s.object(func(k []byte) {
