@@ -55,6 +55,9 @@ const (
 	// spec (a new rollout) or drops the annotation, without
 	// gpu-upgrade-gate.io/requested-by (config requireRequester).
 	CodeRequesterMissing Code = "RequesterMissing"
+	// CodeCordonedByOther: an upgrade would start on, or SUC would
+	// uncordon, a GPU node someone other than SUC cordoned (nodestate.go).
+	CodeCordonedByOther Code = "CordonedByOther"
 )
 
 // Node codes.
@@ -65,6 +68,12 @@ const (
 	CodeUncordonDuringTransition Code = "UncordonDuringTransition"
 	CodeGPUIdentityRemoved       Code = "GPUIdentityRemoved"
 	CodeUncordonBeforeProof      Code = "UncordonBeforeProof"
+	// CodeNodeAttestationForged: a node's moved-by or cordon-handover
+	// annotation names someone other than its writer.
+	CodeNodeAttestationForged Code = "NodeAttestationForged"
+	// CodeMovedByMissing: a person's write pulls a GPU node into a GPU Plan
+	// without naming themselves in gpu-upgrade-gate.io/moved-by.
+	CodeMovedByMissing Code = "MovedByMissing"
 )
 
 // CodeReviewInvalid is what an adapter answers when the request itself cannot

@@ -63,9 +63,15 @@ func TestCompletionShortOfDestination(t *testing.T) {
 			n.Labels = old.Labels
 			s.cluster.Proof.UpgradeJobs[0].Status.Conditions = nil
 		}, want: []Code{CodeUncordonBeforeProof}, msg: []string{"so it may not uncordon yet"}},
-		{name: "an uncordon of SUC's with no Job of any Plan for the node completes nothing: allowed", mutate: func(s *scenario, old, n *corev1.Node) {
+		{name: "an uncordon of SUC's with no Job of any Plan for the node completes nothing, but the cordon is not SUC's (issue 22)", mutate: func(s *scenario, old, n *corev1.Node) {
 			n.Labels = old.Labels
 			s.cluster.Proof.UpgradeJobs = nil
+			delete(old.Annotations, AnnotationCordonHandover)
+		}, want: []Code{CodeCordonedByOther}, msg: []string{"was cordoned by someone other than SUC"}},
+		{name: "the same, handed over: allowed", mutate: func(s *scenario, old, n *corev1.Node) {
+			n.Labels = old.Labels
+			s.cluster.Proof.UpgradeJobs = nil
+			old.Annotations = map[string]string{AnnotationCordonHandover: "dave"}
 		}},
 		{name: "the Job failed: the halt path holds the node, not this rule", mutate: func(s *scenario, old, n *corev1.Node) {
 			n.Labels = old.Labels
@@ -149,7 +155,7 @@ func TestPreviousNodeShortOfDestination(t *testing.T) {
 		}, want: []Code{CodeRolloutHalted}, msg: "node gpu-v100-02: SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-02 failed (<none>) (seen 2026-11-21T11:59:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1; seen now, being recorded)"},
 		{name: "its Job still runs: the budget's business, not this rule", mutate: func(_ *scenario, j *batchv1.Job) {
 			j.Status.Conditions = nil
-		}},
+		}, want: []Code{CodeDisruptionBudgetExceeded}, msg: "gpu-v100-02 (SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-02 runs for it)"},
 		{name: "the Job's Plan was deleted", mutate: func(s *scenario, _ *batchv1.Job) { s.cluster.Plans = nil }},
 	}
 	for _, tc := range cases {

@@ -113,6 +113,13 @@ type Config struct {
 	// Halts says where halts are kept and when a node that has not come
 	// back halts its rollout (halt.go).
 	Halts HaltConfig `json:"halts"`
+	// OutOfService names the marks that take a GPU node out besides its
+	// cordon (nodestate.go).
+	OutOfService OutOfServiceConfig `json:"outOfService"`
+	// RequireMover: a person's Node write that pulls a GPU node into a GPU
+	// Plan must carry gpu-upgrade-gate.io/moved-by with their username
+	// (rule_movedby.go).
+	RequireMover bool `json:"requireMover"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -138,6 +145,8 @@ func DefaultConfig() *Config {
 		Budget:         DefaultBudgetConfig(),
 		Windows:        DefaultWindowsConfig(),
 		Halts:          DefaultHaltConfig(),
+		OutOfService:   DefaultOutOfServiceConfig(),
+		RequireMover:   true,
 	}
 }
 
@@ -269,6 +278,7 @@ func (c *Config) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
+	errs = append(errs, c.OutOfService.validate(field.NewPath("outOfService"))...)
 	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {
 		if v := c.ApproverAliases[k]; strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" || strings.TrimSpace(v) != v {
 			errs = append(errs, field.Invalid(field.NewPath("approverAliases").Key(k), v, "expected a record's approvedBy text mapped to a username exactly as the API server authenticates it, e.g. bob: bob@corp.example"))

@@ -22,6 +22,9 @@ type fleetFacts struct {
 	// cordoned: spec.unschedulable; stated: a driver upgrade state other
 	// than upgrade-done.
 	cordoned, stated []int32
+	// down: cordoned, NotReady or with a configured out-of-service taint
+	// (Config.nodeDown).
+	down []int32
 	// byHost: by hostname (what SUC writes in status.applying).
 	byHost map[string][]int32
 	// byHardware: by identity set (NodeFacts.Identities joined by ","), then
@@ -59,6 +62,9 @@ func (x *NodeIndex) fleet(cfg *Config) *fleetFacts {
 			}
 			if hasDriverState(n) {
 				f.stated = append(f.stated, p)
+			}
+			if cfg.nodeDown(n) {
+				f.down = append(f.down, p)
 			}
 			h := hostname(n)
 			f.byHost[h] = append(f.byHost[h], p)
@@ -117,6 +123,11 @@ func (x *NodeIndex) cordonedGPU(cfg *Config) []*corev1.Node {
 	return x.at(x.viewed(cfg, x.root().fleet(cfg).cordoned, func(_ int32, n *corev1.Node) bool { return isCordoned(n) }))
 }
 
+// downGPU are the GPU nodes out by their own object (Config.nodeDown).
+func (x *NodeIndex) downGPU(cfg *Config) []*corev1.Node {
+	return x.at(x.viewed(cfg, x.root().fleet(cfg).down, func(_ int32, n *corev1.Node) bool { return cfg.nodeDown(n) }))
+}
+
 // statedGPU are the GPU nodes with a driver upgrade state other than
 // upgrade-done.
 func (x *NodeIndex) statedGPU(cfg *Config) []*corev1.Node {
@@ -131,6 +142,21 @@ func (x *NodeIndex) gpuByHost(cfg *Config, h string) *corev1.Node {
 		return nil
 	}
 	return x.nodes[pos[len(pos)-1]]
+}
+
+// gpuByName is the GPU node of that name, nil when there is none.
+func (x *NodeIndex) gpuByName(cfg *Config, name string) *corev1.Node {
+	if i, ok := x.root().position(name); ok {
+		if _, own := x.swapped(i); !own && x.isGPU(cfg, i) {
+			return x.nodes[i]
+		}
+	}
+	for _, i := range x.swaps {
+		if x.nodes[i].Name == name && x.isGPU(cfg, i) {
+			return x.nodes[i]
+		}
+	}
+	return nil
 }
 
 // gpuAt are the GPU nodes of identity set want that run dest, where op and

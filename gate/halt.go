@@ -34,6 +34,10 @@ type Halt struct {
 	// (annotation gpu-upgrade-gate.io/requested-by); empty when the Plan
 	// did not carry it, and then only the break-glass group clears.
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// MovedBy is who pulled the node into the Plan, as the Node webhook
+	// attested it (annotation gpu-upgrade-gate.io/moved-by on the node);
+	// neither they nor the requester may clear the halt.
+	MovedBy string `json:"movedBy,omitempty"`
 	// Pending: the review's own facts show the signal and the halt record
 	// does not hold it yet (the halt loop records it on its next turn). It
 	// holds like a kept halt; it is never stored.
@@ -52,7 +56,11 @@ func (h Halt) String() string {
 	if h.Pending {
 		pending = "; seen now, being recorded"
 	}
-	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s%s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record, pending)
+	moved := ""
+	if h.MovedBy != "" {
+		moved = ", moved into the Plan by " + h.MovedBy
+	}
+	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s%s%s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record, moved, pending)
 }
 
 // HardwareKey is the halt's key: one halt per hardware, in a form a
@@ -143,7 +151,11 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 		for _, f := range plans {
 			for _, i := range suspects {
 				n := idx.nodes[i]
-				if !f.sel.selects(n) {
+				// A node the Plan no longer selects (opted out, relabelled)
+				// whose Job of the Plan ran is still the Plan's (issue 22).
+				if !f.sel.selects(n) && !slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
+					return j.Namespace == f.plan.Namespace && j.Labels[upgradev1.LabelPlan] == f.plan.Name && jobRan(j)
+				}) {
 					continue
 				}
 				signal, at := haltSignal(cfg, cl, f.plan, f.rec, n, jobs[n.Name], idx.factsOf(cfg, i).current(op, dcgm), now)
@@ -151,7 +163,7 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 					continue
 				}
 				out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: f.plan.Namespace + "/" + f.plan.Name, Record: f.rec.ID,
-					RequestedBy: f.plan.Annotations[AnnotationRequestedBy]})
+					RequestedBy: f.plan.Annotations[AnnotationRequestedBy], MovedBy: n.Annotations[AnnotationMovedBy]})
 				break plans
 			}
 		}

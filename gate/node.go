@@ -108,6 +108,9 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	}
 	r.uncordonRule(&f)
 	r.identityRule(&f)
+	r.movedByRule(&f)
+	r.handoverRule(&f)
+	cordonUncordonRule(r.cfg, r.cl, r.req, isSUC(r.cfg, r.req.User), &f)
 	completionRule(r.cfg, r.cl, r.req, &f, &d)
 	haltUncordonRule(r.cfg, r.cl, r.req, &f, &d)
 	for _, pr := range r.plans {

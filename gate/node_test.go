@@ -17,6 +17,9 @@ func nodeScenario(t *testing.T) (*scenario, *corev1.Node, *corev1.Node) {
 	s := safeScenario(t)
 	old := s.node("gpu-v100-01")
 	old.Spec.Unschedulable = true
+	// alice's cordon, handed over to a rollout by dave (CordonedByOther:
+	// TestCordonedByOther).
+	old.Annotations = map[string]string{AnnotationCordonHandover: "dave"}
 	old.Labels[LabelWorkloadMode] = "pod-hami"
 	old.Labels[LabelExpectedWorkloadMode] = "pod-hami"
 	old.Labels[LabelWorkloadConfig] = "container"
@@ -29,6 +32,14 @@ func nodeScenario(t *testing.T) (*scenario, *corev1.Node, *corev1.Node) {
 }
 
 func decideNode(s *scenario, old, n *corev1.Node) Decision {
+	// A person who pulls a node into a Plan names themselves (MovedByMissing:
+	// TestMovedBy).
+	if _, set := n.Annotations[AnnotationMovedBy]; !set {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[AnnotationMovedBy] = s.req.User.Name
+	}
 	r := PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: s.req.User, Now: s.req.Now})
 	return r.Decide(s.holders, nil)
 }
@@ -89,7 +100,7 @@ func TestNodeRules(t *testing.T) {
 		{name: "label pulls a second node into the wave: MultipleCanaries", mutate: func(s *scenario, _, n *corev1.Node) {
 			s.node("gpu-v100-02").Labels["gpu-wave"] = "next"
 			n.Labels["gpu-wave"] = "next"
-		}, want: []Code{CodeMultipleCanaries}},
+		}, want: []Code{CodeMultipleCanaries, CodeDisruptionBudgetExceeded}},
 		{name: "label pulls a node with holders into a Plan: GPUHolders", mutate: func(s *scenario, _, n *corev1.Node) {
 			s.holders["gpu-v100-01"] = holder
 			n.Labels["gpu-wave"] = "next"
@@ -114,6 +125,7 @@ func TestNodeRules(t *testing.T) {
 
 func TestNodePlanBlockersNameThePlan(t *testing.T) {
 	s, _, _ := nodeScenario(t)
+	s.node("gpu-v100-01").Spec.Unschedulable = false // else out: the budget's business
 	h := s.node("gpu-h200-01")
 	old, n := h, h.DeepCopy()
 	n.Labels["gpu-wave"] = "next"
@@ -158,6 +170,7 @@ func TestNodeExemptAndNonGPU(t *testing.T) {
 // makes SUC select the node again, so it pulls the node into that Plan.
 func TestNodeRemovingTheHashLabel(t *testing.T) {
 	s, _, _ := nodeScenario(t)
+	s.node("gpu-v100-01").Spec.Unschedulable = false // else out: the budget's business
 	wave := s.cluster.Plans[0]
 	hash, ok := PredictHash(wave)
 	require.True(t, ok)

@@ -31,6 +31,7 @@ type NodeIndex struct {
 	nodes   []*corev1.Node
 	vendors []string
 	health  []HealthCondition
+	taints  []string
 	// gpu is 0 while unknown, then knownNo or knownYes.
 	gpu   []atomic.Int32
 	facts []atomic.Pointer[NodeFacts]
@@ -77,6 +78,7 @@ func NewNodeIndex(cfg *Config, nodes []*corev1.Node, prev *NodeIndex) *NodeIndex
 		nodes:   slices.Clone(nodes),
 		vendors: slices.Clone(cfg.GPUVendors),
 		health:  slices.Clone(cfg.Proof.HealthConditions),
+		taints:  slices.Clone(cfg.OutOfService.Taints),
 		gpu:     make([]atomic.Int32, len(nodes)),
 		facts:   make([]atomic.Pointer[NodeFacts], len(nodes)),
 		signals: make([]atomic.Int32, len(nodes)),
@@ -130,7 +132,7 @@ func (x *NodeIndex) WithNodes(ns ...*corev1.Node) *NodeIndex {
 			swaps = slices.Insert(swaps, k, i)
 		}
 	}
-	return &NodeIndex{nodes: nodes, vendors: x.vendors, health: x.health, gpu: make([]atomic.Int32, len(swaps)), facts: make([]atomic.Pointer[NodeFacts], len(swaps)),
+	return &NodeIndex{nodes: nodes, vendors: x.vendors, health: x.health, taints: x.taints, gpu: make([]atomic.Int32, len(swaps)), facts: make([]atomic.Pointer[NodeFacts], len(swaps)),
 		signals: make([]atomic.Int32, len(swaps)), over: base, swaps: swaps}
 }
 
@@ -179,9 +181,9 @@ func (cl *Cluster) nodeIndex(cfg *Config) *NodeIndex {
 }
 
 // builtFor: what the index remembers per node was worked out under cfg's
-// GPU vendors and health conditions.
+// GPU vendors, health conditions and out-of-service taints.
 func (x *NodeIndex) builtFor(cfg *Config) bool {
-	return slices.Equal(x.vendors, cfg.GPUVendors) && slices.Equal(x.health, cfg.Proof.HealthConditions)
+	return slices.Equal(x.vendors, cfg.GPUVendors) && slices.Equal(x.health, cfg.Proof.HealthConditions) && slices.Equal(x.taints, cfg.OutOfService.Taints)
 }
 
 // sameNodes: the index's own list (a review's cluster holds it once checked,

@@ -269,6 +269,7 @@ func (r *PlanReview) judge(holders map[string][]Holder, holdersErr error, deferH
 	r.inFlightRule(f)
 	r.proofRule(f, d)
 	r.rolloutRules(f, d)
+	r.cordonRule(f)
 	if r.sucStep {
 		r.cfg.outsideWindowRule(f, windowSUC, r.req.Now, r.only, pathWindow)
 	}

@@ -243,6 +243,9 @@ func completionScenario(t *testing.T) (*scenario, *corev1.Node, *corev1.Node) {
 	old := s.node("gpu-v100-01")
 	setTuple(old, tupleTarget)
 	old.Spec.Unschedulable = true
+	// A cordon handed over to the rollout: SUC's uncordon of a cordon it
+	// did not make is TestCordonUncordon's.
+	old.Annotations = map[string]string{AnnotationCordonHandover: "dave"}
 	n := old.DeepCopy()
 	n.Spec.Unschedulable = false
 	n.Labels[upgradev1.LabelPlanName(s.req.Plan.Name)] = "0123abcd"

@@ -239,10 +239,14 @@ func TestDisruptionBudget(t *testing.T) {
 	}{
 		{name: "DisruptionBudgetExceeded: another GPU node is cordoned and NotReady", mutate: func(s *scenario) { down(s.node("gpu-h200-01")) },
 			want: []Code{CodeDisruptionBudgetExceeded}},
-		{name: "a cordoned node that is Ready is not out", mutate: func(s *scenario) { s.node("gpu-h200-01").Spec.Unschedulable = true }},
-		{name: "a NotReady node that is schedulable is not counted", mutate: func(s *scenario) {
+		{name: "DisruptionBudgetExceeded: a cordoned node that is Ready is out (issue 22)", mutate: func(s *scenario) { s.node("gpu-h200-01").Spec.Unschedulable = true },
+			want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "DisruptionBudgetExceeded: a NotReady node that is schedulable is out", mutate: func(s *scenario) {
 			down(s.node("gpu-h200-01"))
 			s.node("gpu-h200-01").Spec.Unschedulable = false
+		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		{name: "a Ready, schedulable GPU node with a finished driver upgrade is serving", mutate: func(s *scenario) {
+			s.node("gpu-h200-01").Labels[LabelDriverUpgradeState] = "upgrade-done"
 		}},
 		{name: "a CPU node down does not count", mutate: func(s *scenario) { down(s.node("cpu-01")) }},
 		{name: "DisruptionBudgetExceeded: another GPU node is mid driver reload", mutate: func(s *scenario) {
@@ -267,7 +271,10 @@ func TestDisruptionBudget(t *testing.T) {
 			doneFor(s, p, "gpu-h200-01")
 			s.cluster.Plans = []*upgradev1.Plan{p}
 		}},
-		{name: "a pending node already out adds nothing (the Plan upgrades the node that is down)", mutate: func(s *scenario) { down(s.node("gpu-v100-01")) }},
+		{name: "a pending node already out adds nothing (the Plan upgrades the node that is down, handed over)", mutate: func(s *scenario) {
+			down(s.node("gpu-v100-01"))
+			s.node("gpu-v100-01").Annotations = map[string]string{AnnotationCordonHandover: "dave"}
+		}},
 		{name: "a cluster budget of 2 allows a second node out", mutate: func(s *scenario) {
 			s.cfg.Budget.MaxUnavailable = 2
 			down(s.node("gpu-h200-01"))

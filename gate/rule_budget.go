@@ -129,7 +129,8 @@ type outView struct {
 // Pod is Ready).
 var DriverReloadingStates = []string{"pod-restart-required", "post-maintenance-required", "validation-required", "uncordon-required", "upgrade-failed"}
 
-// unavailableIn are the GPU nodes out for an upgrade now: in a Plan's
+// unavailableIn are the GPU nodes out now (issue 22: for an upgrade or
+// any other reason, addOutFacts): in a Plan's
 // status.applying (SUC cordons, drains and upgrades it); in a driver
 // upgrade state past the queue (anything but absent, upgrade-required and
 // upgrade-done); cordoned and NotReady; cordoned at the destination tuple
@@ -181,6 +182,7 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 			}
 		}
 	}
+	c.addOutFacts(cl, fs, v, add, func(name string) bool { return out[name] != nil })
 	return out
 }
 
@@ -190,15 +192,23 @@ type fleetScan struct {
 	// stated are the GPU nodes with a driver upgrade state other than
 	// upgrade-done, cordoned the cordoned GPU nodes.
 	stated, cordoned []*corev1.Node
+	// down are the GPU nodes out by their own object (Config.nodeDown).
+	down []*corev1.Node
 	// byHost is the GPU node of a hostname some Plan's status.applying
-	// names, nil for none.
+	// names (by its hostname label, else by its name: a rewritten label
+	// does not hide it), nil for none.
 	byHost func(host string) *corev1.Node
 }
 
 func (c *Config) scanFleet(cl *Cluster) *fleetScan {
 	idx := cl.nodeIndex(c)
-	return &fleetScan{stated: idx.statedGPU(c), cordoned: idx.cordonedGPU(c),
-		byHost: func(h string) *corev1.Node { return idx.gpuByHost(c, h) }}
+	return &fleetScan{stated: idx.statedGPU(c), cordoned: idx.cordonedGPU(c), down: idx.downGPU(c),
+		byHost: func(h string) *corev1.Node {
+			if n := idx.gpuByHost(c, h); n != nil {
+				return n
+			}
+			return idx.gpuByName(c, h)
+		}}
 }
 
 // jobStarted: SUC's Job of Plan p for node runs or ran.

@@ -123,9 +123,8 @@ func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d 
 		f.add(haltRecordBroken(cfg, n.Name, path, &cl.Halts))
 		return
 	}
-	key := HardwareKey(cfg.FactsOf(n).Identities)
-	h, ok := cfg.haltsNow(cl, []string{key}, req.Now)[key]
-	if !ok || h.Node != n.Name {
+	h, ok := nodeHalt(cfg, cl, req)
+	if !ok {
 		return
 	}
 	d.noteHalt(h)
@@ -151,6 +150,32 @@ func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d 
 				"it stays cordoned until the proof holds (run the allocation check: docs/proof.md)"))
 		}
 	}
+}
+
+// nodeHalt is the halt of the node itself: kept or seen now, under the
+// identity set it had before the write or has after it, or any kept one
+// that names it (a label the write adds to the node changes its identity
+// set, and so its halt's key: issue 22 attack 3).
+func nodeHalt(cfg *Config, cl *Cluster, req NodeRequest) (Halt, bool) {
+	n := req.Node
+	for _, key := range sortedKeys(cl.Halts.Halts) {
+		if h := cl.Halts.Halts[key]; h.Node == n.Name {
+			return h, true
+		}
+	}
+	var keys []string
+	for _, m := range []*corev1.Node{req.OldNode, n} {
+		if key := HardwareKey(cfg.FactsOf(m).Identities); !slices.Contains(keys, key) {
+			keys = append(keys, key)
+		}
+	}
+	now := cfg.haltsNow(cl, keys, req.Now)
+	for _, key := range keys {
+		if h, ok := now[key]; ok && h.Node == n.Name {
+			return h, true
+		}
+	}
+	return Halt{}, false
 }
 
 // HaltWriteRequest is a write of the halt record ConfigMap.
@@ -282,6 +307,9 @@ func clearRules(cfg *Config, old, next *corev1.ConfigMap, oldRec *HaltRecord, us
 		case user.Name == h.RequestedBy:
 			f.add(rolloutHalted(h.Node, path, fmt.Sprintf("%s requested the failed rollout (Plan %s) and may not clear its halt", user.Name, h.Plan),
 				"someone else reviews the failure and clears it (two-person rule)"))
+		case h.MovedBy != "" && user.Name == h.MovedBy:
+			f.add(rolloutHalted(h.Node, path, fmt.Sprintf("%s moved node %s into the failed rollout (Plan %s) and may not clear its halt", user.Name, h.Node, h.Plan),
+				"someone else reviews the failure and clears it (two-person rule)"))
 		default:
 			d.noteHalt(h)
 			d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: %s clears the halt of hardware %s (%s): %q; the gate removes it within its next turn", user.Name, h.HardwareKey(), h, qualification.Clip(reason)))
@@ -303,6 +331,9 @@ func (c *Config) clearHint(h Halt) string {
 		who = "someone other than " + h.RequestedBy
 	} else {
 		who = fmt.Sprintf("a member of %q (the requester is not attested)", c.BreakGlassGroup)
+	}
+	if h.MovedBy != "" && h.MovedBy != h.RequestedBy {
+		who += " and " + h.MovedBy + " (who moved the node into the Plan)"
 	}
 	if h.Pending {
 		who = "once the gate has recorded the halt (within its --halt-interval), " + who

@@ -149,10 +149,12 @@ func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualific
 }
 
 // completionRule (review-level, Nodes and SUC's completion write): a GPU
-// node that runs the destination tuple of a Plan that selects it is not
-// handed back to tenants (uncordoned) nor marked done for that Plan (its
+// node that runs the destination tuple of a stored Plan is not handed back
+// to tenants (uncordoned) nor marked done for that Plan (its
 // plan.upgrade.cattle.io/<plan> label set, which moves SUC to the next node)
-// until it is proven.
+// until it is proven: whether the Plan still selects it or not (opted out,
+// relabelled: issue 22 attack 4), when the Plan's record is of the node's
+// hardware or an SUC Job of the Plan ran for it.
 func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *Decision) {
 	n, old := req.Node, req.OldNode
 	uncordon := old.Spec.Unschedulable && !n.Spec.Unschedulable
@@ -163,8 +165,7 @@ func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *D
 	f2 := cfg.FactsOf(n)
 	cur := f2.Current(cl)
 	for i, p := range cl.Plans {
-		sel, err := cl.planSelector(i)
-		if err != nil || !sel.selects(n) && !sel.selects(old) {
+		if !planMoves(cfg, cl, i, n, old, f2.Identities) {
 			continue
 		}
 		dest, recID := planDestination(cl, p)
@@ -180,6 +181,22 @@ func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *D
 		f.add(uncordonBeforeProof(n.Name, path, act, p.Namespace+"/"+p.Name, recID, shortProof, "", proof.Missing))
 		return
 	}
+}
+
+// planMoves: the i-th stored Plan moves the node, whatever its selection
+// says now: it selects the node before or after the write, its record is
+// of the node's hardware, or an SUC Job of it ran for the node.
+func planMoves(cfg *Config, cl *Cluster, i int, n, old *corev1.Node, ids []string) bool {
+	p := cl.Plans[i]
+	if sel, err := cl.planSelector(i); err == nil && (sel.selects(n) || sel.selects(old)) {
+		return true
+	}
+	if e := cl.Records[p.Annotations[AnnotationQualification]]; e.Err == nil && e.Record != nil && slices.Equal(e.Record.NormalizedHardware(), ids) {
+		return true
+	}
+	return slices.ContainsFunc(sucJobsFor(cl, n.Name), func(j *batchv1.Job) bool {
+		return j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && jobRan(j)
+	})
 }
 
 // notReachedRule (review-level, SUC's completion write): SUC completes a
@@ -273,6 +290,7 @@ func DecideCompletion(cfg *Config, cl *Cluster, req NodeRequest) Decision {
 	notReachedRule(cfg, cl, req, &f)
 	completionRule(cfg, cl, req, &f, &d)
 	haltUncordonRule(cfg, cl, req, &f, &d)
+	cordonUncordonRule(cfg, cl, req, true, &f)
 	f.settle(&d)
 	return d
 }

@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -13,7 +15,9 @@ import (
 // while it still has GPU nodes to move:
 //   - a Plan (in the SUC namespaces) with a GPU node in its status.applying,
 //     or with a GPU node SUC would still select (pending: selected, not
-//     opted out, its plan label not the Plan's hash);
+//     opted out, its plan label not the Plan's hash), or with a live SUC Job
+//     for a GPU node (by the Job's labels: an opted-out node's Job still
+//     runs), and the live Jobs of a deleted Plan;
 //   - the GPU Operator's driver rollout while any GPU node carries a driver
 //     upgrade state other than upgrade-done (upgrade-required included: the
 //     operator has queued it).
@@ -61,14 +65,53 @@ func (c *Config) rolloutsInFlight(cl *Cluster, fs *fleetScan, self *upgradev1.Pl
 				}
 			})
 		}
+		nodes = append(nodes, liveJobNodes(c, cl, p.Namespace, p.Name, nodes)...)
 		if len(nodes) > 0 {
 			slices.Sort(nodes)
 			out = append(out, rolloutInFlight{what: "Plan " + p.Namespace + "/" + p.Name, nodes: nodes})
 		}
 	}
+	// SUC's Jobs whose Plan is gone: deleting a Plan mid-upgrade leaves its
+	// node upgrading (its Job still runs) until the Job ends.
+	orphans := map[string][]string{}
+	for _, j := range cl.Proof.UpgradeJobs {
+		plan := j.Labels[upgradev1.LabelPlan]
+		if self != nil && j.Namespace == self.Namespace && plan == self.Name {
+			continue // the Plan under review, created again
+		}
+		if plan != "" && cl.plan(j.Namespace, plan) == nil && jobLive(j) {
+			if n := cl.nodeIndex(c).gpuByName(c, j.Labels[upgradev1.LabelNode]); n != nil {
+				what := "SUC Job(s) of deleted Plan " + j.Namespace + "/" + plan
+				orphans[what] = append(orphans[what], n.Name+" (SUC Job "+j.Name+" runs)")
+			}
+		}
+	}
+	for _, what := range slices.Sorted(maps.Keys(orphans)) {
+		nodes := orphans[what]
+		slices.Sort(nodes)
+		out = append(out, rolloutInFlight{what: what, nodes: nodes})
+	}
 	if len(driver) > 0 {
 		slices.Sort(driver)
 		out = append(out, rolloutInFlight{what: "the GPU Operator's driver rollout", nodes: driver})
+	}
+	return out
+}
+
+// liveJobNodes are the GPU nodes a live SUC Job of Plan ns/name runs for
+// (matched by the Job's own labels: opting the node out or rewriting its
+// hostname label does not stop the Job), other than those listed already.
+func liveJobNodes(c *Config, cl *Cluster, ns, name string, listed []string) []string {
+	var out []string
+	for _, j := range cl.Proof.UpgradeJobs {
+		if j.Namespace != ns || j.Labels[upgradev1.LabelPlan] != name || !jobLive(j) {
+			continue
+		}
+		n := cl.nodeIndex(c).gpuByName(c, j.Labels[upgradev1.LabelNode])
+		if n == nil || slices.ContainsFunc(listed, func(s string) bool { return strings.HasPrefix(s, n.Name+" (") }) {
+			continue
+		}
+		out = append(out, n.Name+" (SUC Job "+j.Name+" runs)")
 	}
 	return out
 }

@@ -121,6 +121,9 @@ var ruleTable = []Rule{
 	{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}},
 	{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep, ReviewSUCStep}},
 	{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths},
+	// Who cordoned a GPU node (nodestate.go): an upgrade does not start on,
+	// nor SUC uncordon, a node someone else took out.
+	{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewCompletion}},
 	// A halted rollout (review-level): forward moves, the failed node's
 	// uncordon, and the halt record's own writes.
 	// A halt ends only by its audited clear, and the requester it names is
@@ -130,6 +133,10 @@ var ruleTable = []Rule{
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},
+	// Who moved a node into a Plan, who handed a cordon over: attested by
+	// the Node write itself, as requested-by is by the Plan's.
+	{Name: "movedby", Codes: []Code{CodeMovedByMissing}, Reviews: []Review{ReviewNode}},
+	{Name: "cordon", Codes: []Code{CodeNodeAttestationForged}, Reviews: []Review{ReviewNode}},
 	// The adapter's answer to a review it cannot read.
 	{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}},
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unique"
@@ -270,7 +272,7 @@ func cacheOptions(cfg *gate.Config, facts *Facts) cache.Options {
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
 		DefaultTransform:         cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:    {Transform: StripNode},
+			&corev1.Node{}:    {Transform: StripNodeFor(cfg)},
 			&upgradev1.Plan{}: {Namespaces: suc},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
 				Label: labels.SelectorFromSet(labels.Set{qualification.ConfigMapLabel: "true"})},
@@ -342,7 +344,9 @@ func stripJob(obj any) (any, error) {
 	}
 	return &batchv1.Job{TypeMeta: j.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreationTimestamp: j.CreationTimestamp},
-		Status:     batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime}}, nil
+		// Parallelism and suspend say whether SUC started the Job (gate.JobRuns).
+		Spec:   batchv1.JobSpec{Parallelism: j.Spec.Parallelism, Suspend: j.Spec.Suspend},
+		Status: batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime, Active: j.Status.Active, Succeeded: j.Status.Succeeded, Failed: j.Status.Failed}}, nil
 }
 
 // StripNode keeps only what the rules read, so 5,000 cached Nodes stay small:
@@ -351,9 +355,25 @@ func stripJob(obj any) (any, error) {
 // most of what is left, are interned: the same keys and most values repeat
 // on every node, and JSON decoding gives each node its own copies (at 5,000
 // nodes, 44 MiB of live heap without, 29 MiB with).
-func StripNode(obj any) (any, error) { return asIs(obj, stripNode) }
+func StripNode(obj any) (any, error) { return asIs(obj, nodeStripper(gate.DefaultConfig())) }
 
-func stripNode(obj any) (any, error) {
+// StripNodeFor is StripNode that also keeps what cfg names of the node's
+// rollout state (gate/nodestate.go): the configured out-of-service taints,
+// the health agents' annotations, the gate's moved-by and cordon-handover
+// annotations, and the field manager of spec.unschedulable (one entry,
+// without its field set) from the managed fields.
+func StripNodeFor(cfg *gate.Config) func(any) (any, error) {
+	strip := nodeStripper(cfg)
+	return func(obj any) (any, error) { return asIs(obj, strip) }
+}
+
+func nodeStripper(cfg *gate.Config) func(any) (any, error) {
+	taints := slices.Concat([]string{gate.TaintUnschedulable}, cfg.OutOfService.Taints)
+	annotations := slices.Concat([]string{gate.AnnotationMovedBy, gate.AnnotationCordonHandover}, cfg.OutOfService.Annotations)
+	return func(obj any) (any, error) { return stripNode(obj, taints, annotations) }
+}
+
+func stripNode(obj any, taints, annotations []string) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -374,8 +394,23 @@ func stripNode(obj any) (any, error) {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 	}
 	for _, t := range n.Spec.Taints {
-		if t.Key == gate.TaintUnschedulable {
+		if slices.Contains(taints, t.Key) {
 			out.Spec.Taints = append(out.Spec.Taints, t)
+		}
+	}
+	for _, k := range annotations {
+		if v, ok := n.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
+	if n.Spec.Unschedulable {
+		for _, m := range n.ManagedFields {
+			if m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.Raw, []byte(`"f:unschedulable"`)) {
+				out.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: m.Manager, Operation: m.Operation, Time: m.Time}}
+			}
 		}
 	}
 	out.Status.Capacity, out.Status.Allocatable = extendedResources(n.Status.Capacity), gpuResources(n.Status.Allocatable)

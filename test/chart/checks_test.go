@@ -884,7 +884,7 @@ func expectedNodeMatchConditions(gpuVendors, exemptUsers, exemptGroups []string)
 	conds := []admissionregistrationv1.MatchCondition{
 		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Expression: cfg.GPUNodeCondition()},
-		{Name: "labels-changed-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"},
+		{Name: "labels-changed-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"},
 	}
 	var exempt []string
 	if len(exemptUsers) > 0 {

@@ -144,7 +144,7 @@ label set to a new value other than "disabled" (SUC v0.20.1 handle_batch.go).
 - name: gpu-node
   expression: {{ include "gug.gpuNodeCondition" . | quote }}
 - name: labels-changed-or-uncordon
-  expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))" | quote }}
+  expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')" | quote }}
 {{- if or $users $groups }}
 {{- $conds := list }}
 {{- if $users }}
