@@ -236,6 +236,9 @@ func TestHaltRecordWrites(t *testing.T) {
 	unattested := haltV100()
 	unattested.RequestedBy = ""
 	unattestedData := (&HaltRecord{Halts: map[string]Halt{keyV100: unattested}}).Data()
+	moved := haltV100()
+	moved.MovedBy = "carol"
+	movedData := (&HaltRecord{Halts: map[string]Halt{keyV100: moved}}).Data()
 	clear := func(reason string) map[string]string { return map[string]string{ClearAnnotation(keyV100): reason} }
 	bob, alice := UserInfo{Name: "bob"}, UserInfo{Name: "alice"}
 	cases := []struct {
@@ -257,6 +260,9 @@ func TestHaltRecordWrites(t *testing.T) {
 		{name: "a second person clears", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: bob},
 		{name: "the requester clears", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: alice,
 			want: "alice requested the failed rollout (Plan system-upgrade/gpu-v100-canary) and may not clear its halt"},
+		{name: "who moved the node into the Plan clears (issue 22 attack 6)", op: OpUpdate, old: haltCM(cfg, movedData, nil), new: haltCM(cfg, movedData, clear("rolled back, INC-7")), user: UserInfo{Name: "carol"},
+			want: "carol moved node gpu-v100-01 into the failed rollout (Plan system-upgrade/gpu-v100-canary) and may not clear its halt"},
+		{name: "a third person clears a halt with a mover", op: OpUpdate, old: haltCM(cfg, movedData, nil), new: haltCM(cfg, movedData, clear("rolled back, INC-7")), user: bob},
 		{name: "a clear without a reason", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("ok")), user: bob,
 			want: "the reason \"ok\" has 2 non-space characters"},
 		{name: "the gate clears its own halt", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, clear("rolled back, INC-7")), user: UserInfo{Name: gateSA},
