@@ -159,6 +159,21 @@ func (x *NodeIndex) gpuByName(cfg *Config, name string) *corev1.Node {
 	return nil
 }
 
+// factsByName are the facts the index keeps for n (the node of its name,
+// this very object), false when it holds another.
+func (x *NodeIndex) factsByName(cfg *Config, n *corev1.Node) (NodeFacts, bool) {
+	i, ok := x.root().position(n.Name)
+	if _, own := x.swapped(i); !ok || own || x.nodes[i] != n {
+		for _, j := range x.swaps {
+			if x.nodes[j] == n {
+				return x.factsOf(cfg, j), true
+			}
+		}
+		return NodeFacts{}, false
+	}
+	return x.factsOf(cfg, i), true
+}
+
 // gpuAt are the GPU nodes of identity set want that run dest, where op and
 // dcgm are the cluster's versions.
 func (x *NodeIndex) gpuAt(cfg *Config, want []string, dest *qualification.Tuple, op, dcgm string) []*corev1.Node {

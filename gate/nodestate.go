@@ -250,6 +250,9 @@ func NodeStates(cfg *Config, cl *Cluster, now time.Time) []NodeStatus {
 		s := NodeStatus{Node: n.Name, State: StateServing}
 		if o := out[n.Name]; o != nil {
 			s.Why = o.why
+			if o.later != nil {
+				s.Why = append(slices.Clone(s.Why), o.later()...)
+			}
 		}
 		switch {
 		case halted[n.Name] != "":
@@ -284,7 +287,7 @@ func (c *Config) outNodes(cl *Cluster, v *outView, now time.Time, d *Decision) m
 // reason, NotReady, an out-of-service taint), a live SUC Job for it
 // (matched by the Job's labels, Plan or no Plan), or a tuple a stored
 // forward Plan's record leaves half applied.
-func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *corev1.Node, why string), has func(name string) bool) {
+func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *corev1.Node, why string), down func(n *corev1.Node), has func(name string) bool) {
 	idx := cl.nodeIndex(c)
 	for _, n := range fs.down {
 		if has(n.Name) {
@@ -293,9 +296,7 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 		if v.driverStep && hasDriverState(n) {
 			continue // the driver states decide (a node waiting at this step does not count)
 		}
-		for _, why := range c.downReasons(cl, n) {
-			add(n, why)
-		}
+		down(n)
 	}
 	for _, j := range cl.Proof.UpgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]

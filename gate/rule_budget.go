@@ -102,9 +102,18 @@ const driverUpgradeRequired = "upgrade-required"
 type outNode struct {
 	name, host, zone, hardware string
 	why                        []string
+	// later names why the node object says it is out (Config.downReasons),
+	// worked out only when a message shows the node.
+	later func() []string
 }
 
-func (o *outNode) String() string { return o.name + " (" + strings.Join(o.why, "; ") + ")" }
+func (o *outNode) String() string {
+	why := o.why
+	if o.later != nil {
+		why = append(slices.Clone(why), o.later()...)
+	}
+	return o.name + " (" + strings.Join(why, "; ") + ")"
+}
 
 // outView says which review counts: per-node steps do not count the nodes
 // that wait at the same kind of step, or two waiting nodes would hold each
@@ -140,15 +149,20 @@ var DriverReloadingStates = []string{"pod-restart-required", "post-maintenance-r
 // may lapse later (the allocation Pod is deleted) without taking it out.
 func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Decision, v outView) map[string]*outNode {
 	out := map[string]*outNode{}
-	add := func(n *corev1.Node, why string) {
+	idx := cl.nodeIndex(c)
+	node := func(n *corev1.Node) *outNode {
 		o := out[n.Name]
 		if o == nil {
-			f := c.FactsOf(n)
+			f, ok := idx.factsByName(c, n)
+			if !ok {
+				f = c.FactsOf(n)
+			}
 			o = &outNode{name: n.Name, host: hostname(n), zone: f.Zone, hardware: hardwareSetKey(f.Identities)}
 			out[n.Name] = o
 		}
-		o.why = append(o.why, why)
+		return o
 	}
+	add := func(n *corev1.Node, why string) { o := node(n); o.why = append(o.why, why) }
 	for _, n := range fs.stated {
 		state := n.Labels[LabelDriverUpgradeState]
 		if !slices.Contains(DriverStatesNotOut, state) && (!v.driverStep || slices.Contains(DriverReloadingStates, state)) {
@@ -182,7 +196,9 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 			}
 		}
 	}
-	c.addOutFacts(cl, fs, v, add, func(name string) bool { return out[name] != nil })
+	c.addOutFacts(cl, fs, v, add, func(n *corev1.Node) {
+		node(n).later = func() []string { return c.downReasons(cl, n) }
+	}, func(name string) bool { return out[name] != nil })
 	return out
 }
 

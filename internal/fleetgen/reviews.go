@@ -95,9 +95,9 @@ func (f *Fleet) Reviews(now time.Time) []Review {
 				case 0, 1, 2:
 					out = append(out, f.nodeReview(cl, now, "relabel", n, func(c *corev1.Node) { c.Labels[LabelRack] = fmt.Sprintf("%s-r%02d", zone, 41+i) }))
 				case 3:
-					out = append(out, f.nodeReview(cl, now, "join-wave", n, func(c *corev1.Node) { c.Labels[LabelWave] = string(RoleWave2) }))
+					out = append(out, f.nodeReview(cl, now, "join-wave", n, joinWave(RoleWave2)))
 				case 4:
-					out = append(out, f.nodeReview(cl, now, "join-full-wave", n, func(c *corev1.Node) { c.Labels[LabelWave] = string(RoleWave1) }))
+					out = append(out, f.nodeReview(cl, now, "join-full-wave", n, joinWave(RoleWave1)))
 				case 5:
 					out = append(out, f.nodeReview(cl, now, "mode-uncordoned", n, setMode("vm-passthrough")))
 				}
@@ -114,6 +114,18 @@ func (f *Fleet) Reviews(now time.Time) []Review {
 		out = append(out, f.recordReview(now, cm))
 	}
 	return out
+}
+
+// joinWave labels a node into a wave, naming the requester as who moves
+// it (gpu-upgrade-gate.io/moved-by, in the same write: MovedByMissing).
+func joinWave(w Role) func(c *corev1.Node) {
+	return func(c *corev1.Node) {
+		c.Labels[LabelWave] = string(w)
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[gate.AnnotationMovedBy] = Requester.Username
+	}
 }
 
 // PlanReview records one Plan CREATE (old nil) or UPDATE with the decision
