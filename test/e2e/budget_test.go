@@ -111,11 +111,14 @@ func TestDisruptionBudgetThroughAPIServer(t *testing.T) {
 	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
 	assert.Contains(t, err.Error(), "[DisruptionBudgetExceeded] taking GPU node gpu-v100-01 out now would make 2 GPU nodes unavailable at once across all GPU nodes, above the budget of 1 (budget.maxUnavailable); already out: gpu-v100-down (cordoned and NotReady)")
 
-	// The node recovers (its kubelet reports Ready, played here).
+	// The node recovers (its kubelet reports Ready, played here): Ready but
+	// still cordoned, it is still out (issue 22: cordoned for any reason).
 	var n corev1.Node
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: down}, &n))
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.Now()}}
 	require.NoError(t, env.Admin.Status().Update(ctx, &n))
+	eventuallyWrite(t, func() error { return alice.Create(ctx, p.DeepCopy(), client.DryRunAll) }, gate.CodeDisruptionBudgetExceeded)
+	require.NoError(t, patchNode(env.Admin, down, `{"spec":{"unschedulable":false}}`))
 	eventuallyWrite(t, func() error { return alice.Create(ctx, p.DeepCopy(), client.DryRunAll) })
 }
 

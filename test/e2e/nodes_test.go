@@ -86,7 +86,10 @@ func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
 	require.NoError(t, alice.Create(ctx, wave))
 	defer removePlan(t, wave)
 
-	require.NoError(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`), "one canary is fine")
+	// Who pulls a node into a Plan names themselves (MovedByMissing).
+	requireDenied(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`), gate.CodeMovedByMissing)
+	requireDenied(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"bob"}}}`), gate.CodeNodeAttestationForged)
+	require.NoError(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"alice"}}}`), "one canary is fine")
 	defer patchNode(env.Admin, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":null}}}`)
 	err := patchNode(alice, "gpu-h200-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`)
 	requireDenied(t, err, gate.CodeHardwareNotQualified)
