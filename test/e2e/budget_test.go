@@ -193,3 +193,44 @@ func TestOutsideWindowThroughAPIServer(t *testing.T) {
 		}))
 	})
 }
+
+// TestIncidentCordonThroughAPIServer: issue 22 attack 8. A Ready GPU node a
+// person cordoned for an incident is out: it spends the budget of one (a
+// Plan on another node is refused), and a canary Plan on it is refused as
+// someone else's cordon until a second person hands it over; the
+// requester's own hand-over does not count. On main both Plans were
+// admitted (a cordoned Ready node was not counted, nor its cordon's owner
+// known).
+func TestIncidentCordonThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	const incident = "gpu-v100-incident"
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: incident, Fixture: "node-v100.json", Tuple: testenv.Source, Zone: "zone-a"}}))
+	defer func() {
+		require.NoError(t, env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: incident}}))
+	}()
+	alice, _ := as(t, "alice")
+	bob, _ := as(t, "bob")
+	// A person cordons it after an XID error; it stays Ready.
+	require.NoError(t, patchNode(bob, incident, `{"spec":{"unschedulable":true}}`), "a cordon is not reviewed")
+
+	other := plan("incident-other", "v100-r580", "gpu-v100-01")
+	eventuallyWrite(t, func() error { return alice.Create(ctx, other.DeepCopy(), client.DryRunAll) }, gate.CodeDisruptionBudgetExceeded)
+	err := alice.Create(ctx, other.DeepCopy(), client.DryRunAll)
+	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
+	assert.Contains(t, err.Error(), "already out: "+incident+" (cordoned by ")
+
+	canary := plan("incident-canary", "v100-r580", incident)
+	err = alice.Create(ctx, canary.DeepCopy(), client.DryRunAll)
+	requireDenied(t, err, gate.CodeCordonedByOther)
+	assert.Contains(t, err.Error(), "GPU node "+incident+" was cordoned by ")
+
+	t.Run("the requester's own hand-over does not count", func(t *testing.T) {
+		requireDenied(t, patchNode(alice, incident, `{"metadata":{"annotations":{"gpu-upgrade-gate.io/cordon-handover":"bob"}}}`), gate.CodeNodeAttestationForged)
+		require.NoError(t, patchNode(alice, incident, `{"metadata":{"annotations":{"gpu-upgrade-gate.io/cordon-handover":"alice"}}}`))
+		eventuallyWrite(t, func() error { return alice.Create(ctx, canary.DeepCopy(), client.DryRunAll) }, gate.CodeCordonedByOther)
+	})
+	t.Run("a second person's hand-over lets the canary proceed", func(t *testing.T) {
+		require.NoError(t, patchNode(bob, incident, `{"metadata":{"annotations":{"gpu-upgrade-gate.io/cordon-handover":"bob"}}}`))
+		eventuallyWrite(t, func() error { return alice.Create(ctx, canary.DeepCopy(), client.DryRunAll) })
+	})
+}
