@@ -323,6 +323,11 @@ func stripPod(obj any) (any, error) {
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
 	}
+	// The controller reference says whether the validator DaemonSet owns the
+	// Pod (gate.ValidatorSelector); the other owner references are not read.
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
 			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
