@@ -239,6 +239,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		if err := mgr.Add(&haltKeeper{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
 			return nil, nil, err
 		}
+		if err := mgr.Add(&haltWriter{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
+			return nil, nil, err
+		}
 	}
 	s.Register(mgr.GetWebhookServer())
 	if opts.BenchNoop {
