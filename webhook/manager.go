@@ -55,6 +55,11 @@ type Options struct {
 	VersionRefresh time.Duration
 	// ReviewBudget bounds the review bytes in flight (0: DefaultReviewBudget).
 	ReviewBudget int64
+	// ReviewReadTimeout bounds reading one review body (0:
+	// DefaultReviewReadTimeout); PerSourceRequests the requests in flight
+	// from one source address (0: DefaultPerSourceRequests).
+	ReviewReadTimeout time.Duration
+	PerSourceRequests int
 	// ClientCA, when set, is a PEM bundle file: only clients presenting a
 	// certificate it signed (the API server, configured with an
 	// --admission-control-config-file kubeconfig) are answered.
@@ -161,7 +166,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Halts); err != nil {
 		return nil, nil, err
 	}
-	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != "", Self: self}
+	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, ReviewReadTimeout: opts.ReviewReadTimeout, PerSourceRequests: opts.PerSourceRequests, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Pod{}, &batchv1.Job{}} {

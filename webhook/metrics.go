@@ -24,7 +24,7 @@ var (
 	}, []string{"resource"})
 	refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpu_upgrade_gate_reviews_refused_total",
-		Help: "Reviews denied unread by reason: too_large (body above the cap), busy (no memory budget within the wait) or no_client_cert (--client-ca set, none presented).",
+		Help: "Reviews denied unread by reason: too_large (body above the cap), busy (no memory budget within the wait), read_timeout (body not received within --review-read-timeout), read_error (body cut off), source_busy (--max-requests-per-source in flight from its address) or no_client_cert (--client-ca set, none presented).",
 	}, []string{"reason"})
 	// systemDenials: labels are a fixed set each (resources, identity
 	// classes, codes), never a user name.
