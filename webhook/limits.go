@@ -143,7 +143,9 @@ func (l *reviewLimiter) wrap(next http.Handler) http.Handler {
 		if err != nil {
 			code, reason, msg := readRefusal(err, l)
 			refused.WithLabelValues(reason).Inc()
-			refuse(w, bytes.NewReader(body), code, msg)
+			// The uid is in what was read, or (busy before the first byte)
+			// in the next bytes, still under the read deadline.
+			refuse(w, io.MultiReader(bytes.NewReader(body), r.Body), code, msg)
 			return
 		}
 		_ = rc.SetReadDeadline(time.Time{})

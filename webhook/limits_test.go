@@ -262,6 +262,26 @@ func TestPerSourceCap(t *testing.T) {
 	assert.Empty(t, l.sourcesNow(), "every request left")
 }
 
+// TestBusyBeforeTheFirstByte: a review that finds no budget even for its
+// first bytes is still denied with its uid (an answer without it would be a
+// failed call, which an Ignore policy turns into an allow).
+func TestBusyBeforeTheFirstByte(t *testing.T) {
+	l := newReviewLimiter(1<<20, 1<<20, 100*time.Millisecond)
+	require.True(t, l.budget.TryAcquire(1<<20), "the whole budget held")
+	srv := httptest.NewServer(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("the handler must not run")
+	})))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-busy", 1<<10)))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r := decodeResponse(t, body)
+	assert.False(t, r.Allowed)
+	assert.Equal(t, types.UID("uid-busy"), r.UID)
+	assert.EqualValues(t, http.StatusTooManyRequests, r.Result.Code)
+}
+
 func TestReviewLimiterClientCert(t *testing.T) {
 	l := newReviewLimiter(1<<20, 1<<20, time.Second)
 	l.requireClientCert = true
