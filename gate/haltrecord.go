@@ -113,6 +113,11 @@ func (c *Config) ParseHaltRecord(cm *corev1.ConfigMap) HaltRecord {
 	if len(cm.BinaryData) > 0 {
 		errs = append(errs, field.Forbidden(field.NewPath("binaryData"), "the halt record holds no binary data"))
 	}
+	if cm.Immutable != nil && *cm.Immutable {
+		// The API server refuses every later write: no halt could be
+		// recorded and no clear applied, so the record fails closed.
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "the halt record is immutable, so the gate cannot write it; delete it (allowed while immutable) and recreate it empty"))
+	}
 	for _, k := range sortedKeys(cm.Data) {
 		path := field.NewPath("data").Key(k)
 		switch {

@@ -176,6 +176,15 @@ func TestParseHaltRecord(t *testing.T) {
 			}
 		})
 	}
+	t.Run("immutable", func(t *testing.T) {
+		cm := haltCM(cfg, rec.Data(), nil)
+		cm.Immutable = new(true)
+		r := cfg.ParseHaltRecord(cm)
+		require.Error(t, r.Err, "an immutable record can never be written: it fails closed")
+		assert.Contains(t, r.Err.Error(), "immutable: Forbidden: the halt record is immutable, so the gate cannot write it")
+		cm.Immutable = new(false)
+		require.NoError(t, cfg.ParseHaltRecord(cm).Err)
+	})
 	assert.Equal(t, "gpu-upgrade-gate.io/clear-"+keyV100, ClearAnnotation(keyV100))
 	long := ClearAnnotation(HardwareKey([]string{hwH200, hwV100, "10de:20b0/10de:1450"}))
 	assert.LessOrEqual(t, len(long)-len("gpu-upgrade-gate.io/"), 63)
@@ -240,6 +249,13 @@ func TestHaltRecordWrites(t *testing.T) {
 	moved.MovedBy = "carol"
 	movedData := (&HaltRecord{Halts: map[string]Halt{keyV100: moved}}).Data()
 	clear := func(reason string) map[string]string { return map[string]string{ClearAnnotation(keyV100): reason} }
+	meta := func(cm *corev1.ConfigMap, mut func(*corev1.ConfigMap)) *corev1.ConfigMap { mut(cm); return cm }
+	labelled := func(chart string) func(*corev1.ConfigMap) {
+		return func(cm *corev1.ConfigMap) { cm.Labels = map[string]string{"helm.sh/chart": chart} }
+	}
+	owned := func(cm *corev1.ConfigMap) {
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "gpu-upgrade-gate", UID: "u"}}
+	}
 	bob, alice := UserInfo{Name: "bob"}, UserInfo{Name: "alice"}
 	cases := []struct {
 		name     string
@@ -278,6 +294,29 @@ func TestHaltRecordWrites(t *testing.T) {
 			want: "key \"note\" is neither halt.<hardware key> nor cleared.<hardware key>"},
 		{name: "delete while a halt is held", op: OpDelete, old: haltCM(cfg, held, nil), user: bob, want: "it is deleted only when empty"},
 		{name: "delete empty", op: OpDelete, old: haltCM(cfg, nil, nil), user: bob},
+		{name: "immutable set by a person", op: OpUpdate, old: haltCM(cfg, held, nil), new: meta(haltCM(cfg, held, nil), func(cm *corev1.ConfigMap) { cm.Immutable = new(true) }), user: bob,
+			want: "immutable: true would stop the gate writing the halt record"},
+		{name: "immutable set by the gate", op: OpUpdate, old: haltCM(cfg, nil, nil), new: meta(haltCM(cfg, nil, nil), func(cm *corev1.ConfigMap) { cm.Immutable = new(true) }), user: UserInfo{Name: gateSA},
+			want: "leave immutable unset"},
+		{name: "created immutable", op: OpCreate, new: meta(haltCM(cfg, nil, nil), func(cm *corev1.ConfigMap) { cm.Immutable = new(true) }), user: bob, want: "immutable: true"},
+		{name: "immutable: false is harmless", op: OpUpdate, old: haltCM(cfg, nil, nil), new: meta(haltCM(cfg, nil, nil), func(cm *corev1.ConfigMap) { cm.Immutable = new(false) }), user: bob},
+		{name: "binaryData added", op: OpUpdate, old: haltCM(cfg, nil, nil), new: meta(haltCM(cfg, nil, nil), func(cm *corev1.ConfigMap) { cm.BinaryData = map[string][]byte{"blob": {1}} }), user: UserInfo{Name: gateSA},
+			want: "binaryData holds blob"},
+		{name: "a label changed", op: OpUpdate, old: meta(haltCM(cfg, held, nil), labelled("v1")), new: meta(haltCM(cfg, held, nil), labelled("v2")), user: bob,
+			want: `label helm.sh/chart changes from "v1" to "v2"`},
+		{name: "a label added by the gate", op: OpUpdate, old: haltCM(cfg, nil, nil), new: meta(haltCM(cfg, nil, nil), labelled("v1")), user: UserInfo{Name: gateSA},
+			want: `label helm.sh/chart changes from "" to "v1"`},
+		{name: "the chart creates it labelled", op: OpCreate, new: meta(haltCM(cfg, nil, map[string]string{"helm.sh/resource-policy": "keep"}), labelled("v1")), user: bob},
+		{name: "an owner reference added", op: OpUpdate, old: haltCM(cfg, held, nil), new: meta(haltCM(cfg, held, nil), owned), user: bob,
+			want: "ownerReferences [Deployment gpu-upgrade-gate]: an owner's deletion would delete the halt record"},
+		{name: "created with an owner", op: OpCreate, new: meta(haltCM(cfg, nil, nil), owned), user: bob, want: "the halt record has no owner"},
+		{name: "an owner reference removed", op: OpUpdate, old: meta(haltCM(cfg, nil, nil), owned), new: haltCM(cfg, nil, nil), user: bob, want: "ownerReferences removed"},
+		{name: "a finalizer added", op: OpUpdate, old: haltCM(cfg, nil, nil), new: meta(haltCM(cfg, nil, nil), func(cm *corev1.ConfigMap) { cm.Finalizers = []string{"example.com/hold"} }), user: bob,
+			want: "finalizers [example.com/hold]: the halt record keeps none"},
+		{name: "another annotation added", op: OpUpdate, old: haltCM(cfg, held, nil), new: haltCM(cfg, held, map[string]string{"note": "x"}), user: bob,
+			want: `annotation note changes from "" to "x": only clear annotations`},
+		{name: "a person removes a clear annotation it set", op: OpUpdate, old: haltCM(cfg, held, clear("rolled back, INC-7")), new: haltCM(cfg, held, nil), user: bob},
+		{name: "delete an immutable record holding a halt", op: OpDelete, old: meta(haltCM(cfg, held, nil), func(cm *corev1.ConfigMap) { cm.Immutable = new(true) }), user: bob},
 		{name: "another ConfigMap", op: OpUpdate, old: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: "other"}},
 			new: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: "other"}, Data: map[string]string{"halt.x": "y"}}, user: bob},
 	}

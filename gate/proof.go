@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // Proof of an upgraded node: what must hold, read from the cluster's own
@@ -59,6 +60,20 @@ type PodSelector struct {
 	Selector  string `json:"selector"`
 }
 
+// ValidatorSelector picks the GPU Operator's validator Pods: by label, and
+// only those its validator DaemonSet controls. Anyone who may create a Pod
+// in the namespace can copy the label; a Pod that the DaemonSet does not
+// control is ignored (and named), so it can neither prove nor un-prove a
+// node nor halt a rollout.
+type ValidatorSelector struct {
+	PodSelector
+	// DaemonSet is the name of the DaemonSet whose Pods count, in Namespace
+	// (an owner reference names an object of the Pod's own namespace). The
+	// GPU Operator names it nvidia-operator-validator (its
+	// assets/state-operator-validation/0500_daemonset.yaml).
+	DaemonSet string `json:"daemonSet"`
+}
+
 // HealthCondition is a node condition a GPU health tool writes, and the
 // status that means unhealthy.
 type HealthCondition struct {
@@ -73,7 +88,7 @@ type ProofConfig struct {
 	// Off lists requirements switched off; none is off by default.
 	Off []ProofRequirement `json:"disabled,omitempty"`
 	// Validator: the GPU Operator's validator Pods.
-	Validator PodSelector `json:"validator"`
+	Validator ValidatorSelector `json:"validator"`
 	// AllocationCheck: Pods that request a GPU and prove a real allocation.
 	AllocationCheck PodSelector `json:"allocationCheck"`
 	// HealthConditions: node conditions that mean the GPUs are unhealthy.
@@ -87,7 +102,7 @@ type ProofConfig struct {
 // docs/proof.md), a 30 minute soak.
 func DefaultProofConfig() ProofConfig {
 	return ProofConfig{
-		Validator:       PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"},
+		Validator:       ValidatorSelector{PodSelector: PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"}, DaemonSet: "nvidia-operator-validator"},
 		AllocationCheck: PodSelector{Selector: "gpu-upgrade-gate.io/allocation-check=true"},
 		HealthConditions: []HealthCondition{
 			{Type: "GpuXidError", UnhealthyStatus: corev1.ConditionTrue},               // NVIDIA NVSentinel
@@ -112,7 +127,7 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 	for _, s := range []struct {
 		sel  PodSelector
 		path *field.Path
-	}{{p.Validator, path.Child("validator")}, {p.AllocationCheck, path.Child("allocationCheck")}} {
+	}{{p.Validator.PodSelector, path.Child("validator")}, {p.AllocationCheck, path.Child("allocationCheck")}} {
 		if s.sel.Namespace != "" {
 			if msgs := validation.IsDNS1123Label(s.sel.Namespace); len(msgs) > 0 {
 				errs = append(errs, field.Invalid(s.path.Child("namespace"), s.sel.Namespace, msgs[0]))
@@ -123,6 +138,12 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 		} else if sel.Empty() {
 			errs = append(errs, field.Required(s.path.Child("selector"), "a selector that picks only these Pods (an empty one would watch every Pod)"))
 		}
+	}
+	if p.Validator.Namespace == "" {
+		errs = append(errs, field.Required(path.Child("validator", "namespace"), "the GPU Operator's namespace, where its validator DaemonSet runs (an owner reference names a DaemonSet of the Pod's own namespace), e.g. gpu-operator"))
+	}
+	if msgs := validation.IsDNS1123Subdomain(p.Validator.DaemonSet); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("validator", "daemonSet"), p.Validator.DaemonSet, "expected the name of the GPU Operator's validator DaemonSet, e.g. nvidia-operator-validator: "+msgs[0]))
 	}
 	for i, h := range p.HealthConditions {
 		if h.Type == "" {
@@ -156,8 +177,10 @@ func mustSelector(s string) labels.Selector {
 // ProofFacts are the objects a proof reads besides the Node: the adapter
 // caches them by label, so they are few.
 type ProofFacts struct {
-	// Validators are the Pods the validator selector picks.
-	Validators []*corev1.Pod
+	// Validators are the Pods the validator selector picks that the
+	// validator DaemonSet controls; Unowned the ones it picks that it does
+	// not (ignored, and named in the proof of their node).
+	Validators, Unowned []*corev1.Pod
 	// AllocationChecks are the Pods the allocation-check selector picks.
 	AllocationChecks []*corev1.Pod
 	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).
@@ -173,7 +196,11 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 	for _, p := range pods {
 		set := labels.Set(p.Labels)
 		if v.Matches(set) && (c.Proof.Validator.Namespace == "" || p.Namespace == c.Proof.Validator.Namespace) {
-			out.Validators = append(out.Validators, p)
+			if c.Proof.Validator.controls(p) {
+				out.Validators = append(out.Validators, p)
+			} else {
+				out.Unowned = append(out.Unowned, p)
+			}
 		}
 		if a.Matches(set) && (c.Proof.AllocationCheck.Namespace == "" || p.Namespace == c.Proof.AllocationCheck.Namespace) {
 			out.AllocationChecks = append(out.AllocationChecks, p)
@@ -187,11 +214,33 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 	return out
 }
 
+// controls says whether the validator DaemonSet is the Pod's controller:
+// its controller owner reference names a DaemonSet of apps by that name, in
+// the configured namespace.
+func (v *ValidatorSelector) controls(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") &&
+		ref.Name == v.DaemonSet && p.Namespace == v.Namespace
+}
+
+// unownedValidator says why a Pod labelled as a validator was ignored.
+func (v *ValidatorSelector) unownedValidator(p *corev1.Pod) string {
+	owner := "no controller"
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		owner = fmt.Sprintf("controller %s %s", ref.Kind, qualification.Clip(ref.Name))
+	}
+	return fmt.Sprintf("Pod %s/%s carries the validator label (%s) but is not controlled by DaemonSet %s/%s (it has %s): ignored",
+		p.Namespace, qualification.Clip(p.Name), v.Selector, v.Namespace, v.DaemonSet, owner)
+}
+
 // NodeProof is what a proof found for one node.
 type NodeProof struct {
 	Node string
 	// Missing lists each requirement not met, with the value seen.
 	Missing []string
+	// Ignored names the Pods on the node that carry the validator label but
+	// that the validator DaemonSet does not control.
+	Ignored []string
 	// ReachedAt is when the node reached the tuple it runs, as far as the
 	// objects' timestamps say; HeldSince when every condition last began to hold.
 	ReachedAt, HeldSince time.Time
@@ -228,6 +277,9 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		}
 	}
 	validators := podsOn(cl.Proof.Validators, n.Name)
+	for _, u := range podsOn(cl.Proof.Unowned, n.Name) {
+		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u))
+	}
 	for _, v := range validators {
 		out.ReachedAt = later(out.ReachedAt, podCondition(v, corev1.PodReady).LastTransitionTime.Time)
 	}

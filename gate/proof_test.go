@@ -32,10 +32,16 @@ func upgradeJob(node string, cond batchv1.JobConditionType, at time.Time) *batch
 	}
 }
 
+// validatorDaemonSet is the controller reference the DaemonSet controller
+// puts on the GPU Operator's validator Pods.
+var validatorDaemonSet = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
+	UID: "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Controller: new(true), BlockOwnerDeletion: new(true)}
+
 func validatorPod(node string, ready corev1.ConditionStatus, at time.Time) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node, Labels: map[string]string{"app": "nvidia-operator-validator"}},
-		Spec:       corev1.PodSpec{NodeName: node},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node, Labels: map[string]string{"app": "nvidia-operator-validator"},
+			OwnerReferences: []metav1.OwnerReference{validatorDaemonSet}},
+		Spec: corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.NewTime(at)}}},
 	}
@@ -143,6 +149,75 @@ func TestProof(t *testing.T) {
 				}
 			}
 			t.Fatalf("no single requirement switched off removes %q", p.Missing[0])
+		})
+	}
+}
+
+// TestValidatorOwnership: a Pod counts as the node's validator only when the
+// GPU Operator's validator DaemonSet controls it. One labelled as the
+// validator by anyone else (here Pending, the attack of issue 24) neither
+// un-proves a proven node nor proves one, and the proof names it.
+func TestValidatorOwnership(t *testing.T) {
+	forged := func(mut func(p *corev1.Pod)) *corev1.Pod {
+		p := validatorPod("gpu-v100-03", corev1.ConditionFalse, testNow.Add(-time.Minute))
+		p.Name, p.OwnerReferences, p.Status.Phase = "nvidia-operator-validator-forged", nil, corev1.PodPending
+		if mut != nil {
+			mut(p)
+		}
+		return p
+	}
+	owned := validatorPod("gpu-v100-03", corev1.ConditionTrue, reachedAt.Add(time.Minute))
+	cases := []struct {
+		name    string
+		pods    []*corev1.Pod
+		missing string // "" = proven
+		ignored string // "" = none ignored
+	}{
+		{name: "the DaemonSet's Pod proves the node", pods: []*corev1.Pod{owned}},
+		{name: "a Pending Pod with no owner does not un-prove it", pods: []*corev1.Pod{owned, forged(nil)},
+			ignored: "Pod gpu-operator/nvidia-operator-validator-forged carries the validator label (app=nvidia-operator-validator) but is not controlled by DaemonSet gpu-operator/nvidia-operator-validator (it has no controller): ignored"},
+		{name: "a Ready Pod with no owner does not prove it", pods: []*corev1.Pod{forged(func(p *corev1.Pod) {
+			p.Status.Phase, p.Status.Conditions[0].Status = corev1.PodRunning, corev1.ConditionTrue
+		})}, missing: "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node", ignored: "it has no controller"},
+		{name: "controlled by another DaemonSet", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
+			ref := validatorDaemonSet
+			ref.Name = "my-validator"
+			p.OwnerReferences = []metav1.OwnerReference{ref}
+		})}, ignored: "it has controller DaemonSet my-validator"},
+		{name: "controlled by a ReplicaSet of that name", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "nvidia-operator-validator", UID: "u", Controller: new(true)}}
+		})}, ignored: "it has controller ReplicaSet nvidia-operator-validator"},
+		{name: "the DaemonSet named but not as controller", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
+			ref := validatorDaemonSet
+			ref.Controller = nil
+			p.OwnerReferences = []metav1.OwnerReference{ref}
+		})}, ignored: "it has no controller"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			n := v100(t, "gpu-v100-03", tupleTarget)
+			s.cluster.Nodes = append(s.cluster.Nodes, n)
+			prove(s, "gpu-v100-03")
+			s.cluster.Proof.Validators = nil
+			facts := s.cfg.ProofFactsOf(tc.pods, nil)
+			s.cluster.Proof.Validators, s.cluster.Proof.Unowned = facts.Validators, facts.Unowned
+			p := s.cfg.Prove(s.cluster, n, testNow)
+			if tc.missing == "" {
+				assert.True(t, p.Proven(), "%v", p.Missing)
+			} else {
+				require.False(t, p.Proven())
+				assert.Contains(t, p.Missing[0], tc.missing)
+			}
+			if tc.ignored == "" {
+				assert.Empty(t, p.Ignored)
+				return
+			}
+			require.Len(t, p.Ignored, 1)
+			assert.Contains(t, p.Ignored[0], tc.ignored)
+			var d Decision
+			d.noteProof(s.cfg, p)
+			assert.Contains(t, d.Warnings, "gpu-upgrade-gate: node gpu-v100-03: "+p.Ignored[0])
 		})
 	}
 }

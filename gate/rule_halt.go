@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -214,7 +215,10 @@ func DecideHaltRecordWrite(cfg *Config, req HaltWriteRequest) Decision {
 	oldRec := cfg.ParseHaltRecord(old)
 	var f findings
 	if req.Operation == OpDelete {
-		if oldRec.Err != nil || len(oldRec.Halts) > 0 {
+		// An immutable record can never be written again: deleting it (and
+		// so failing closed until it is recreated) is the way out; a failure
+		// still visible halts again at the gate's next turn.
+		if immutable := old.Immutable != nil && *old.Immutable; !immutable && (oldRec.Err != nil || len(oldRec.Halts) > 0) {
 			f.add(rolloutHalted("", field.NewPath("metadata", "name"), fmt.Sprintf("halt record %s holds %d halt(s) or entries that do not parse", cfg.HaltRecordName(), len(oldRec.Halts)),
 				"it is deleted only when empty: clear each halt first (docs/proof.md)"))
 		}
@@ -224,11 +228,72 @@ func DecideHaltRecordWrite(cfg *Config, req HaltWriteRequest) Decision {
 	self := req.Self != "" && req.User.Name == req.Self
 	haltDataRules(cfg, old, next, &oldRec, self, &f)
 	clearRules(cfg, old, next, &oldRec, req.User, self, &f, &d)
-	if len(next.BinaryData) > 0 {
-		f.add(rolloutHalted("", field.NewPath("binaryData"), "the halt record holds no binary data", "remove binaryData"))
-	}
+	haltMetaRules(req.Operation == OpCreate, old, next, &f)
 	f.settle(&d)
 	return d
+}
+
+// haltMetaRules: besides its data (the halt loop's) and its clear
+// annotations (a person's), nothing of the record changes. Each of these
+// would stop the loop writing it, or let something else remove it:
+// immutable (every later write is refused by the API server, so a kept halt
+// could never be cleared and a new failure never recorded), binary data (the
+// record does not parse), an owner reference (the garbage collector deletes
+// it with its owner), a finalizer, and, after its creation, a label or
+// another annotation (the record is the gate's; the chart creates it once).
+func haltMetaRules(create bool, old, next *corev1.ConfigMap, f *findings) {
+	if next.Immutable != nil && *next.Immutable {
+		f.add(rolloutHalted("", field.NewPath("immutable"), "immutable: true would stop the gate writing the halt record (no new halt recorded, no clear applied)", "leave immutable unset"))
+	}
+	if len(next.BinaryData) > 0 {
+		f.add(rolloutHalted("", field.NewPath("binaryData"), fmt.Sprintf("binaryData holds %s: the halt record holds no binary data", strings.Join(sortedKeys(next.BinaryData), ",")), "remove binaryData"))
+	}
+	if !slices.EqualFunc(old.OwnerReferences, next.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name }) {
+		f.add(rolloutHalted("", field.NewPath("metadata", "ownerReferences"), fmt.Sprintf("ownerReferences %s: an owner's deletion would delete the halt record", ownerRefs(next.OwnerReferences)), "the halt record has no owner; leave ownerReferences unset"))
+	}
+	if !slices.Equal(old.Finalizers, next.Finalizers) {
+		f.add(rolloutHalted("", field.NewPath("metadata", "finalizers"), fmt.Sprintf("finalizers [%s]: the halt record keeps none", qualification.Clip(strings.Join(next.Finalizers, ","))), "leave finalizers as they were"))
+	}
+	if create {
+		return
+	}
+	for _, k := range changedKeys(old.Labels, next.Labels) {
+		f.add(rolloutHalted("", field.NewPath("metadata", "labels").Key(k), fmt.Sprintf("label %s changes from %q to %q: the halt record's labels are the chart's, set once", qualification.Clip(k), qualification.Clip(old.Labels[k]), qualification.Clip(next.Labels[k])), "leave its labels as they are"))
+	}
+	for _, k := range changedKeys(old.Annotations, next.Annotations) {
+		if strings.HasPrefix(k, ClearAnnotationPrefix) {
+			continue // clearRules
+		}
+		f.add(rolloutHalted("", field.NewPath("metadata", "annotations").Key(k), fmt.Sprintf("annotation %s changes from %q to %q: only clear annotations (%s<hardware key>) change on the halt record", qualification.Clip(k), qualification.Clip(old.Annotations[k]), qualification.Clip(next.Annotations[k]), ClearAnnotationPrefix), "leave the other annotations as they are"))
+	}
+}
+
+// changedKeys are the keys added, removed or changed from a to b, sorted.
+func changedKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ownerRefs(refs []metav1.OwnerReference) string {
+	if len(refs) == 0 {
+		return "removed"
+	}
+	var out []string
+	for _, r := range refs {
+		out = append(out, r.Kind+" "+qualification.Clip(r.Name))
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }
 
 // haltDataRules judges each data key the write adds, changes or removes.
@@ -354,7 +419,7 @@ func (d *Decision) noteHalt(h Halt) {
 // fails closed.
 func haltRecordBroken(c *Config, node string, path *field.Path, rec *HaltRecord) Blocker {
 	return rolloutHalted(node, path, fmt.Sprintf("halt record %s cannot be read: %v; until it can, every forward move of GPU hardware is refused", c.HaltRecordName(), rec.Err),
-		fmt.Sprintf("if it is missing, create it empty (helm upgrade, or kubectl create configmap -n %s %s); if an entry does not parse, restore it from the audit log or remove it if it is not a halt (docs/proof.md)", c.Namespace, c.Halts.ConfigMap))
+		fmt.Sprintf("if it is missing, create it empty (helm upgrade recreates it, or kubectl create configmap -n %s %s); if it is immutable, delete it and recreate it empty; if an entry does not parse, restore it from the audit log or remove it if it is not a halt; if the gate's writes are refused, its log names why (docs/proof.md#halts)", c.Namespace, c.Halts.ConfigMap))
 }
 
 // rolloutHalted builds every RolloutHalted blocker. Its sentences are the

@@ -303,6 +303,11 @@ func (d *Decision) noteProof(cfg *Config, p NodeProof) {
 		d.Proofs = append(d.Proofs, entry)
 	}
 	d.ProofOff = slices.Clone(cfg.Proof.Off)
+	for _, ig := range p.Ignored {
+		if w := "gpu-upgrade-gate: node " + p.Node + ": " + ig; !slices.Contains(d.Warnings, w) {
+			d.Warnings = append(d.Warnings, w)
+		}
+	}
 }
 
 // previousNodeUnproven builds every PreviousNodeUnproven blocker: a node at

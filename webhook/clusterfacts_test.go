@@ -29,6 +29,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -241,7 +242,7 @@ func TestClusterFollowsItsInformers(t *testing.T) {
 		}, func(cl *gate.Cluster) bool { return cl.DCGMExporterImage == "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3" }},
 		{"a validator Pod is added", func() {
 			w.feed(&corev1.Pod{}).Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Proof.Validator.Namespace, Name: "v", ResourceVersion: "10",
-				Labels: selectorLabels(t, cfg.Proof.Validator.Selector)}, Spec: corev1.PodSpec{NodeName: "gpu-1"}})
+				Labels: selectorLabels(t, cfg.Proof.Validator.Selector), OwnerReferences: []metav1.OwnerReference{fleetgen.ValidatorOwner}}, Spec: corev1.PodSpec{NodeName: "gpu-1"}})
 		}, func(cl *gate.Cluster) bool { return len(cl.Proof.Validators) == 1 }},
 		{"a Node is added", func() {
 			w.feed(&corev1.Node{}).Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1", ResourceVersion: "11"}})

@@ -44,6 +44,12 @@ type Facts struct {
 	// record is kept (tests of other paths).
 	Halts cache.Cache
 
+	// haltProbe and haltWrite: why the halt record could not be written,
+	// by this replica's dry-run write (haltWriter) and by the halt loop's
+	// last write (haltKeeper); nil while it can be. Either fails the
+	// record closed.
+	haltProbe, haltWrite atomic.Pointer[error]
+
 	serverVersion atomic.Pointer[string]
 	synced        atomic.Bool
 	records       recordCache
@@ -286,7 +292,32 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.Halts = f.haltRecordOf(ctx)
+	if err := f.haltUnwritable(); err != nil && cl.Halts.Err == nil {
+		cl.Halts.Err = err
+	}
 	return cl, nil
+}
+
+// haltUnwritable says why the halt record cannot be written, nil when it can
+// (as far as this replica last tried): a record the gate cannot write holds
+// no new halt, so every forward move is refused meanwhile (fail closed).
+func (f *Facts) haltUnwritable() error {
+	for _, p := range []*atomic.Pointer[error]{&f.haltWrite, &f.haltProbe} {
+		if e := p.Load(); e != nil {
+			return fmt.Errorf("the gate cannot write it: %w", *e)
+		}
+	}
+	return nil
+}
+
+// noteHaltWrite records the outcome of a write (or dry-run write) of the
+// halt record into p.
+func noteHaltWrite(p *atomic.Pointer[error], err error) {
+	if err == nil {
+		p.Store(nil)
+		return
+	}
+	p.Store(&err)
 }
 
 func (f *Facts) listPlans(ctx context.Context) (planSnapshot, error) {

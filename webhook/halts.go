@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -84,17 +85,72 @@ func (k *haltKeeper) turn(ctx context.Context) error {
 	}
 	next, changes := gate.KeepHalts(cfg, cl, rec, k.server.now())
 	if len(changes) == 0 {
+		// The record holds every halt seen: a write refused earlier no
+		// longer leaves one unkept.
+		noteHaltWrite(&k.server.Facts.haltWrite, nil)
 		return nil
 	}
 	cm.Data = next.Data()
 	for key := range rec.Clears {
 		delete(cm.Annotations, gate.ClearAnnotation(key))
 	}
-	if err := k.writer.Update(ctx, &cm); err != nil {
+	err = k.writer.Update(ctx, &cm)
+	if !apierrors.IsConflict(err) {
+		// A conflict is a concurrent clear: the next turn reads it.
+		noteHaltWrite(&k.server.Facts.haltWrite, err)
+	}
+	if err != nil {
 		return fmt.Errorf("update %s: %w", cfg.HaltRecordName(), err)
 	}
 	for _, c := range changes {
 		k.log.Info("halt record", "change", c)
+	}
+	return nil
+}
+
+// haltWriter checks, on every replica, that the halt record can be written:
+// each turn a dry-run write of the record as it is (the API server's
+// authorization, validation and admission, the halts webhook included, with
+// nothing stored). A record that is gone, immutable, or that the gate may no
+// longer update fails closed on this replica until it can be written again,
+// and gpu_upgrade_gate_halt_record_unwritable says so (an alert).
+type haltWriter struct {
+	server *Server
+	writer client.Writer
+	every  time.Duration
+	log    logr.Logger
+}
+
+// NeedLeaderElection: every replica decides, so every replica checks.
+func (w *haltWriter) NeedLeaderElection() bool { return false }
+
+func (w *haltWriter) Start(ctx context.Context) error {
+	for {
+		err := w.probe(ctx)
+		noteHaltWrite(&w.server.Facts.haltProbe, err)
+		haltRecordUnwritable.Set(boolGauge(w.server.Facts.haltUnwritable() != nil))
+		if err != nil {
+			w.log.Error(err, "the halt record cannot be written: every forward move is refused until it can")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.every):
+		}
+	}
+}
+
+func (w *haltWriter) probe(ctx context.Context) error {
+	cfg := w.server.Config
+	var cm corev1.ConfigMap
+	if err := w.server.Facts.Live.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Halts.ConfigMap}, &cm); err != nil {
+		return fmt.Errorf("read %s (helm upgrade recreates it, or kubectl create configmap -n %s %s): %w", cfg.HaltRecordName(), cfg.Namespace, cfg.Halts.ConfigMap, err)
+	}
+	if cm.Immutable != nil && *cm.Immutable {
+		return fmt.Errorf("%s is immutable: delete it (allowed while immutable) and let helm upgrade recreate it", cfg.HaltRecordName())
+	}
+	if err := w.writer.Update(ctx, &cm, client.DryRunAll); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("dry-run update of %s (the gate's ServiceAccount must be able to update it: the chart's rbac.yaml): %w", cfg.HaltRecordName(), err)
 	}
 	return nil
 }

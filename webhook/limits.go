@@ -1,13 +1,18 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -43,17 +48,39 @@ const (
 	// uidScanBytes bounds how much of a refused body is read to find the
 	// request's uid (the API server writes it in the first ~100 bytes).
 	uidScanBytes = 16 << 10
+	// DefaultReviewReadTimeout bounds reading one review body. The API
+	// server writes a review in one go; its webhook timeout is at most 30 s
+	// (the chart's 5 s), so a body still arriving after this is no review
+	// it sends.
+	DefaultReviewReadTimeout = 5 * time.Second
+	// DefaultPerSourceRequests caps the requests in flight from one source
+	// address. Each API server instance is one source, and at the budget's
+	// floor (minReviewCharge) 384 reviews fit the default budget at once;
+	// one source may hold a third of that, so two other API servers (or
+	// the API server besides one flooding Pod) still find room.
+	DefaultPerSourceRequests = 128
 )
 
 // reviewLimiter admits a review only while the bytes in review stay within
-// budget; one that does not fit within wait, or is larger than
-// MaxReviewBytes, is denied with the request's uid, without reading its
-// body past the uid.
+// budget, charged as the body is read (never from the announced
+// Content-Length: a caller that announces 6 MiB and sends a byte every few
+// seconds holds only what it sent); one that does not fit within wait is
+// denied with the request's uid; one larger than MaxReviewBytes is denied
+// unread (413); one whose body is not read within readTimeout is denied
+// (408): the API server sends a review at once. Requests in flight from one
+// source address are capped (perSource).
 type reviewLimiter struct {
 	budget   *semaphore.Weighted
 	total    int64
 	maxBytes int64
 	wait     time.Duration
+	// readTimeout bounds reading one body (0: DefaultReviewReadTimeout).
+	readTimeout time.Duration
+	// perSource caps the requests in flight from one source address (0:
+	// DefaultPerSourceRequests); sources counts them.
+	perSource int
+	mu        sync.Mutex
+	sources   map[string]int
 	// requireClientCert refuses, unread, a request without a verified
 	// client certificate.
 	requireClientCert bool
@@ -82,7 +109,8 @@ func newReviewLimiter(maxBytes, budget int64, wait time.Duration) *reviewLimiter
 	if wait <= 0 {
 		wait = DefaultReviewWait
 	}
-	return &reviewLimiter{budget: semaphore.NewWeighted(budget), total: budget, maxBytes: maxBytes, wait: wait}
+	return &reviewLimiter{budget: semaphore.NewWeighted(budget), total: budget, maxBytes: maxBytes, wait: wait,
+		readTimeout: DefaultReviewReadTimeout, perSource: DefaultPerSourceRequests, sources: map[string]int{}}
 }
 
 func (l *reviewLimiter) wrap(next http.Handler) http.Handler {
@@ -94,37 +122,144 @@ func (l *reviewLimiter) wrap(next http.Handler) http.Handler {
 			http.Error(w, "gpu-upgrade-gate: a client certificate signed by --client-ca is required", http.StatusUnauthorized)
 			return
 		}
+		source := sourceOf(r)
+		if !l.enter(source) {
+			refused.WithLabelValues("source_busy").Inc()
+			refuse(w, r.Body, http.StatusTooManyRequests, fmt.Sprintf("more than %d requests in flight from %s; denied, never allowed: retry", l.perSource, source))
+			return
+		}
+		defer l.leave(source)
 		if r.ContentLength > l.maxBytes {
 			refused.WithLabelValues("too_large").Inc()
-			refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("review body of %d bytes is above the gate's limit of %d bytes (the API server sends at most ~4.5 MiB); denied", r.ContentLength, l.maxBytes))
+			refuse(w, r.Body, http.StatusRequestEntityTooLarge, fmt.Sprintf("review body of %d bytes is above the gate's limit of %d bytes (the API server sends at most ~4.5 MiB); denied", r.ContentLength, l.maxBytes))
 			return
 		}
-		// A body of unknown length (chunked) is charged the whole cap.
-		charge := l.maxBytes
-		if r.ContentLength >= 0 {
-			charge = max(r.ContentLength, minReviewCharge)
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), l.wait)
-		err := l.budget.Acquire(ctx, charge)
-		cancel()
+		// The deadline covers this request's body only; the next request
+		// on the connection gets its own.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(l.readTimeout))
+		body, charged, err := l.read(r)
+		defer l.budget.Release(charged)
 		if err != nil {
-			refused.WithLabelValues("busy").Inc()
-			refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("the gate is busy (more than %d MiB of reviews in flight for %s); denied, never allowed: retry", l.total>>20, l.wait))
+			code, reason, msg := readRefusal(err, l)
+			refused.WithLabelValues(reason).Inc()
+			// The uid is in what was read, or (busy before the first byte)
+			// in the next bytes, still under the read deadline.
+			refuse(w, io.MultiReader(bytes.NewReader(body), r.Body), code, msg)
 			return
 		}
-		defer l.budget.Release(charge)
+		_ = rc.SetReadDeadline(time.Time{})
 		traceOf(r.Context()).mark("admit")
-		r.Body = http.MaxBytesReader(w, r.Body, l.maxBytes)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
 
+// Why a body was not read.
+var (
+	errBusy     = errors.New("busy")
+	errTooLarge = errors.New("too large")
+)
+
+// read reads the body, charging the budget for the bytes read as they
+// arrive (at least minReviewCharge, so the budget also bounds how many
+// reviews run at once). charged is what it holds, to release, error or not.
+func (l *reviewLimiter) read(r *http.Request) (body []byte, charged int64, err error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	charge := func(upTo int64) error {
+		if upTo <= charged {
+			return nil
+		}
+		// Grow the charge in steps of at least minReviewCharge.
+		more := max(upTo-charged, minReviewCharge)
+		ctx, cancel := context.WithTimeout(r.Context(), l.wait)
+		defer cancel()
+		if err := l.budget.Acquire(ctx, more); err != nil {
+			return errBusy
+		}
+		charged += more
+		return nil
+	}
+	if err := charge(minReviewCharge); err != nil {
+		return nil, charged, err
+	}
+	for {
+		n, rerr := r.Body.Read(chunk)
+		if n > 0 {
+			if int64(buf.Len()+n) > l.maxBytes {
+				buf.Write(chunk[:min(n, uidScanBytes)])
+				return buf.Bytes(), charged, errTooLarge
+			}
+			if err := charge(int64(buf.Len() + n)); err != nil {
+				buf.Write(chunk[:n])
+				return buf.Bytes(), charged, err
+			}
+			buf.Write(chunk[:n])
+		}
+		switch {
+		case rerr == io.EOF:
+			return buf.Bytes(), charged, nil
+		case rerr != nil:
+			return buf.Bytes(), charged, rerr
+		}
+	}
+}
+
+// readRefusal is the status, metric reason and message of a body not read.
+func readRefusal(err error, l *reviewLimiter) (int32, string, string) {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("review body is above the gate's limit of %d bytes (the API server sends at most ~4.5 MiB); denied", l.maxBytes)
+	case errors.Is(err, errBusy):
+		return http.StatusTooManyRequests, "busy", fmt.Sprintf("the gate is busy (more than %d MiB of reviews in flight for %s); denied, never allowed: retry", l.total>>20, l.wait)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return http.StatusRequestTimeout, "read_timeout", fmt.Sprintf("review body not received within %s (the API server sends a review at once); denied", l.readTimeout)
+	}
+	return http.StatusBadRequest, "read_error", "review body could not be read: " + err.Error()
+}
+
+// sourceOf is the request's source address without its port.
+func sourceOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (l *reviewLimiter) enter(source string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sources[source] >= l.perSource {
+		return false
+	}
+	l.sources[source]++
+	return true
+}
+
+// sourcesNow copies the requests in flight by source (tests, debugging).
+func (l *reviewLimiter) sourcesNow() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.sources)
+}
+
+func (l *reviewLimiter) leave(source string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sources[source]--; l.sources[source] <= 0 {
+		delete(l.sources, source)
+	}
+}
+
 // refuse answers a review the gate will not read with a denial the API
-// server accepts (it carries the request's uid), so no failurePolicy turns
-// it into an allow. A body whose uid cannot be found early gets the same
-// denial without one; only a client that is not the API server sends such.
-func refuse(w http.ResponseWriter, r *http.Request, code int32, msg string) {
-	apiVersion, uid := scanReview(io.LimitReader(r.Body, uidScanBytes))
+// server accepts (it carries the request's uid, read from the start of
+// body), so no failurePolicy turns it into an allow. A body whose uid cannot
+// be found early gets the same denial without one; only a client that is
+// not the API server sends such.
+func refuse(w http.ResponseWriter, body io.Reader, code int32, msg string) {
+	apiVersion, uid := scanReview(io.LimitReader(body, uidScanBytes))
 	if apiVersion == "" {
 		apiVersion = admissionv1.SchemeGroupVersion.String()
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	VersionRefresh time.Duration
 	// ReviewBudget bounds the review bytes in flight (0: DefaultReviewBudget).
 	ReviewBudget int64
+	// ReviewReadTimeout bounds reading one review body (0:
+	// DefaultReviewReadTimeout); PerSourceRequests the requests in flight
+	// from one source address (0: DefaultPerSourceRequests).
+	ReviewReadTimeout time.Duration
+	PerSourceRequests int
 	// ClientCA, when set, is a PEM bundle file: only clients presenting a
 	// certificate it signed (the API server, configured with an
 	// --admission-control-config-file kubeconfig) are answered.
@@ -163,7 +168,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Halts); err != nil {
 		return nil, nil, err
 	}
-	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, requireClientCert: opts.ClientCA != "", Self: self}
+	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, ReviewReadTimeout: opts.ReviewReadTimeout, PerSourceRequests: opts.PerSourceRequests, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Node{}, &upgradev1.Plan{}, &corev1.ConfigMap{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.Pod{}, &batchv1.Job{}} {
@@ -239,6 +244,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	}
 	if opts.HaltInterval > 0 {
 		if err := mgr.Add(&haltKeeper{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
+			return nil, nil, err
+		}
+		if err := mgr.Add(&haltWriter{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -324,6 +332,11 @@ func stripPod(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
+	}
+	// The controller reference says whether the validator DaemonSet owns the
+	// Pod (gate.ValidatorSelector); the other owner references are not read.
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {

@@ -24,7 +24,7 @@ var (
 	}, []string{"resource"})
 	refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpu_upgrade_gate_reviews_refused_total",
-		Help: "Reviews denied unread by reason: too_large (body above the cap), busy (no memory budget within the wait) or no_client_cert (--client-ca set, none presented).",
+		Help: "Reviews denied unread by reason: too_large (body above the cap), busy (no memory budget within the wait), read_timeout (body not received within --review-read-timeout), read_error (body cut off), source_busy (--max-requests-per-source in flight from its address) or no_client_cert (--client-ca set, none presented).",
 	}, []string{"reason"})
 	// systemDenials: labels are a fixed set each (resources, identity
 	// classes, codes), never a user name.
@@ -38,6 +38,12 @@ var (
 		Name: "gpu_upgrade_gate_rollout_halted",
 		Help: "1 while a halt holds the rollout of the hardware (a key of the halt record, docs/proof.md), 0 for the other hardware of the records; every hardware is 1 while the halt record cannot be read.",
 	}, []string{"hardware"})
+	// haltRecordUnwritable is 1 while this replica cannot write the halt
+	// record (haltWriter, haltKeeper): it then refuses every forward move.
+	haltRecordUnwritable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gpu_upgrade_gate_halt_record_unwritable",
+		Help: "1 while this replica cannot write the halt record (missing, immutable, or its write refused: a dry-run write each halt interval, and the halt loop's own writes); every forward move of GPU hardware is refused meanwhile.",
+	})
 	ready = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "gpu_upgrade_gate_ready",
 		Help: "1 when the caches are synced and fresh and the API server's version is known (readiness), 0 while reviews fail closed.",
@@ -53,7 +59,7 @@ var (
 var guardedSteps = []string{"jobs", "completions", "driver-step"}
 
 func init() {
-	register(decisions, latency, refused, systemDenials, rolloutHalted, ready, servingCertExpiry)
+	register(decisions, latency, refused, systemDenials, rolloutHalted, haltRecordUnwritable, ready, servingCertExpiry)
 }
 
 // gateCollectors are the gate's own metrics: the dashboard and the alerts

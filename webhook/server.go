@@ -28,6 +28,10 @@ type Server struct {
 	// ReviewBudget bounds the body bytes in review at once (0: the default,
 	// DefaultReviewBudget); see reviewLimiter.
 	ReviewBudget int64
+	// ReviewReadTimeout bounds reading one body, PerSourceRequests the
+	// requests in flight from one source address (0: the defaults).
+	ReviewReadTimeout time.Duration
+	PerSourceRequests int
 	// requireClientCert: only requests with a verified client certificate
 	// are read (Options.ClientCA).
 	requireClientCert bool
@@ -54,6 +58,12 @@ func (s *Server) Register(srv webhook.Server) {
 	}
 	l := newReviewLimiter(MaxReviewBytes, budget, DefaultReviewWait)
 	l.requireClientCert = s.requireClientCert
+	if s.ReviewReadTimeout > 0 {
+		l.readTimeout = s.ReviewReadTimeout
+	}
+	if s.PerSourceRequests > 0 {
+		l.perSource = s.PerSourceRequests
+	}
 	for path, h := range s.handlers() {
 		h.identify = s.Config.SystemIdentity
 		srv.Register(path, l.wrap(h.serve()))

@@ -30,6 +30,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	fs.DurationVar(&opts.VersionRefresh, "server-version-refresh", 2*time.Second, "how often the API server is probed (version; a failed probe makes reviews fail closed while the caches catch up)")
 	budget := fs.String("review-memory-budget", "24Mi", "review body bytes in flight at once (a quantity); reviews beyond it wait up to 1s, then are denied, never allowed")
+	fs.DurationVar(&opts.ReviewReadTimeout, "review-read-timeout", webhook.DefaultReviewReadTimeout, "how long one review body may take to arrive (the API server sends it at once); a body not read by then is denied (408), never allowed")
+	fs.IntVar(&opts.PerSourceRequests, "max-requests-per-source", webhook.DefaultPerSourceRequests, "requests in flight from one source address; more are denied (429), never allowed")
 	fs.StringVar(&opts.ClientCA, "client-ca", "", "PEM file of the CA that signs the API server's client certificate (--admission-control-config-file kubeconfig); set: requests without such a certificate are refused unread")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one replica (a Lease in the gate's namespace) to keep the halt record; every replica serves the webhooks")
 	fs.DurationVar(&opts.HaltInterval, "halt-interval", 10*time.Second, "how often the elected replica records new halts and removes cleared ones (docs/proof.md); 0 keeps no new halts")

@@ -353,9 +353,10 @@ func (g *generator) proof(n *corev1.Node, hw Hardware, role Role) {
 		n.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": gpus}
 	}
 	validator := &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceOperator, Name: "nvidia-operator-validator-" + n.Name, Labels: map[string]string{"app": "nvidia-operator-validator"}},
-		Spec:       corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: NamespaceOperator, Name: "nvidia-operator-validator-" + n.Name, Labels: map[string]string{"app": "nvidia-operator-validator"},
+			OwnerReferences: []metav1.OwnerReference{ValidatorOwner}},
+		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &since,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}},
 	}
@@ -545,3 +546,10 @@ func (c *imageCatalogue) pick(gpu bool) []corev1.ContainerImage {
 	slices.SortStableFunc(out, func(a, b corev1.ContainerImage) int { return cmp.Compare(b.SizeBytes, a.SizeBytes) })
 	return out
 }
+
+// ValidatorOwner is the controller reference the DaemonSet controller puts
+// on the GPU Operator's validator Pods (only those count in a proof). No
+// DaemonSet exists here: the API server does not check an owner, and no
+// garbage collector runs.
+var ValidatorOwner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
+	UID: "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Controller: new(true), BlockOwnerDeletion: new(true)}

@@ -246,7 +246,8 @@ func Holder(name, node string) *corev1.Pod {
 func ProofPods(node string, readyAt time.Time) []*corev1.Pod {
 	gpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 	return []*corev1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-operator-validator-" + node, Namespace: "gpu-operator", Labels: map[string]string{"app": "nvidia-operator-validator"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "nvidia-operator-validator-" + node, Namespace: "gpu-operator", Labels: map[string]string{"app": "nvidia-operator-validator"},
+			OwnerReferences: []metav1.OwnerReference{ValidatorOwner}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: readyAt},
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(readyAt)}}}},
@@ -261,3 +262,10 @@ func ProofPods(node string, readyAt time.Time) []*corev1.Pod {
 func (e *Env) ProveNode(ctx context.Context, node string, readyAt time.Time) error {
 	return e.writePods(ctx, ProofPods(node, readyAt))
 }
+
+// ValidatorOwner is the controller reference the DaemonSet controller puts
+// on the GPU Operator's validator Pods (only those count in a proof). No
+// DaemonSet exists here: the API server does not check an owner, and no
+// garbage collector runs.
+var ValidatorOwner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
+	UID: "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Controller: new(true), BlockOwnerDeletion: new(true)}

@@ -215,3 +215,53 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
 	assert.False(t, n.Spec.Unschedulable)
 }
+
+// TestForgedValidatorThroughAPIServer (issue 24): a Pod labelled as the
+// validator that the GPU Operator's validator DaemonSet does not control,
+// Pending on a proven node (created by anyone who may create Pods in the
+// GPU Operator's namespace), neither un-proves the node nor holds the next
+// Plan of its hardware; the decision names it in a warning. The neighbouring
+// case: the DaemonSet's own Pod not Ready still un-proves it.
+func TestForgedValidatorThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	const node = "gpu-v100-07"
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: node, Fixture: "node-v100.json", Tuple: testenv.Target, Zone: "zone-a"}}))
+	forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "forged-validator", Labels: map[string]string{"app": "nvidia-operator-validator"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	t.Cleanup(func() {
+		deletePod(t, "gpu-operator", forged.Name)
+		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+node)
+		deletePod(t, "gpu-upgrade-gate", "allocation-check-"+node)
+		require.NoError(t, env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}))
+		c, _ := as(t, "alice")
+		eventuallyWrite(t, func() error { return c.Create(ctx, plan("after-forged", "v100-r580", "gpu-v100-01"), client.DryRunAll) })
+	})
+	alice, warnings := as(t, "alice")
+	canary := func() error {
+		return alice.Create(ctx, plan("next-canary-forged", "v100-r580", "gpu-v100-01"), client.DryRunAll)
+	}
+	require.NoError(t, proveNode(ctx, node, now.Add(-2*time.Hour)))
+	eventuallyWrite(t, canary)
+
+	// The attack: one Pending Pod with the validator's label and no owner
+	// (no kubelet runs it: Pending is what it would be until it ran).
+	require.NoError(t, env.Admin.Create(ctx, forged))
+	named := false
+	for deadline := time.Now().Add(15 * time.Second); !named && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		warnings.Take()
+		require.NoError(t, canary(), "a forged validator Pod must not un-prove node %s", node)
+		for _, w := range warnings.Take() {
+			named = named || strings.Contains(w, "Pod gpu-operator/forged-validator carries the validator label (app=nvidia-operator-validator) but is not controlled by DaemonSet gpu-operator/nvidia-operator-validator (it has no controller): ignored")
+		}
+	}
+	assert.True(t, named, "the decision names the ignored Pod in a warning")
+
+	// The neighbouring case: the DaemonSet's own validator not Ready (as
+	// the kubelet would write it) un-proves the node.
+	var v corev1.Pod
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node}, &v))
+	v.Status.Conditions[0].Status = corev1.ConditionFalse
+	require.NoError(t, env.Admin.Status().Update(ctx, &v))
+	eventuallyWrite(t, canary, gate.CodePreviousNodeUnproven)
+	assert.Contains(t, canary().Error(), "validator Pod gpu-operator/nvidia-operator-validator-"+node+" is not Ready")
+}

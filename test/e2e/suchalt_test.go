@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -195,4 +196,58 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 		}
 	}
 	assert.True(t, cleared, "the audit log holds bob's clear, naming the halt")
+}
+
+// TestHaltRecordStaysWritableThroughAPIServer (issue 24): through the real
+// API server and the chart's halts webhook, nobody (a person here; the
+// gate's own ServiceAccount is held to the same in gate's tests) may make the
+// halt record immutable, add binary data, an owner reference or a
+// finalizer, or change its labels; each write is refused naming the field
+// and the value. Dry runs: the API server calls the webhook (sideEffects
+// None) and stores nothing, so on a gate that admitted them the record
+// stays as it was. The neighbouring safe case: the same record written back
+// unchanged (the gate's own probe of writability) is admitted.
+func TestHaltRecordStaysWritableThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	bob, _ := as(t, "bob")
+	get := func() *corev1.ConfigMap {
+		var cm corev1.ConfigMap
+		require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm))
+		return &cm
+	}
+	cases := []struct {
+		name   string
+		mutate func(cm *corev1.ConfigMap)
+		want   string // "" = allowed
+	}{
+		{name: "written back unchanged", mutate: func(*corev1.ConfigMap) {}},
+		{name: "immutable", mutate: func(cm *corev1.ConfigMap) { cm.Immutable = new(true) },
+			want: "immutable: true would stop the gate writing the halt record"},
+		{name: "binaryData", mutate: func(cm *corev1.ConfigMap) { cm.BinaryData = map[string][]byte{"blob": []byte("x")} },
+			want: "binaryData holds blob"},
+		{name: "a label", mutate: func(cm *corev1.ConfigMap) {
+			if cm.Labels == nil {
+				cm.Labels = map[string]string{}
+			}
+			cm.Labels["team"] = "mallory"
+		}, want: `label team changes from "" to "mallory"`},
+		{name: "an owner reference", mutate: func(cm *corev1.ConfigMap) {
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "short-lived", UID: "0b5e2a1c-0000-4000-8000-000000000001"}}
+		}, want: "ownerReferences [ConfigMap short-lived]: an owner's deletion would delete the halt record"},
+		{name: "a finalizer", mutate: func(cm *corev1.ConfigMap) { cm.Finalizers = []string{"example.com/hold"} },
+			want: "finalizers [example.com/hold]: the halt record keeps none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := get()
+			tc.mutate(cm)
+			err := bob.Update(ctx, cm, client.DryRunAll)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			requireDenied(t, err, gate.CodeRolloutHalted)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
