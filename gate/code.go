@@ -65,6 +65,9 @@ const (
 	CodeUncordonDuringTransition Code = "UncordonDuringTransition"
 	CodeGPUIdentityRemoved       Code = "GPUIdentityRemoved"
 	CodeUncordonBeforeProof      Code = "UncordonBeforeProof"
+	// CodeOwnedFactWritten: a Node write changes a fact the ownership table
+	// gives another owner (gate/ownership.go).
+	CodeOwnedFactWritten Code = "OwnedFactWritten"
 )
 
 // CodeReviewInvalid is what an adapter answers when the request itself cannot

@@ -130,6 +130,8 @@ var ruleTable = []Rule{
 	// GPU mode of a Node (review-level).
 	{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}},
 	{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}},
+	// Who may write each fact of a GPU node (ownership.go, review-level).
+	{Name: "ownedfact", Codes: []Code{CodeOwnedFactWritten}, Reviews: []Review{ReviewNode}},
 	// The adapter's answer to a review it cannot read.
 	{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}},
 }
