@@ -138,7 +138,8 @@ func TestPlanReasonCodes(t *testing.T) {
 			for _, n := range tc.applied {
 				hash, ok := gate.PredictHash(tc.p)
 				require.True(t, ok)
-				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+upgradev1.LabelPlanName(tc.p.Name)+`":"`+hash+`"}}}`))
+				// SUC's own done label, written as SUC (docs/ownership.md).
+				require.NoError(t, patchNode(sucServiceAccount(t), n, `{"metadata":{"labels":{"`+upgradev1.LabelPlanName(tc.p.Name)+`":"`+hash+`"}}}`))
 			}
 			err := c.Create(ctx, tc.p)
 			if len(tc.want) == 0 {
