@@ -53,6 +53,6 @@ func ownedFactWritten(node, user, key, was string, wasSet bool, now string, set 
 		change = fmt.Sprintf("changed from %q to %q", qualification.Clip(was), qualification.Clip(now))
 	}
 	return forbidden(CodeOwnedFactWritten, node, field.NewPath("metadata", "labels").Key(key),
-		"label %s %s on GPU node %s by %s: it is %s (%s), owned by %s; may write it: %s. Instead %s, or break glass (docs/ownership.md)",
-		key, change, node, user, fact.Name, fact.Field, fact.Owner, owners, fact.Instead)
+		"label %s %s on GPU node %s by %s: it is one of the %s, owned by %s; configured writers: %s. Instead %s, or break glass (docs/ownership.md)",
+		key, change, node, user, fact.Name, fact.Owner, owners, fact.Instead)
 }
