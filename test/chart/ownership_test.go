@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,4 +57,29 @@ func TestOwnershipTemplateIsGenerated(t *testing.T) {
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, want, string(got), "%s is not what gate/ownership.go generates: run go test ./test/chart -run TestOwnershipTemplateIsGenerated -update", path)
+}
+
+// TestValuesSchemaFactsAreTheTables: the facts an exemption may list in
+// values.schema.json are the ownership table's (gate.ExemptibleFacts), so
+// helm refuses the names serve would refuse, and no more.
+func TestValuesSchemaFactsAreTheTables(t *testing.T) {
+	dir, err := Dir()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "values.schema.json"))
+	require.NoError(t, err)
+	var schema struct {
+		Properties map[string]struct {
+			Properties map[string]struct {
+				Items struct {
+					Properties map[string]struct {
+						Items struct {
+							Enum []string `json:"enum"`
+						} `json:"items"`
+					} `json:"properties"`
+				} `json:"items"`
+			} `json:"properties"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(data, &schema))
+	require.Equal(t, gate.ExemptibleFacts(), schema.Properties["config"].Properties["exemptions"].Items.Properties["facts"].Items.Enum)
 }
