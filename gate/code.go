@@ -74,6 +74,9 @@ const (
 	// CodeMovedByMissing: a person's write pulls a GPU node into a GPU Plan
 	// without naming themselves in gpu-upgrade-gate.io/moved-by.
 	CodeMovedByMissing Code = "MovedByMissing"
+	// CodeOwnedFactWritten: a Node write changes a fact the ownership table
+	// gives another owner (gate/ownership.go).
+	CodeOwnedFactWritten Code = "OwnedFactWritten"
 )
 
 // CodeReviewInvalid is what an adapter answers when the request itself cannot

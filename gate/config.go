@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,6 +61,13 @@ type Exemption struct {
 	// rancher-managed=true); an exemption without users or groups is refused.
 	Namespaces  []string          `json:"namespaces,omitempty"`
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	// Facts are what the identity may write on a Node (the ownership
+	// table's names, gate/ownership.go): required with "nodes". A Node
+	// write by the identity that changes only these facts is let through
+	// unreviewed; one that changes any other fact of the table is reviewed
+	// as anyone's (issue 22: SUC's ServiceAccount, which any Plan's Job may
+	// run as, writes plan labels and cordons, not GPU mode labels).
+	Facts []string `json:"facts,omitempty"`
 }
 
 // Config is the engine's configuration: the same file serves the webhook
@@ -151,26 +159,38 @@ func DefaultConfig() *Config {
 }
 
 // DefaultExemptions keep the system controllers of a usual install away from
-// the Node webhook (its match conditions never send their writes), by
-// identity: SUC's ServiceAccount, and every ServiceAccount of the GPU
-// Operator's namespace (the operator, its bundled NFD and every operand:
-// driver, MIG manager, device plugin, GFD, validator, DCGM exporter, ...)
-// and of NFD's own namespace (nfd-master under whatever name its chart
-// gives it). Namespace groups rather than names: the charts name their
-// ServiceAccounts after the release (NFD's chart: "<release>-node-feature-discovery";
-// the GPU Operator's bundled NFD: "node-feature-discovery"), and an operand
-// the next version adds is covered without a config change. The per-node
-// steps the gate guards on purpose are separate webhooks that no exemption
-// reaches.
+// the Node webhook (its match conditions never send their writes) for the
+// facts each owns (gate/ownership.go), by identity: SUC's ServiceAccount
+// (SUC's controller and every Job that runs as it: plan labels and the
+// cordon), every ServiceAccount of the GPU Operator's namespace (the
+// operator, its bundled NFD and every operand: driver upgrade controller, MIG
+// manager, GFD, ...) and of NFD's own namespace (nfd-master under whatever
+// name its chart gives it, which also publishes GFD's labels). Namespace
+// groups rather than names: the charts name their ServiceAccounts after the
+// release (NFD's chart: "<release>-node-feature-discovery"; the GPU
+// Operator's bundled NFD: "node-feature-discovery"), and an operand the next
+// version adds is covered without a config change. A write by one of them
+// that changes a fact it does not own is reviewed as anyone's. NFD's list
+// holds the mode labels because kube-dc switches modes through a
+// NodeFeatureRule that nfd-master applies: a known gap, judged per node by
+// issue 24 item 3. The per-node steps the gate guards on purpose are separate
+// webhooks that no exemption reaches.
 func DefaultExemptions(gpuOperatorNamespace, nfdNamespace string) []Exemption {
 	return []Exemption{{
-		Name:      "system-controllers",
+		Name:      "suc",
 		Resources: []string{"nodes"},
 		Users:     []string{"system:serviceaccount:system-upgrade:system-upgrade"},
-		Groups: []string{
-			"system:serviceaccounts:" + gpuOperatorNamespace,
-			"system:serviceaccounts:" + nfdNamespace,
-		},
+		Facts:     []string{FactPlanLabels, FactCordon},
+	}, {
+		Name:      "gpu-operator",
+		Resources: []string{"nodes"},
+		Groups:    []string{"system:serviceaccounts:" + gpuOperatorNamespace},
+		Facts:     []string{FactNFDLabels, FactGFDLabels, FactGPUOperatorState, FactGPUOperatorInput, FactCordon},
+	}, {
+		Name:      "nfd",
+		Resources: []string{"nodes"},
+		Groups:    []string{"system:serviceaccounts:" + nfdNamespace},
+		Facts:     []string{FactNFDLabels, FactGFDLabels, FactModeLabels},
 	}}
 }
 
@@ -326,6 +346,23 @@ func (e Exemption) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("groups").Index(i), g, "a group name, e.g. system:serviceaccounts:gpu-operator"))
 		}
 	}
+	nodes := slices.Contains(e.Resources, "nodes")
+	if nodes && len(e.Facts) == 0 {
+		// An exemption of a whole identity let any Job that runs as SUC's
+		// ServiceAccount switch a busy GPU node's mode unreviewed (issue 22):
+		// an old entry without facts is refused rather than read either as
+		// the whole identity again or as none (which would send every write
+		// of a system controller to the gate).
+		errs = append(errs, field.Required(path.Child("facts"), fmt.Sprintf("the facts this identity may write on Nodes, one or more of %s (docs/ownership.md), e.g. [%s, %s] for SUC's ServiceAccount; an exemption no longer lets a whole identity write anything", strings.Join(ExemptibleFacts(), ", "), FactPlanLabels, FactCordon)))
+	}
+	if !nodes && len(e.Facts) > 0 {
+		errs = append(errs, field.Invalid(path.Child("facts"), e.Facts, `facts apply to Node writes only: add "nodes" to resources or drop facts`))
+	}
+	for i, f := range e.Facts {
+		if !slices.Contains(ExemptibleFacts(), f) {
+			errs = append(errs, field.NotSupported(path.Child("facts").Index(i), f, ExemptibleFacts()))
+		}
+	}
 	if len(e.Users) == 0 && len(e.Groups) == 0 {
 		// Labels and namespaces are written by whoever writes the object: an
 		// exemption keyed on them alone is one any Plan writer can claim.
@@ -369,6 +406,30 @@ func (c *Config) exemption(resource string, user UserInfo, namespace string, lab
 		}
 	}
 	return ""
+}
+
+// nodeExemption judges a Node write by its writer's exemptions: the name of
+// the first one that lists every fact the write changes ("" when none), and
+// the facts all of them let the writer write (the owner of which may write
+// it, for OwnedFactWritten). A write that changes a fact outside every
+// matching exemption is reviewed as anyone's, as the Node webhook's
+// match condition sends it (NodeExemptCondition).
+func (c *Config) nodeExemption(user UserInfo, n, old *corev1.Node) (name string, own []string) {
+	var changed []string
+	computed := false
+	for _, e := range c.Exemptions {
+		if !e.matches("nodes", user, "", n.Labels) {
+			continue
+		}
+		if !computed {
+			changed, computed = changedFacts(n, old), true
+		}
+		if name == "" && !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(e.Facts, f) }) {
+			name = e.Name
+		}
+		own = append(own, e.Facts...)
+	}
+	return name, own
 }
 
 // UserInfo is the requester as the API server authenticated it.

@@ -21,7 +21,7 @@ func TestExemptionsByIdentity(t *testing.T) {
 	}{
 		{"a person labels a node into a Plan carrying the exempt label: judged", func(s *scenario) UserInfo { return s.req.User }, false, ""},
 		{"the Plan exemption's identity labelling a node: judged (a Plan exemption is not a Node one)", func(*scenario) UserInfo { return rancher }, false, ""},
-		{"a GPU Operator operand: the Node exemption, named", func(*scenario) UserInfo { return operand }, true, "system-controllers"},
+		{"a GPU Operator operand: the Node exemption, named", func(*scenario) UserInfo { return operand }, true, "gpu-operator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, old, n := nodeScenario(t)

@@ -43,9 +43,13 @@ type NodeReview struct {
 	cl        *Cluster
 	req       NodeRequest
 	exemption string
-	modeDiff  []string
-	plans     []*PlanReview // GPU Plans the change pulls the node into
-	holders   []string
+	// own are the facts the writer's exemptions let it write (ownership.go).
+	own []string
+	// gpu: the node is a GPU node before or after the change.
+	gpu      bool
+	modeDiff []string
+	plans    []*PlanReview // GPU Plans the change pulls the node into
+	holders  []string
 }
 
 // PrepareNode finds what the change does: the mode labels it changes and the
@@ -53,10 +57,10 @@ type NodeReview struct {
 func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	r := &NodeReview{cfg: cfg, cl: cl, req: req}
 	n, old := req.Node, req.OldNode
-	if r.exemption = cfg.exemption("nodes", req.User, "", n.Labels); r.exemption != "" {
+	if r.exemption, r.own = cfg.nodeExemption(req.User, n, old); r.exemption != "" {
 		return r
 	}
-	if !cfg.IsGPUNode(n) && !cfg.IsGPUNode(old) {
+	if r.gpu = cfg.IsGPUNode(n) || cfg.IsGPUNode(old); !r.gpu {
 		return r
 	}
 	for _, k := range ModeLabels {
@@ -111,6 +115,7 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 	r.movedByRule(&f)
 	r.handoverRule(&f)
 	cordonUncordonRule(r.cfg, r.cl, r.req, isSUC(r.cfg, r.req.User), &f)
+	r.ownedFactRule(&f)
 	completionRule(r.cfg, r.cl, r.req, &f, &d)
 	haltUncordonRule(r.cfg, r.cl, r.req, &f, &d)
 	for _, pr := range r.plans {

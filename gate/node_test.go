@@ -138,14 +138,23 @@ func TestNodePlanBlockersNameThePlan(t *testing.T) {
 }
 
 func TestNodeExemptAndNonGPU(t *testing.T) {
-	t.Run("SUC's service account is exempt by default", func(t *testing.T) {
+	t.Run("SUC's service account is exempt by default for its plan labels", func(t *testing.T) {
+		s, old, n := nodeScenario(t)
+		old.Spec.Unschedulable, n.Spec.Unschedulable = false, false
+		n.Labels[upgradev1.LabelPlanName("rke2")] = "0123abcd"
+		s.req.User = UserInfo{Name: "system:serviceaccount:system-upgrade:system-upgrade"}
+		d := decideNode(s, old, n)
+		assert.True(t, d.Allowed)
+		assert.Equal(t, "suc", d.AuditAnnotations()[AuditExemption])
+	})
+	t.Run("SUC's service account is judged for a mode label (issue 22 attack 7)", func(t *testing.T) {
 		s, old, n := nodeScenario(t)
 		old.Spec.Unschedulable, n.Spec.Unschedulable = false, false
 		n.Labels[LabelExpectedWorkloadMode] = "vm-passthrough"
 		s.req.User = UserInfo{Name: "system:serviceaccount:system-upgrade:system-upgrade"}
 		d := decideNode(s, old, n)
-		assert.True(t, d.Allowed)
-		assert.Equal(t, "system-controllers", d.AuditAnnotations()[AuditExemption])
+		assert.Equal(t, []Code{CodeModeChangeNotCordoned}, d.Codes())
+		assert.Empty(t, d.AuditAnnotations()[AuditExemption])
 	})
 	t.Run("CPU node changes are not guarded", func(t *testing.T) {
 		s, _, _ := nodeScenario(t)

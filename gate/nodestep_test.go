@@ -98,7 +98,7 @@ func TestNodeStepRules(t *testing.T) {
 			}
 		}, want: []Code{CodeFactsMissing}},
 		{name: "exemptions never apply to the step", mutate: func(s *stepScenario) {
-			s.cfg.Exemptions = append(s.cfg.Exemptions, Exemption{Name: "suc", Resources: []string{"plans", "nodes"}, Users: []string{s.req.User.Name}})
+			s.cfg.Exemptions = append(s.cfg.Exemptions, Exemption{Name: "suc", Resources: []string{"plans", "nodes"}, Users: []string{s.req.User.Name}, Facts: ExemptibleFacts()})
 			s.holders["gpu-v100-01"] = holder
 		}, want: []Code{CodeGPUHolders}},
 		{name: "FactsMissing: the Plan no longer selects the node SUC chose", mutate: func(s *stepScenario) { s.req.Plan = canaryPlan("gpu-v100-02") }, want: []Code{CodeFactsMissing}},

@@ -10,8 +10,8 @@ import (
 // identityRule (review-level, Nodes): a person may not remove what makes a
 // node a GPU node (gpunode.go: a configured vendor's NFD PCI label,
 // nvidia.com/gpu.present=true, a GFD label). NFD, GFD and the GPU Operator
-// own those labels, and their writes never reach the gate (their
-// ServiceAccounts are exempt by match condition); a node stripped of them
+// own those labels, and their writes of them never reach the gate (their
+// exemptions list those facts, ownership.go); a node stripped of them
 // would drop out of the gate's view and the GPU Operator's, and its next
 // label change or uncordon would go unjudged.
 func (r *NodeReview) identityRule(f *findings) {

@@ -137,6 +137,8 @@ var ruleTable = []Rule{
 	// the Node write itself, as requested-by is by the Plan's.
 	{Name: "movedby", Codes: []Code{CodeMovedByMissing}, Reviews: []Review{ReviewNode}},
 	{Name: "cordon", Codes: []Code{CodeNodeAttestationForged}, Reviews: []Review{ReviewNode}},
+	// Who may write each fact of a GPU node (ownership.go, review-level).
+	{Name: "ownedfact", Codes: []Code{CodeOwnedFactWritten}, Reviews: []Review{ReviewNode}},
 	// The adapter's answer to a review it cannot read.
 	{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}},
 }

@@ -21,17 +21,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-var (
-	defaultExemptUsers  = []string{"system:serviceaccount:system-upgrade:system-upgrade"}
-	defaultExemptGroups = []string{"system:serviceaccounts:gpu-operator", "system:serviceaccounts:node-feature-discovery"}
-)
+var defaultExemptions = gate.DefaultExemptions("gpu-operator", "node-feature-discovery")
 
 func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
-		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptUsers: defaultExemptUsers, exemptGroups: defaultExemptGroups,
+		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptions: defaultExemptions,
 		sucServiceAccounts: []string{"system:serviceaccount:system-upgrade:system-upgrade"},
 		antiAffinity:       true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
 		gpuOperator: [2]string{"gpu-operator", "gpu-operator"}, dcgm: [2]string{"gpu-operator", "nvidia-dcgm-exporter"},
@@ -50,8 +49,9 @@ var variants = map[string]func(e *expect){
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
 		// platform-bots is narrowed by labels: no match condition
-		e.exemptUsers = []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"}
-		e.exemptGroups = nil
+		e.exemptions = []gate.Exemption{{Name: "system-controllers", Resources: []string{"nodes"},
+			Users: []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"},
+			Facts: []string{gate.FactPlanLabels, gate.FactGPUOperatorState, gate.FactCordon}}}
 	},
 	"networkpolicy-servicemonitor-values.yaml": func(e *expect) {
 		e.networkPolicy, e.serviceMonitor, e.deleteHook = true, true, true

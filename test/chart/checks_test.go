@@ -36,9 +36,8 @@ type expect struct {
 	timeout            int32
 	sucNamespaces      []string
 	gpuVendors         []string
-	exemptUsers        []string // the users of Node exemptions not narrowed by namespaces or matchLabels
-	exemptGroups       []string // and their groups
-	sucServiceAccounts []string // whose completion writes the completions webhook reviews
+	exemptions         []gate.Exemption // the Node exemptions not narrowed by namespaces or matchLabels
+	sucServiceAccounts []string         // whose completion writes the completions webhook reviews
 	ownCA              bool
 	url                string   // webhook.url: the API server calls it instead of the Service
 	extraDNSNames      []string // tls.extraDNSNames
@@ -879,22 +878,15 @@ func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregist
 // system controllers, non-GPU nodes and changes that neither touch labels nor
 // uncordon never reach the webhook). The GPU-node condition is the engine's
 // own (gate.Config.GPUNodeCondition): the chart rendering anything else fails.
-func expectedNodeMatchConditions(gpuVendors, exemptUsers, exemptGroups []string) []admissionregistrationv1.MatchCondition {
-	cfg := &gate.Config{GPUVendors: gpuVendors}
+func expectedNodeMatchConditions(gpuVendors []string, exemptions []gate.Exemption) []admissionregistrationv1.MatchCondition {
+	cfg := &gate.Config{GPUVendors: gpuVendors, Exemptions: exemptions}
 	conds := []admissionregistrationv1.MatchCondition{
 		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Expression: cfg.GPUNodeCondition()},
 		{Name: "labels-changed-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"},
 	}
-	var exempt []string
-	if len(exemptUsers) > 0 {
-		exempt = append(exempt, "!(request.userInfo.username in ["+celList(exemptUsers)+"])")
-	}
-	if len(exemptGroups) > 0 {
-		exempt = append(exempt, "!request.userInfo.groups.exists(g, g in ["+celList(exemptGroups)+"])")
-	}
-	if len(exempt) > 0 {
-		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: strings.Join(exempt, " && ")})
+	if exempt := cfg.NodeExemptCondition(); exempt != "" {
+		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: exempt})
 	}
 	return conds
 }
@@ -920,7 +912,7 @@ func (r *rendered) checkNodeMatchConditions() []string {
 	if w == nil {
 		return problems
 	}
-	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptUsers, r.e.exemptGroups)
+	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptions)
 	if !slices.Equal(w.MatchConditions, want) {
 		problems = append(problems, fmt.Sprintf("nodes.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", w.MatchConditions, want))
 	}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -122,14 +121,7 @@ func TestCoherence(t *testing.T) {
 			records, _ := namespacesSelected(hook(v, webhook.WebhookRecords).NamespaceSelector)
 			assert.Equal(t, []string{cfg.Namespace}, records, "record webhook namespace vs config namespace")
 
-			var users, groups []string
-			for _, e := range cfg.Exemptions {
-				if slices.Contains(e.Resources, "nodes") && len(e.MatchLabels) == 0 && len(e.Namespaces) == 0 {
-					users = append(users, e.Users...)
-					groups = append(groups, e.Groups...)
-				}
-			}
-			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, users, groups), hook(v, webhook.WebhookNodes).MatchConditions,
+			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, cfg.Exemptions), hook(v, webhook.WebhookNodes).MatchConditions,
 				"Node match conditions vs config gpuVendors (the engine's GPU-node definition) and unnarrowed Node exemptions")
 			assert.Equal(t, expectedCompletionMatchConditions(cfg.GPUVendors, r.e.sucServiceAccounts), hook(v, webhook.WebhookCompletions).MatchConditions,
 				"completion match conditions vs config gpuVendors and webhook.sucServiceAccounts")

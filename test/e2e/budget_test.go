@@ -175,7 +175,7 @@ func TestOutsideWindowThroughAPIServer(t *testing.T) {
 		op, err := client.New(env.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"), client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
 		defer func() {
-			_ = patchNode(env.Admin, "gpu-v100-01", `{"metadata":{"labels":{"`+gate.LabelDriverUpgradeState+`":null}}}`)
+			_ = patchNode(op, "gpu-v100-01", `{"metadata":{"labels":{"`+gate.LabelDriverUpgradeState+`":null}}}`) // the operator's own label (docs/ownership.md)
 		}()
 		require.NoError(t, operatorStep(t, op, "gpu-v100-01", "drain-required"))
 		err = operatorStep(t, op, "gpu-v100-01", "pod-restart-required")

@@ -302,7 +302,7 @@ func TestDriverStep(t *testing.T) {
 	nodes := []string{"gpu-v100-01", "gpu-v100-02", "gpu-v100-04", "gpu-v100-holder", "gpu-h200-01"}
 	defer func() {
 		for _, n := range nodes {
-			_ = patchNode(env.Admin, n, `{"metadata":{"labels":{"`+gate.LabelDriverUpgradeState+`":null}}}`)
+			_ = patchNode(op, n, `{"metadata":{"labels":{"`+gate.LabelDriverUpgradeState+`":null}}}`) // the operator's own label (docs/ownership.md)
 		}
 		_ = patchNode(env.Admin, "gpu-v100-holder", `{"metadata":{"labels":{"driver-pool":null}}}`)
 		_ = patchNode(env.Admin, "gpu-v100-01", `{"spec":{"unschedulable":false},"metadata":{"annotations":{"nvidia.com/gpu-driver-upgrade-validation-start-time":null}}}`)

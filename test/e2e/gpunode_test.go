@@ -95,7 +95,7 @@ func TestStrippedGPUNodeStaysReviewed(t *testing.T) {
 	require.NotEmpty(t, strip)
 	before := nodeRequests(t)
 	stripPatch := `{"metadata":{"labels":{` + strings.Join(strip, ",") + `}}}`
-	requireDenied(t, patchNode(alice, name, stripPatch), gate.CodeGPUIdentityRemoved)
+	requireDenied(t, patchNode(alice, name, stripPatch), gate.CodeGPUIdentityRemoved, gate.CodeOwnedFactWritten)
 	assert.Equal(t, before+1, nodeRequests(t), "removing a GPU node's identity labels is reviewed")
 	breakGlass, _ := as(t, "bob", env.Config.BreakGlassGroup)
 	require.NoError(t, patchNode(breakGlass, name, `{"metadata":{"annotations":{"`+gate.AnnotationBreakGlass+`":"INC-42 relabel after NFD misconfiguration"},"labels":{`+strings.Join(strip, ",")+`}}}`))

@@ -138,7 +138,8 @@ func TestPlanReasonCodes(t *testing.T) {
 			for _, n := range tc.applied {
 				hash, ok := gate.PredictHash(tc.p)
 				require.True(t, ok)
-				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+upgradev1.LabelPlanName(tc.p.Name)+`":"`+hash+`"}}}`))
+				// SUC's own done label, written as SUC (docs/ownership.md).
+				require.NoError(t, patchNode(sucServiceAccount(t), n, `{"metadata":{"labels":{"`+upgradev1.LabelPlanName(tc.p.Name)+`":"`+hash+`"}}}`))
 			}
 			err := c.Create(ctx, tc.p)
 			if len(tc.want) == 0 {
@@ -173,7 +174,7 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeSelfApproved, gate.CodeHardwareUnknown, gate.CodeHardwareNotQualified, gate.CodeFactsMissing, gate.CodeTargetNotQualified, gate.CodeSourceMismatch,
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
-	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
+	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeOwnedFactWritten, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
 	gate.CodeRequesterMismatch, gate.CodeRequesterMissing,
 	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged,
 	gate.CodeRolloutInFlight, gate.CodeDisruptionBudgetExceeded, gate.CodeWindowInvalid, gate.CodeOutsideWindow}

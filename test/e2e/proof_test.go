@@ -186,7 +186,8 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
 	n.Status.NodeInfo.KernelVersion, n.Status.NodeInfo.KubeletVersion = testenv.Target.Kernel, testenv.Target.RKE2
 	require.NoError(t, env.Admin.Status().Update(ctx, &n))
-	require.NoError(t, patchNode(env.Admin, node, `{"metadata":{"labels":{"feature.node.kubernetes.io/kernel-version.full":"`+testenv.Target.Kernel+`","nvidia.com/cuda.driver-version.full":"`+testenv.Target.Driver+`"}}}`))
+	// NFD's and GFD's labels, as nfd-master writes them (docs/ownership.md).
+	require.NoError(t, patchNode(nfdMaster(t), node, `{"metadata":{"labels":{"feature.node.kubernetes.io/kernel-version.full":"`+testenv.Target.Kernel+`","nvidia.com/cuda.driver-version.full":"`+testenv.Target.Driver+`"}}}`))
 
 	// SUC's completion write, as SUC v0.20.1 makes it: one Node update that
 	// uncordons and sets the Plan's label.

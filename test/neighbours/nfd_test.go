@@ -173,20 +173,49 @@ func TestNFDAndSystemControllers(t *testing.T) {
 		require.NoError(t, admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: name}}))
 	}
 	identities := map[string][]string{nfdNS: nfdSAs, "gpu-operator": gpuOperatorServiceAccounts}
+	// Each writes a label of a fact its default exemption lists
+	// (docs/ownership.md): NFD's namespace GFD's labels, the GPU
+	// Operator's its operands' deploy labels.
+	owned := map[string][2]string{nfdNS: {"nvidia.com/gfd.timestamp", "1764633600"}, "gpu-operator": {"nvidia.com/gpu.deploy.driver", "paused-for-driver-upgrade"}}
 	before = reviews(t, "/validate/nodes")
 	writes := 0
 	for ns, names := range identities {
 		for _, name := range names {
 			c, err := clientFor(ctx, ns, name)
 			require.NoError(t, err)
-			patch := fmt.Sprintf(`{"metadata":{"labels":{"nvidia.com/gpu.deploy.driver":"paused-for-driver-upgrade","test-writer":%q}}}`, ns+"."+name)
+			patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,"test-writer":%q}}}`, owned[ns][0], owned[ns][1], ns+"."+name)
 			err = c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nfd-h200"}}, client.RawPatch(types.MergePatchType, []byte(patch)))
 			require.NoError(t, err, "system:serviceaccount:%s:%s writes a GPU-node label without the gate", ns, name)
 			writes++
 		}
 	}
 	assert.Equal(t, len(nfdSAs)+len(gpuOperatorServiceAccounts), writes)
-	assert.Equal(t, before, reviews(t, "/validate/nodes"), "no write of the NFD or GPU Operator ServiceAccounts reaches the webhook")
+	assert.Equal(t, before, reviews(t, "/validate/nodes"), "no write of the NFD or GPU Operator ServiceAccounts of a fact they own reaches the webhook")
+	// A fact NFD's exemption does not list (the GPU Operator's input) is
+	// reviewed as anyone's write: here allowed, as a person's would be.
+	c, err := clientFor(ctx, nfdNS, "nfd-node-feature-discovery")
+	require.NoError(t, err)
+	require.NoError(t, c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nfd-h200"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"nvidia.com/gpu.deploy.driver":"true"}}}`))))
+	assert.Equal(t, before+1, reviews(t, "/validate/nodes"), "nfd-master's write of a fact it does not own is reviewed")
+	before++
+	// Issue 22: nfd-master on its normal path was never refused (the audit
+	// log holds every Node write; a refusal answers 403).
+	events, err := cp.AuditEvents()
+	require.NoError(t, err)
+	nfdWrites, refused := 0, 0
+	for _, ev := range events {
+		if ev.Stage != "ResponseComplete" || ev.ObjectRef == nil || ev.ObjectRef.Resource != "nodes" || ev.Username() != "system:serviceaccount:"+nfdNS+":nfd-node-feature-discovery" {
+			continue
+		}
+		nfdWrites++
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
+			refused++
+		}
+	}
+	t.Logf("nfd-master and the NFD ServiceAccount: %d Node writes in the audit log, %d refused", nfdWrites, refused)
+	assert.NotZero(t, nfdWrites)
+	assert.Zero(t, refused, "nfd-master on its normal path is never refused")
 	require.NoError(t, admin.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nfd-h200"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"test-writer":"a-person"}}}`))))
 	assert.Equal(t, before+1, reviews(t, "/validate/nodes"), "the same write by a person is reviewed")

@@ -103,7 +103,7 @@ user name can never break out of the match condition.
 
 {{/*
 The Node webhook's match conditions, from the engine configuration: kubelets,
-the exempt system controllers (users and groups of Node exemptions that
+the exempt system controllers writing only their facts (Node exemptions that
 namespaces and matchLabels do not narrow), non-GPU nodes (gug.gpuNodeCondition,
 generated from the engine's definition), and changes that neither touch labels
 nor uncordon never leave the API server.
@@ -127,35 +127,62 @@ label set to a new value other than "disabled" (SUC v0.20.1 handle_batch.go).
 {{- end }}
 
 {{- define "gug.nodeMatchConditions" -}}
-{{- $users := list }}
-{{- $groups := list }}
-{{- range .Values.config.exemptions }}
-{{- if and (has "nodes" .resources) (not .matchLabels) (not .namespaces) }}
-{{- range .users }}
-{{- $users = append $users (include "gug.celString" .) }}
-{{- end }}
-{{- range .groups }}
-{{- $groups = append $groups (include "gug.celString" .) }}
-{{- end }}
-{{- end }}
-{{- end }}
 - name: not-a-kubelet
   expression: {{ "!('system:nodes' in request.userInfo.groups)" | quote }}
 - name: gpu-node
   expression: {{ include "gug.gpuNodeCondition" . | quote }}
 - name: labels-changed-or-uncordon
   expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')" | quote }}
-{{- if or $users $groups }}
-{{- $conds := list }}
-{{- if $users }}
-{{- $conds = append $conds (printf "!(request.userInfo.username in [%s])" (join ", " $users)) }}
-{{- end }}
-{{- if $groups }}
-{{- $conds = append $conds (printf "!request.userInfo.groups.exists(g, g in [%s])" (join ", " $groups)) }}
-{{- end }}
+{{- $exempt := include "gug.nodeExemptCondition" . }}
+{{- if $exempt }}
 - name: not-a-system-controller
-  expression: {{ join " && " $conds | quote }}
+  expression: {{ $exempt | quote }}
 {{- end }}
+{{- end }}
+
+{{/*
+The Node webhook's not-a-system-controller condition (gate.Config.NodeExemptCondition
+builds the same string; test/chart holds them equal): for each Node exemption
+that namespaces and matchLabels do not narrow, a write is sent unless its
+identity made it and it changes only the facts the exemption lists (the label
+keys of every other fact, gug.factKeys.<fact> generated from gate/ownership.go,
+and an uncordon unless cordon is listed).
+*/}}
+{{- define "gug.nodeExemptCondition" -}}
+{{- $root := . }}
+{{- $conds := list }}
+{{- range .Values.config.exemptions }}
+{{- if and (has "nodes" .resources) (not .matchLabels) (not .namespaces) }}
+{{- $facts := .facts | default list }}
+{{- $who := list }}
+{{- if .users }}
+{{- $who = append $who (printf "request.userInfo.username in [%s]" (include "gug.celList" .users)) }}
+{{- end }}
+{{- if .groups }}
+{{- $who = append $who (printf "request.userInfo.groups.exists(g, g in [%s])" (include "gug.celList" .groups)) }}
+{{- end }}
+{{- $keys := list }}
+{{- range splitList " " (include "gug.labelFacts" $root) }}
+{{- if not (has . $facts) }}
+{{- $keys = append $keys (include (printf "gug.factKeys.%s" .) $root) }}
+{{- end }}
+{{- end }}
+{{- $out := list }}
+{{- if $keys }}
+{{- $p := printf "(%s)" (join " || " $keys) }}
+{{- $out = append $out (printf "object.metadata.?labels.orValue({}).exists(k, %s && (!(k in oldObject.metadata.?labels.orValue({})) || oldObject.metadata.labels[k] != object.metadata.labels[k]))" $p) }}
+{{- $out = append $out (printf "oldObject.metadata.?labels.orValue({}).exists(k, %s && !(k in object.metadata.?labels.orValue({})))" $p) }}
+{{- end }}
+{{- if not (has "cordon" $facts) }}
+{{- $out = append $out "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))" }}
+{{- end }}
+{{- if not $out }}
+{{- $out = list "false" }}
+{{- end }}
+{{- $conds = append $conds (printf "(!(%s) || %s)" (join " || " $who) (join " || " $out)) }}
+{{- end }}
+{{- end }}
+{{- join " && " $conds }}
 {{- end }}
 
 {{/* A webhook's clientConfig: the Service (or webhook.url), and the CA bundle when it is supplied. */}}
