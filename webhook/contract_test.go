@@ -77,6 +77,19 @@ func TestDocumentedCodes(t *testing.T) {
 	}
 }
 
+// TestReadmeLinksEveryContract: the README's list of contracts links the
+// contract of every row of the webhook table.
+func TestReadmeLinksEveryContract(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), "\nEach webhook's contract:")
+	require.True(t, found, "README.md has no \"Each webhook's contract:\" paragraph")
+	para, _, _ := strings.Cut(rest, "\n\n")
+	for _, w := range Webhooks {
+		assert.Contains(t, para, "(webhook/"+w.Contract+")", "README's contract list vs %s", w.Name)
+	}
+}
+
 func countOf(cs []gate.Code, c gate.Code) int {
 	return len(slices.DeleteFunc(slices.Clone(cs), func(x gate.Code) bool { return x != c }))
 }
