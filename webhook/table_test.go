@@ -8,6 +8,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // TestWebhookTableRows: every row of the webhook table is complete and is
@@ -41,6 +45,44 @@ func TestWebhookTableRows(t *testing.T) {
 			}
 			_, err := os.Stat(w.Contract)
 			assert.NoError(t, err, "contract")
+		})
+	}
+}
+
+// TestHandlerChecksTheRow: a handler takes exactly the resources,
+// subresources and operations its row lists, the ones the chart sends it,
+// and refuses a crafted review of anything else.
+func TestHandlerChecksTheRow(t *testing.T) {
+	s := &Server{Log: logr.Discard()}
+	obj := runtime.RawExtension{Raw: []byte(`{}`)}
+	cases := []struct {
+		name, path      string
+		group, res, sub string
+		kind            string
+		op              admissionv1.Operation
+		wantErr         string
+	}{
+		{name: "SUC's completion write through nodes/status", path: PathCompletions, res: "nodes", sub: "status", kind: "Node", op: admissionv1.Update},
+		{name: "a Node through its scale subresource", path: PathCompletions, res: "nodes", sub: "scale", kind: "Node", op: admissionv1.Update, wantErr: `subresource "scale"`},
+		{name: "plans/status at the Plan status path", path: PathPlanStatus, group: "upgrade.cattle.io", res: "plans", sub: "status", kind: "Plan", op: admissionv1.Update},
+		{name: "a plain Plan write at the Plan status path", path: PathPlanStatus, group: "upgrade.cattle.io", res: "plans", kind: "Plan", op: admissionv1.Update, wantErr: `subresource ""`},
+		{name: "an InstallPlan approval", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Update},
+		{name: "an InstallPlan created", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Create, wantErr: `operation "CREATE"`},
+		{name: "the operator Deployment created", path: PathOperator, group: "apps", res: "deployments", kind: "Deployment", op: admissionv1.Create},
+		{name: "a Pod sent to the Node path", path: PathNodes, res: "nodes", kind: "Pod", op: admissionv1.Update, wantErr: "holds kind Node"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: tc.op, SubResource: tc.sub,
+				Kind:     metav1.GroupVersionKind{Group: tc.group, Kind: tc.kind},
+				Resource: metav1.GroupVersionResource{Group: tc.group, Resource: tc.res}, Object: obj, OldObject: obj}}
+			err := s.handlerAt(tc.path).check(req)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.wantErr)
 		})
 	}
 }
