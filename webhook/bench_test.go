@@ -229,11 +229,11 @@ var benchSetup = sync.OnceValue(func() *benchEnv {
 	s := &Server{Config: f.Config, Facts: facts, Log: log.WithName("decision"), Now: func() time.Time { return benchNow }}
 	ctrl.SetLogger(log)
 	return &benchEnv{fleet: f, facts: facts, server: s, reviews: f.Reviews(benchNow), handlers: map[string]http.Handler{
-		PathPlans:   s.PlanHandler().serve(),
-		PathNodes:   s.NodeHandler().serve(),
-		PathRecords: s.RecordHandler().serve(),
-		PathJobs:    s.JobHandler().serve(),
-	}, slow: map[string]http.Handler{PathNodes: &webhook.Admission{Handler: s.NodeHandler()}}}
+		PathPlans:   s.handlerAt(PathPlans).serve(),
+		PathNodes:   s.handlerAt(PathNodes).serve(),
+		PathRecords: s.handlerAt(PathRecords).serve(),
+		PathJobs:    s.handlerAt(PathJobs).serve(),
+	}, slow: map[string]http.Handler{PathNodes: &webhook.Admission{Handler: s.handlerAt(PathNodes)}}}
 })
 
 func (e *benchEnv) serve(r fleetgen.Review) (int, bool, error) { return e.serveWith(e.handlers, r) }

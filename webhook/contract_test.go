@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -69,13 +68,25 @@ func TestDocumentedCodes(t *testing.T) {
 	for _, c := range readme {
 		assert.Equal(t, 1, countOf(readme, c), "README lists %s more than once", c)
 	}
-	s := &Server{Log: logr.Discard()}
-	for path, h := range s.handlers() {
-		t.Run(path, func(t *testing.T) {
-			require.NotEmpty(t, h.contract, "handler at %s names no contract", path)
-			require.NotEmpty(t, h.reviews, "handler at %s names no reviews", path)
-			assert.ElementsMatch(t, gate.CodesOf(h.reviews...), contractCodes(t, h.contract), "%s vs the codes its reviews can emit", h.contract)
+	for _, w := range Webhooks {
+		t.Run(w.Name, func(t *testing.T) {
+			require.NotEmpty(t, w.Contract, "%s names no contract", w.Name)
+			require.NotEmpty(t, w.Reviews, "%s names no reviews", w.Name)
+			assert.ElementsMatch(t, gate.CodesOf(w.Reviews...), contractCodes(t, w.Contract), "%s vs the codes its reviews can emit", w.Contract)
 		})
+	}
+}
+
+// TestReadmeLinksEveryContract: the README's list of contracts links the
+// contract of every row of the webhook table.
+func TestReadmeLinksEveryContract(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), "\nEach webhook's contract:")
+	require.True(t, found, "README.md has no \"Each webhook's contract:\" paragraph")
+	para, _, _ := strings.Cut(rest, "\n\n")
+	for _, w := range Webhooks {
+		assert.Contains(t, para, "(webhook/"+w.Contract+")", "README's contract list vs %s", w.Name)
 	}
 }
 

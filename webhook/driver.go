@@ -220,12 +220,3 @@ func str(u *unstructured.Unstructured, path ...string) string {
 	v, _, _ := unstructured.NestedString(u.Object, path...)
 	return v
 }
-
-// DriverHandler serves ClusterPolicy and NVIDIADriver writes on one path.
-func (s *Server) DriverHandler() *handler {
-	return &handler{resource: "driver", decide: s.decideDriver, log: s.Log.WithName("driver"),
-		contract: "driver.md", reviews: []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
-		kinds: []schema.GroupVersionKind{ClusterPolicyGVK, NVIDIADriverGVK},
-		gvrs:  []schema.GroupVersionResource{ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers")},
-		ops:   []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}}
-}

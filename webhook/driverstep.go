@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -125,13 +123,4 @@ func (s *Server) inFlight(ctx context.Context) ([]*corev1.Node, error) {
 		out[i] = &list.Items[i]
 	}
 	return out, nil
-}
-
-// DriverStepHandler serves the per-node driver step: Node updates through
-// the resource and its status subresource (labels can change through both).
-func (s *Server) DriverStepHandler() *handler {
-	return &handler{resource: "driver-step", decide: s.decideDriverStep, log: s.Log.WithName("driver-step"),
-		contract: "driverstep.md", reviews: []gate.Review{gate.ReviewDriverStep, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
-		ops: []admissionv1.Operation{admissionv1.Update}, subresources: []string{"status"}}
 }

@@ -9,20 +9,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
-
-// HaltRecordHandler reviews writes of the halt record (contract: halts.md).
-func (s *Server) HaltRecordHandler() *handler {
-	return &handler{resource: "halts", decide: s.decideHaltRecord, log: s.Log.WithName("halts"),
-		contract: "halts.md", reviews: []gate.Review{gate.ReviewHaltRecord, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("configmaps")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
-		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}}
-}
 
 func (s *Server) decideHaltRecord(_ context.Context, req admission.Request) (gate.Decision, error) {
 	hr := gate.HaltWriteRequest{Operation: string(req.Operation), User: userOf(req), Self: s.Self}

@@ -8,36 +8,16 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-)
-
-// Paths the handlers are served on; the chart's webhook configuration uses
-// the same.
-const (
-	PathPlans   = "/validate/plans"
-	PathNodes   = "/validate/nodes"
-	PathRecords = "/validate/records"
-	PathDriver  = "/validate/driver"
-	PathJobs    = "/validate/jobs"
-	// PathDriverStep is the GPU Operator's per-node driver step.
-	PathDriverStep = "/validate/driver-step"
-	// PathOperator is an upgrade of the GPU Operator itself.
-	PathOperator = "/validate/operator"
-	// PathPlanStatus guards status.applying of Plans.
-	PathPlanStatus = "/validate/plan-status"
-	// PathCompletions reviews SUC's completion write of a node.
-	PathCompletions = "/validate/completions"
-	// PathHalts reviews writes of the halt record ConfigMap.
-	PathHalts = "/validate/halts"
 )
 
 // decideFunc turns one request into a decision. An error means the request
@@ -46,19 +26,9 @@ type decideFunc func(ctx context.Context, req admission.Request) (gate.Decision,
 
 // handler is the shared plumbing: kind check, timing, metrics, one log line.
 type handler struct {
-	resource string
-	// contract is the webhook's contract file (webhook/*.md); reviews are
-	// the engine reviews it runs, whose codes the contract lists.
-	contract string
-	reviews  []gate.Review
-	// gvrs[i] is reviewed only with kind kinds[i].
-	gvrs  []schema.GroupVersionResource
-	kinds []schema.GroupVersionKind
-	ops   []admissionv1.Operation
-	// subresources served besides the resource itself (e.g. "status").
-	subresources []string
-	decide       decideFunc
-	log          logr.Logger
+	*Webhook
+	decide decideFunc
+	log    logr.Logger
 	// identify classes the requester for the system-denial metric (nil:
 	// nobody is a system identity).
 	identify func(gate.UserInfo) string
@@ -87,7 +57,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if h.identify != nil {
 		identity = h.identify(userOf(req))
 	}
-	observe(h.resource, identity, d, time.Since(start))
+	observe(h.Metric, identity, d, time.Since(start))
 	tr.mark("respond")
 	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
@@ -100,27 +70,31 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 // handler serves: a crafted mismatch must be denied, never decoded into the
 // wrong type.
 func (h *handler) check(req admission.Request) error {
-	i := -1
-	for j, gvr := range h.gvrs {
-		if req.Resource.Group == gvr.Group && req.Resource.Resource == gvr.Resource {
-			i = j
+	var r *Resource
+	for i, res := range h.Resources {
+		name, sub, _ := strings.Cut(res.Resource, "/")
+		if req.Resource.Group == res.Group && req.Resource.Resource == name && req.SubResource == sub {
+			r = &h.Resources[i]
 		}
 	}
-	if i < 0 || (req.SubResource != "" && !slices.Contains(h.subresources, req.SubResource)) {
-		return fmt.Errorf("this endpoint reviews %v, got resource %q subresource %q", h.gvrs, req.Resource.String(), req.SubResource)
-	}
-	if want := h.kinds[i]; req.Kind.Group != want.Group || req.Kind.Kind != want.Kind {
-		return fmt.Errorf("resource %s holds kind %s, got %q", h.gvrs[i].GroupResource(), want.GroupKind(), req.Kind.String())
-	}
-	for _, op := range h.ops {
-		if req.Operation == op {
-			if (op != admissionv1.Delete && carriesNone(req.Object)) || (op != admissionv1.Create && carriesNone(req.OldObject)) {
-				return fmt.Errorf("%s review carries no object", req.Operation)
-			}
-			return nil
+	if r == nil {
+		var served []string
+		for _, res := range h.Resources {
+			served = append(served, res.GroupResource().String())
 		}
+		return fmt.Errorf("this endpoint reviews %v, got resource %q subresource %q", served, req.Resource.String(), req.SubResource)
 	}
-	return fmt.Errorf("operation %q is not reviewed here (only %v)", req.Operation, h.ops)
+	if req.Kind.Group != r.Kind.Group || req.Kind.Kind != r.Kind.Kind {
+		return fmt.Errorf("resource %s holds kind %s, got %q", r.GroupResource(), r.Kind.GroupKind(), req.Kind.String())
+	}
+	ops := h.OperationsOf(*r)
+	if !slices.Contains(ops, req.Operation) {
+		return fmt.Errorf("operation %q is not reviewed here (only %v)", req.Operation, ops)
+	}
+	if (req.Operation != admissionv1.Delete && carriesNone(req.Object)) || (req.Operation != admissionv1.Create && carriesNone(req.OldObject)) {
+		return fmt.Errorf("%s review carries no object", req.Operation)
+	}
+	return nil
 }
 
 // respond renders a decision: allowed or denied, always with the audit

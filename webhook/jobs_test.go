@@ -122,7 +122,7 @@ func TestJobReviewFailsClosed(t *testing.T) {
 			if tc.old != nil {
 				req.OldObject.Raw, _ = json.Marshal(tc.old)
 			}
-			resp := s.JobHandler().Handle(context.Background(), req)
+			resp := s.handlerAt(PathJobs).Handle(context.Background(), req)
 			assert.Equal(t, tc.allowed, resp.Allowed, "%+v", resp.Result)
 			if tc.allowed {
 				return
@@ -270,7 +270,7 @@ func TestJobStartReads(t *testing.T) {
 			s := &Server{Config: e.fleet.Config, Facts: facts, Log: logr.Discard(), Now: func() time.Time { return benchNow }}
 			var review admissionv1.AdmissionReview
 			require.NoError(t, json.Unmarshal(jobStart(tc.plan, tc.node).Body, &review))
-			resp := s.JobHandler().Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
+			resp := s.handlerAt(PathJobs).Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
 			msg := ""
 			if resp.Result != nil {
 				msg = resp.Result.Message

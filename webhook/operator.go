@@ -128,12 +128,3 @@ func (s *Server) installPlanChange(req admission.Request, ch *gate.DriverChange)
 	}
 	return nil
 }
-
-// OperatorHandler serves the GPU Operator's own upgrades.
-func (s *Server) OperatorHandler() *handler {
-	return &handler{resource: "operator", decide: s.decideOperator, log: s.Log.WithName("operator"),
-		contract: "operator.md", reviews: []gate.Review{gate.ReviewOperator, gate.ReviewAdmission},
-		kinds: []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("Deployment"), InstallPlanGVK},
-		gvrs:  []schema.GroupVersionResource{appsv1.SchemeGroupVersion.WithResource("deployments"), InstallPlanGVK.GroupVersion().WithResource("installplans")},
-		ops:   []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
-}

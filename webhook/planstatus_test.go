@@ -24,7 +24,7 @@ import (
 // refuses a review it cannot read.
 func TestPlanStatusReview(t *testing.T) {
 	s := &Server{Config: gate.DefaultConfig(), Log: logr.Discard()}
-	h := s.PlanStatusHandler()
+	h := s.handlerAt(PathPlanStatus)
 	plan := func(applying ...string) *upgradev1.Plan {
 		p := &upgradev1.Plan{TypeMeta: metav1.TypeMeta{APIVersion: "upgrade.cattle.io/v1", Kind: "Plan"},
 			ObjectMeta: metav1.ObjectMeta{Name: "gpu-canary", Namespace: "system-upgrade"},

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -18,8 +17,8 @@ import (
 // (nodeEndpoint); the others controller-runtime's admission handler.
 func (h *handler) serve() http.Handler {
 	slow := &webhook.Admission{Handler: h}
-	for _, k := range h.kinds {
-		if k != corev1.SchemeGroupVersion.WithKind("Node") {
+	for _, r := range h.Resources {
+		if r.Kind != nodeGVK {
 			return slow
 		}
 	}

@@ -1,20 +1,19 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
@@ -70,61 +69,31 @@ func (s *Server) Register(srv webhook.Server) {
 	}
 }
 
-// handlers are the webhooks by path. Each names its contract (a file next
-// to this one) and the engine reviews it runs, whose codes the contract
-// must list (TestDocumentedCodes).
+// handlers are the webhooks by path: one a row of the webhook table
+// (table.go), which is all that is served.
 func (s *Server) handlers() map[string]*handler {
-	return map[string]*handler{
-		PathPlans:      s.PlanHandler(),
-		PathNodes:      s.NodeHandler(),
-		PathRecords:    s.RecordHandler(),
-		PathDriver:     s.DriverHandler(),
-		PathJobs:       s.JobHandler(),
-		PathDriverStep: s.DriverStepHandler(),
-		PathOperator:   s.OperatorHandler(),
-		PathPlanStatus: s.PlanStatusHandler(),
-		// SUC's completion write: its own webhook entry, so every other SUC
-		// write keeps the Node webhook's exemption and never waits.
-		PathCompletions: s.CompletionHandler(),
-		PathHalts:       s.HaltRecordHandler(),
+	hs := make(map[string]*handler, len(Webhooks))
+	for i := range Webhooks {
+		hs[Webhooks[i].Path] = s.handler(&Webhooks[i])
 	}
+	return hs
 }
 
-// JobHandler guards the write that starts SUC's upgrade Job on a node.
-func (s *Server) JobHandler() *handler {
-	return &handler{resource: "jobs", decide: s.decideJob, log: s.Log.WithName("jobs"),
-		contract: "jobs.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{batchv1.SchemeGroupVersion.WithResource("jobs")}, kinds: []schema.GroupVersionKind{batchv1.SchemeGroupVersion.WithKind("Job")},
-		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
+// handler serves one row of the webhook table.
+func (s *Server) handler(w *Webhook) *handler {
+	decide := w.decide
+	return &handler{Webhook: w, log: s.Log.WithName(strings.TrimSuffix(w.Name, ".gpu-upgrade-gate.io")),
+		decide: func(ctx context.Context, req admission.Request) (gate.Decision, error) { return decide(s, ctx, req) }}
 }
 
-// CompletionHandler guards SUC's completion write of a node.
-func (s *Server) CompletionHandler() *handler {
-	return &handler{resource: "completions", decide: s.decideCompletion, log: s.Log.WithName("completions"),
-		contract: "completions.md", reviews: []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
-		ops: []admissionv1.Operation{admissionv1.Update}}
-}
-
-func (s *Server) PlanHandler() *handler {
-	return &handler{resource: "plans", decide: s.decidePlan, log: s.Log.WithName("plans"),
-		contract: "plans.md", reviews: []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{upgradev1.SchemeGroupVersion.WithResource("plans")}, kinds: []schema.GroupVersionKind{upgradev1.SchemeGroupVersion.WithKind("Plan")},
-		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
-}
-
-func (s *Server) NodeHandler() *handler {
-	return &handler{resource: "nodes", decide: s.decideNode, log: s.Log.WithName("nodes"),
-		contract: "nodes.md", reviews: []gate.Review{gate.ReviewNode, gate.ReviewPlan, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("nodes")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Node")},
-		ops: []admissionv1.Operation{admissionv1.Update}, subresources: []string{"status"}}
-}
-
-func (s *Server) RecordHandler() *handler {
-	return &handler{resource: "configmaps", decide: s.decideRecord, log: s.Log.WithName("records"),
-		contract: "records.md", reviews: []gate.Review{gate.ReviewRecord, gate.ReviewAdmission},
-		gvrs: []schema.GroupVersionResource{corev1.SchemeGroupVersion.WithResource("configmaps")}, kinds: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("ConfigMap")},
-		ops: []admissionv1.Operation{admissionv1.Create, admissionv1.Update}}
+// handlerAt is the handler of a path of the table (nil: none).
+func (s *Server) handlerAt(path string) *handler {
+	for i := range Webhooks {
+		if Webhooks[i].Path == path {
+			return s.handler(&Webhooks[i])
+		}
+	}
+	return nil
 }
 
 // decodeObject decodes a core object, tolerating fields a newer API server

@@ -12,7 +12,7 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-var update = goflag.Bool("update", false, "rewrite the chart's generated templates (_gpunode.tpl, _ownership.tpl) from gate")
+var update = goflag.Bool("update", false, "rewrite the chart's generated templates (_gpunode.tpl and _ownership.tpl from gate, _webhooks.tpl from the webhook table)")
 
 // vendorsAction is the Helm expression the generated template splices where
 // gate.GPUNodeConditionFor takes the vendor alternation: config.gpuVendors

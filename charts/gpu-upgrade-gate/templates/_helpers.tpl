@@ -102,41 +102,60 @@ user name can never break out of the match condition.
 {{- end }}
 
 {{/*
-The Node webhook's match conditions, from the engine configuration: kubelets,
-the exempt system controllers writing only their facts (Node exemptions that
-namespaces and matchLabels do not narrow), non-GPU nodes (gug.gpuNodeCondition,
-generated from the engine's definition), and changes that neither touch labels
-nor uncordon never leave the API server.
+Match conditions the webhook table (webhook/table.go) renders from values:
+each template is one CEL expression, spliced into the generated
+templates/_webhooks.tpl.
 */}}
 {{/*
-Match conditions of SUC's completion write (webhook/completions.md): SUC's
-ServiceAccounts, a GPU node, and an uncordon or a plan.upgrade.cattle.io/<plan>
-label set to a new value other than "disabled" (SUC v0.20.1 handle_batch.go).
+Node webhook: the exempt system controllers (users and groups of Node
+exemptions that namespaces and matchLabels do not narrow); nothing when there
+are none.
 */}}
-{{- define "gug.completionMatchConditions" -}}
-{{- $users := list }}
-{{- range .Values.webhook.sucServiceAccounts }}
-{{- $users = append $users (include "gug.celString" .) }}
-{{- end }}
-- name: suc-service-account
-  expression: {{ printf "request.userInfo.username in [%s]" (join ", " $users) | quote }}
-- name: gpu-node
-  expression: {{ include "gug.gpuNodeCondition" . | quote }}
-- name: uncordon-or-marked-done
-  expression: {{ "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])" | quote }}
+{{/* Completions webhook (webhook/completions.md): SUC's ServiceAccounts. */}}
+{{- define "gug.sucServiceAccount" -}}
+{{- printf "request.userInfo.username in [%s]" (include "gug.celList" .Values.webhook.sucServiceAccounts) }}
 {{- end }}
 
-{{- define "gug.nodeMatchConditions" -}}
-- name: not-a-kubelet
-  expression: {{ "!('system:nodes' in request.userInfo.groups)" | quote }}
-- name: gpu-node
-  expression: {{ include "gug.gpuNodeCondition" . | quote }}
-- name: labels-changed-or-uncordon
-  expression: {{ "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')" | quote }}
-{{- $exempt := include "gug.nodeExemptCondition" . }}
-{{- if $exempt }}
-- name: not-a-system-controller
-  expression: {{ $exempt | quote }}
+{{/* The groups of the ServiceAccounts of the SUC namespaces, a CEL list: SUC, as the API server authenticates it. */}}
+{{- define "gug.sucGroups" -}}
+{{- $groups := list }}
+{{- range .Values.config.sucNamespaces }}
+{{- $groups = append $groups (printf "system:serviceaccounts:%s" .) }}
+{{- end }}
+{{- include "gug.celList" $groups }}
+{{- end }}
+
+{{/* Job webhook: written by SUC. */}}
+{{- define "gug.writtenBySUC" -}}
+{{- printf "request.userInfo.groups.exists(g, g in [%s])" (include "gug.sucGroups" .) }}
+{{- end }}
+
+{{/* Plan status webhook: written by anyone but SUC. */}}
+{{- define "gug.notSUC" -}}
+{{- printf "!request.userInfo.groups.exists(g, g in [%s])" (include "gug.sucGroups" .) }}
+{{- end }}
+
+{{/* Halt webhook: the halt record, by name. */}}
+{{- define "gug.haltRecordWrite" -}}
+{{- printf "(request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name) == '%s'" .Values.config.halts.configMap }}
+{{- end }}
+
+{{/*
+Operator webhook: a new image of the operator's Deployment, or the approval
+of an InstallPlan for its CSV.
+*/}}
+{{- define "gug.operatorVersionChanges" -}}
+request.resource.resource == 'deployments' ?
+  (object.metadata.name == {{ include "gug.celString" .Values.config.gpuOperator.name }} && (request.operation == 'CREATE' ||
+   object.spec.template.spec.containers.map(c, c.image) != oldObject.spec.template.spec.containers.map(c, c.image))) :
+  (object.?spec.?approved.orValue(false) && !oldObject.?spec.?approved.orValue(false) &&
+   object.?spec.?clusterServiceVersionNames.orValue([]).exists(n, n.startsWith({{ include "gug.celString" (printf "%s.v" .Values.config.gpuOperatorCSV) }})))
+{{- end }}
+
+{{/* Operator webhook: not OLM's Deployment write; nothing without olmGroups. */}}
+{{- define "gug.notOLM" -}}
+{{- with .Values.webhook.olmGroups }}
+{{- printf "request.resource.resource != 'deployments' || ![%s].exists(g, g in request.userInfo.groups)" (include "gug.celList" .) }}
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,298 @@
+{{- /*
+Generated from the webhook table (webhook/table.go) by
+go test ./test/chart -run TestWebhooksTemplateIsGenerated -update
+Do not edit: change webhook/table.go and regenerate. The entries of the
+ValidatingWebhookConfiguration (templates/webhook.yaml), one a row of the
+table; match conditions that depend on values are the templates the table
+names (templates/_helpers.tpl).
+*/ -}}
+{{- define "gug.webhooks" -}}
+# Plans, in the SUC namespaces only; fail closed.
+- name: plans.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/plans") | nindent 4 }}
+  rules:
+    - apiGroups: ["upgrade.cattle.io"]
+      apiVersions: ["v1"]
+      resources: ["plans"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- toYaml .Values.config.sucNamespaces | nindent 10 }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# Label changes and uncordons of GPU nodes by people (nodes/status too: a label changed
+# through the status subresource is reviewed like one changed through the Node);
+# kubelets and the exempt system controllers never reach it. Failure policy a value.
+- name: nodes.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/nodes") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["nodes", "nodes/status"]
+      operations: ["UPDATE"]
+      scope: Cluster
+  matchConditions:
+    - name: not-a-kubelet
+      expression: "!('system:nodes' in request.userInfo.groups)"
+    - name: gpu-node
+      expression: {{ include "gug.gpuNodeCondition" . | quote }}
+    - name: labels-changed-or-uncordon
+      expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"
+{{- with include "gug.nodeExemptCondition" . }}
+    - name: not-a-system-controller
+      expression: {{ . | quote }}
+{{- end }}
+  failurePolicy: {{ .Values.webhook.nodeFailurePolicy }}
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# SUC's completion write (webhook/completions.md): only SUC's uncordon or
+# plan-label completion of a GPU node reaches it (nodes/status too: a plan label
+# set through the status subresource marks the node done like one set through
+# the Node); every other SUC write keeps the Node webhook's exemption and never
+# waits on the gate.
+- name: completions.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/completions") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["nodes", "nodes/status"]
+      operations: ["UPDATE"]
+      scope: Cluster
+  matchConditions:
+    - name: suc-service-account
+      expression: {{ include "gug.sucServiceAccount" . | quote }}
+    - name: gpu-node
+      expression: {{ include "gug.gpuNodeCondition" . | quote }}
+    - name: uncordon-or-marked-done
+      expression: "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])"
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# Qualification record ConfigMaps, in the release namespace only; fail closed.
+- name: records.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/records") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["configmaps"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Release.Namespace }}
+  objectSelector:
+    matchLabels:
+      gpu-upgrade-gate.io/qualification: "true"
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# The halt record (webhook/halts.md): every write of that one ConfigMap,
+# its deletion too, so a halt leaves it only by a reviewed clear.
+- name: halts.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/halts") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["configmaps"]
+      operations: ["CREATE", "UPDATE", "DELETE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Release.Namespace }}
+  matchConditions:
+    - name: halt-record
+      expression: {{ include "gug.haltRecordWrite" . | quote }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# The GPU Operator's driver path (webhook/driver.md): ClusterPolicy and NVIDIADriver
+# writes. CREATE and DELETE too: a new NVIDIADriver (or a ClusterPolicy deleted and
+# created again) loads a driver, a deleted one unloads it. An UPDATE reaches the
+# gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM
+# exporter section (any field, so one a newer operator adds is judged too), or an
+# NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never
+# do. Deleting this webhook configuration still always breaks glass.
+- name: driver.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/driver") | nindent 4 }}
+  rules:
+    - apiGroups: ["nvidia.com"]
+      apiVersions: ["v1"]
+      resources: ["clusterpolicies"]
+      operations: ["CREATE", "UPDATE", "DELETE"]
+      scope: Cluster
+    - apiGroups: ["nvidia.com"]
+      apiVersions: ["v1alpha1"]
+      resources: ["nvidiadrivers"]
+      operations: ["CREATE", "UPDATE", "DELETE"]
+      scope: Cluster
+  matchConditions:
+    - name: driver-spec-changed
+      expression: >-
+        request.operation != 'UPDATE' ||
+        (request.resource.resource == 'clusterpolicies' ?
+          (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
+           object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+          object.?spec.orValue({}) != oldObject.?spec.orValue({}))
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# The GPU Operator's per-node driver step: its upgrade controller moving a
+# node's nvidia.com/gpu-driver-upgrade-state label into pod-restart-required
+# (or post-maintenance-required) is the write after which it deletes that
+# node's driver Pod. Only that transition is sent, by whoever writes it, so
+# every other write of the operator, kubelets and people stays away. A
+# refusal keeps the node where it is; the operator retries on its own.
+- name: driverstep.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/driver-step") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["nodes", "nodes/status"]
+      operations: ["UPDATE"]
+      scope: Cluster
+  matchConditions:
+    - name: driver-reload-starts
+      expression: >-
+        object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') in ['pod-restart-required', 'post-maintenance-required'] &&
+        object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != oldObject.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('')
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# An upgrade of the GPU Operator itself, in its namespace only: a new image
+# of its Deployment (helm upgrade; or the Deployment deleted and created
+# again), or the approval of an OLM InstallPlan for its CSV. OLM's own
+# Deployment write after an approved InstallPlan stays away (the approval
+# was the reviewed step).
+- name: operator.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/operator") | nindent 4 }}
+  rules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["deployments"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+    - apiGroups: ["operators.coreos.com"]
+      apiVersions: ["v1alpha1"]
+      resources: ["installplans"]
+      operations: ["UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Values.config.gpuOperator.namespace }}
+  matchConditions:
+    - name: operator-version-changes
+      expression: >-
+        {{- include "gug.operatorVersionChanges" . | nindent 8 }}
+{{- with include "gug.notOLM" . }}
+    - name: not-olm
+      expression: {{ . | quote }}
+{{- end }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# The per-node guard on SUC's upgrade Jobs (webhook/jobs.md). SUC creates each
+# node's Job paused (parallelism 0) and raises parallelism once the node is in
+# the Plan's status.applying; that write (or a Job created running) is the
+# moment a node's upgrade starts, and the only Job write sent here: Jobs SUC
+# labels with its Plan, in the SUC namespaces, written by a ServiceAccount of a
+# SUC namespace, starting now. SUC's paused creates, relabels and deletes, and
+# the Job controller's status writes, never wait on the gate. Fail: while the
+# gate is down, a node's upgrade stays paused and SUC retries.
+- name: jobs.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/jobs") | nindent 4 }}
+  rules:
+    - apiGroups: ["batch"]
+      apiVersions: ["v1"]
+      resources: ["jobs"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- toYaml .Values.config.sucNamespaces | nindent 10 }}
+  objectSelector:
+    matchExpressions:
+      - key: upgrade.cattle.io/plan
+        operator: Exists
+  matchConditions:
+    - name: written-by-suc
+      expression: {{ include "gug.writtenBySUC" . | quote }}
+    - name: starts-the-job
+      expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && (request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+# A Plan's status (webhook/planstatus.md) is SUC's record of its rollout, and
+# the gate relies on each of its four fields, so nobody but SUC may change it:
+# writes by anyone but a ServiceAccount of a SUC namespace that change applying,
+# conditions, latestHash or latestVersion. Fail: while the gate is down, only SUC
+# can change a Plan's status.
+- name: planstatus.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/plan-status") | nindent 4 }}
+  rules:
+    - apiGroups: ["upgrade.cattle.io"]
+      apiVersions: ["v1"]
+      resources: ["plans/status"]
+      operations: ["UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- toYaml .Values.config.sucNamespaces | nindent 10 }}
+  matchConditions:
+    - name: not-suc
+      expression: {{ include "gug.notSUC" . | quote }}
+    - name: changes-status
+      expression: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([]) || object.?status.?conditions.orValue([]) != oldObject.?status.?conditions.orValue([]) || object.?status.?latestHash.orValue('') != oldObject.?status.?latestHash.orValue('') || object.?status.?latestVersion.orValue('') != oldObject.?status.?latestVersion.orValue('')"
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+{{- end }}

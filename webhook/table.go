@@ -1,0 +1,297 @@
+package webhook
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// Webhook names, as the API server knows them: it keys our audit annotations
+// as "<name>/<key>" and prefixes denials with `admission webhook "<name>"
+// denied the request`.
+const (
+	WebhookPlans       = "plans.gpu-upgrade-gate.io"
+	WebhookNodes       = "nodes.gpu-upgrade-gate.io"
+	WebhookCompletions = "completions.gpu-upgrade-gate.io"
+	WebhookRecords     = "records.gpu-upgrade-gate.io"
+	WebhookHalts       = "halts.gpu-upgrade-gate.io"
+	WebhookDriver      = "driver.gpu-upgrade-gate.io"
+	WebhookDriverStep  = "driverstep.gpu-upgrade-gate.io"
+	WebhookOperator    = "operator.gpu-upgrade-gate.io"
+	WebhookJobs        = "jobs.gpu-upgrade-gate.io"
+	WebhookPlanStatus  = "planstatus.gpu-upgrade-gate.io"
+)
+
+// Paths the handlers are served on.
+const (
+	PathPlans       = "/validate/plans"
+	PathNodes       = "/validate/nodes"
+	PathCompletions = "/validate/completions"
+	PathRecords     = "/validate/records"
+	PathHalts       = "/validate/halts"
+	PathDriver      = "/validate/driver"
+	PathDriverStep  = "/validate/driver-step"
+	PathOperator    = "/validate/operator"
+	PathJobs        = "/validate/jobs"
+	PathPlanStatus  = "/validate/plan-status"
+)
+
+// Webhook is one row of the webhook table: what the API server sends to one
+// path and what answers it there. The server registers exactly these rows
+// (handlers), and the chart's `webhooks:` entries are generated from them
+// (templates/_webhooks.tpl, test/chart TestWebhooksTemplateIsGenerated).
+type Webhook struct {
+	Name, Path string
+	// Metric is the resource label of the webhook's metrics and log lines.
+	Metric string
+	// Resources are what it reviews, each with the one kind it holds;
+	// "nodes/status" is the status subresource, reviewed like the Node.
+	Resources []Resource
+	// Operations reviewed (a Resource may narrow them).
+	Operations []admissionv1.Operation
+	Scope      admissionregistrationv1.ScopeType
+	// Reviews are the engine reviews decide runs; Contract (a file next to
+	// this one) lists exactly their codes (TestDocumentedCodes).
+	Reviews  []gate.Review
+	Contract string
+	decide   func(*Server, context.Context, admission.Request) (gate.Decision, error)
+
+	// The rest is the chart's entry. FailurePolicy, unless the operator
+	// sets it with the values key FailurePolicyValue.
+	FailurePolicy      admissionregistrationv1.FailurePolicyType
+	FailurePolicyValue string
+	Namespaces         Namespaces
+	ObjectSelector     *metav1.LabelSelector
+	MatchConditions    []MatchCondition
+	// Why is the chart's comment above the entry: what reaches it, and why
+	// it fails the way it does.
+	Why string
+}
+
+// Resource is one resource a webhook reviews and the kind it must carry.
+type Resource struct {
+	schema.GroupVersionResource
+	Kind schema.GroupVersionKind
+	// Operations narrow the webhook's for this resource (nil: all of them).
+	Operations []admissionv1.Operation
+}
+
+// Namespaces a namespaced webhook matches; the chart fills them in from
+// its values.
+type Namespaces string
+
+const (
+	AnyNamespace         Namespaces = ""
+	SUCNamespaces        Namespaces = "config.sucNamespaces"
+	ReleaseNamespace     Namespaces = "the release namespace"
+	GPUOperatorNamespace Namespaces = "config.gpuOperator.namespace"
+)
+
+// Of names the namespaces in a configuration (nil: any).
+func (n Namespaces) Of(cfg *gate.Config) []string {
+	switch n {
+	case SUCNamespaces:
+		return cfg.SUCNamespaces
+	case ReleaseNamespace:
+		return []string{cfg.Namespace}
+	case GPUOperatorNamespace:
+		return []string{cfg.GPUOperator.Namespace}
+	}
+	return nil
+}
+
+// MatchCondition is one CEL match condition of a webhook: CEL as it stands,
+// or the chart template (in _helpers.tpl) that renders it from values.
+type MatchCondition struct {
+	Name     string
+	CEL      string
+	Template string
+	// Optional: left out when Template renders nothing.
+	Optional bool
+	// Folded: written as a folded block (>-), one clause a line as CEL (or
+	// the template) breaks it; a line indented further keeps its break.
+	Folded bool
+}
+
+// OperationsOf are the operations reviewed on r.
+func (w *Webhook) OperationsOf(r Resource) []admissionv1.Operation {
+	if r.Operations != nil {
+		return r.Operations
+	}
+	return w.Operations
+}
+
+var (
+	opCreate, opUpdate, opDelete = admissionv1.Create, admissionv1.Update, admissionv1.Delete
+	nodeGVK                      = corev1.SchemeGroupVersion.WithKind("Node")
+	configMapGVK                 = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	planGVK                      = upgradev1.SchemeGroupVersion.WithKind("Plan")
+)
+
+func resourceOf(gv schema.GroupVersion, res string, kind schema.GroupVersionKind) Resource {
+	return Resource{GroupVersionResource: gv.WithResource(res), Kind: kind}
+}
+
+// Webhooks is the webhook table, in the chart's order.
+var Webhooks = []Webhook{{
+	Name: WebhookPlans, Path: PathPlans, Metric: "plans", Contract: "plans.md",
+	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
+	decide:    (*Server).decidePlan,
+	Resources: []Resource{resourceOf(upgradev1.SchemeGroupVersion, "plans", planGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: SUCNamespaces, FailurePolicy: admissionregistrationv1.Fail,
+	Why: "Plans, in the SUC namespaces only; fail closed.",
+}, {
+	Name: WebhookNodes, Path: PathNodes, Metric: "nodes", Contract: "nodes.md",
+	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewPlan, gate.ReviewAdmission},
+	decide:     (*Server).decideNode,
+	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
+	MatchConditions: []MatchCondition{
+		{Name: "not-a-kubelet", CEL: "!('system:nodes' in request.userInfo.groups)"},
+		{Name: "gpu-node", Template: "gug.gpuNodeCondition"},
+		{Name: "labels-changed-or-uncordon", CEL: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"},
+		{Name: "not-a-system-controller", Template: "gug.nodeExemptCondition", Optional: true},
+	},
+	FailurePolicy: admissionregistrationv1.Fail, FailurePolicyValue: "webhook.nodeFailurePolicy",
+	Why: "Label changes and uncordons of GPU nodes by people (nodes/status too: a label changed\n" +
+		"through the status subresource is reviewed like one changed through the Node);\n" +
+		"kubelets and the exempt system controllers never reach it. Failure policy a value.",
+}, {
+	Name: WebhookCompletions, Path: PathCompletions, Metric: "completions", Contract: "completions.md",
+	Reviews:    []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},
+	decide:     (*Server).decideCompletion,
+	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
+	MatchConditions: []MatchCondition{
+		{Name: "suc-service-account", Template: "gug.sucServiceAccount"},
+		{Name: "gpu-node", Template: "gug.gpuNodeCondition"},
+		{Name: "uncordon-or-marked-done", CEL: "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "SUC's completion write (webhook/completions.md): only SUC's uncordon or\n" +
+		"plan-label completion of a GPU node reaches it (nodes/status too: a plan label\n" +
+		"set through the status subresource marks the node done like one set through\n" +
+		"the Node); every other SUC write keeps the Node webhook's exemption and never\n" +
+		"waits on the gate.",
+}, {
+	Name: WebhookRecords, Path: PathRecords, Metric: "configmaps", Contract: "records.md",
+	Reviews:   []gate.Review{gate.ReviewRecord, gate.ReviewAdmission},
+	decide:    (*Server).decideRecord,
+	Resources: []Resource{resourceOf(corev1.SchemeGroupVersion, "configmaps", configMapGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: ReleaseNamespace,
+	ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gpu-upgrade-gate.io/qualification": "true"}},
+	FailurePolicy:  admissionregistrationv1.Fail,
+	Why:            "Qualification record ConfigMaps, in the release namespace only; fail closed.",
+}, {
+	Name: WebhookHalts, Path: PathHalts, Metric: "halts", Contract: "halts.md",
+	Reviews:   []gate.Review{gate.ReviewHaltRecord, gate.ReviewAdmission},
+	decide:    (*Server).decideHaltRecord,
+	Resources: []Resource{resourceOf(corev1.SchemeGroupVersion, "configmaps", configMapGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: ReleaseNamespace,
+	MatchConditions: []MatchCondition{{Name: "halt-record", Template: "gug.haltRecordWrite"}},
+	FailurePolicy:   admissionregistrationv1.Fail,
+	Why: "The halt record (webhook/halts.md): every write of that one ConfigMap,\n" +
+		"its deletion too, so a halt leaves it only by a reviewed clear.",
+}, {
+	Name: WebhookDriver, Path: PathDriver, Metric: "driver", Contract: "driver.md",
+	Reviews: []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	decide:  (*Server).decideDriver,
+	Resources: []Resource{
+		{GroupVersionResource: ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), Kind: ClusterPolicyGVK},
+		{GroupVersionResource: NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers"), Kind: NVIDIADriverGVK},
+	},
+	Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete}, Scope: admissionregistrationv1.ClusterScope,
+	MatchConditions: []MatchCondition{{Name: "driver-spec-changed", Folded: true, CEL: `request.operation != 'UPDATE' ||
+(request.resource.resource == 'clusterpolicies' ?
+  (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
+   object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+  object.?spec.orValue({}) != oldObject.?spec.orValue({}))`}},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "The GPU Operator's driver path (webhook/driver.md): ClusterPolicy and NVIDIADriver\n" +
+		"writes. CREATE and DELETE too: a new NVIDIADriver (or a ClusterPolicy deleted and\n" +
+		"created again) loads a driver, a deleted one unloads it. An UPDATE reaches the\n" +
+		"gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM\n" +
+		"exporter section (any field, so one a newer operator adds is judged too), or an\n" +
+		"NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never\n" +
+		"do. Deleting this webhook configuration still always breaks glass.",
+}, {
+	Name: WebhookDriverStep, Path: PathDriverStep, Metric: "driver-step", Contract: "driverstep.md",
+	Reviews:    []gate.Review{gate.ReviewDriverStep, gate.ReviewAdmission},
+	decide:     (*Server).decideDriverStep,
+	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
+	MatchConditions: []MatchCondition{{Name: "driver-reload-starts", Folded: true, CEL: `object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') in ['pod-restart-required', 'post-maintenance-required'] &&
+object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != oldObject.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('')`}},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "The GPU Operator's per-node driver step: its upgrade controller moving a\n" +
+		"node's nvidia.com/gpu-driver-upgrade-state label into pod-restart-required\n" +
+		"(or post-maintenance-required) is the write after which it deletes that\n" +
+		"node's driver Pod. Only that transition is sent, by whoever writes it, so\n" +
+		"every other write of the operator, kubelets and people stays away. A\n" +
+		"refusal keeps the node where it is; the operator retries on its own.",
+}, {
+	Name: WebhookOperator, Path: PathOperator, Metric: "operator", Contract: "operator.md",
+	Reviews: []gate.Review{gate.ReviewOperator, gate.ReviewAdmission},
+	decide:  (*Server).decideOperator,
+	Resources: []Resource{
+		resourceOf(appsv1.SchemeGroupVersion, "deployments", appsv1.SchemeGroupVersion.WithKind("Deployment")),
+		{GroupVersionResource: InstallPlanGVK.GroupVersion().WithResource("installplans"), Kind: InstallPlanGVK, Operations: []admissionv1.Operation{opUpdate}},
+	},
+	Operations: []admissionv1.Operation{opCreate, opUpdate}, Scope: admissionregistrationv1.NamespacedScope, Namespaces: GPUOperatorNamespace,
+	MatchConditions: []MatchCondition{
+		{Name: "operator-version-changes", Template: "gug.operatorVersionChanges", Folded: true},
+		{Name: "not-olm", Template: "gug.notOLM", Optional: true},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "An upgrade of the GPU Operator itself, in its namespace only: a new image\n" +
+		"of its Deployment (helm upgrade; or the Deployment deleted and created\n" +
+		"again), or the approval of an OLM InstallPlan for its CSV. OLM's own\n" +
+		"Deployment write after an approved InstallPlan stays away (the approval\n" +
+		"was the reviewed step).",
+}, {
+	Name: WebhookJobs, Path: PathJobs, Metric: "jobs", Contract: "jobs.md",
+	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewAdmission},
+	decide:    (*Server).decideJob,
+	Resources: []Resource{resourceOf(batchv1.SchemeGroupVersion, "jobs", batchv1.SchemeGroupVersion.WithKind("Job"))}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: SUCNamespaces,
+	ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: upgradev1.LabelPlan, Operator: metav1.LabelSelectorOpExists}}},
+	MatchConditions: []MatchCondition{
+		{Name: "written-by-suc", Template: "gug.writtenBySUC"},
+		{Name: "starts-the-job", CEL: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && (request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "The per-node guard on SUC's upgrade Jobs (webhook/jobs.md). SUC creates each\n" +
+		"node's Job paused (parallelism 0) and raises parallelism once the node is in\n" +
+		"the Plan's status.applying; that write (or a Job created running) is the\n" +
+		"moment a node's upgrade starts, and the only Job write sent here: Jobs SUC\n" +
+		"labels with its Plan, in the SUC namespaces, written by a ServiceAccount of a\n" +
+		"SUC namespace, starting now. SUC's paused creates, relabels and deletes, and\n" +
+		"the Job controller's status writes, never wait on the gate. Fail: while the\n" +
+		"gate is down, a node's upgrade stays paused and SUC retries.",
+}, {
+	Name: WebhookPlanStatus, Path: PathPlanStatus, Metric: "plans/status", Contract: "planstatus.md",
+	Reviews:   []gate.Review{gate.ReviewPlanStatus, gate.ReviewAdmission},
+	decide:    (*Server).decidePlanStatus,
+	Resources: []Resource{resourceOf(upgradev1.SchemeGroupVersion, "plans/status", planGVK)}, Operations: []admissionv1.Operation{opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: SUCNamespaces,
+	MatchConditions: []MatchCondition{
+		{Name: "not-suc", Template: "gug.notSUC"},
+		{Name: "changes-status", CEL: "object.?status.?applying.orValue([]) != oldObject.?status.?applying.orValue([]) || object.?status.?conditions.orValue([]) != oldObject.?status.?conditions.orValue([]) || object.?status.?latestHash.orValue('') != oldObject.?status.?latestHash.orValue('') || object.?status.?latestVersion.orValue('') != oldObject.?status.?latestVersion.orValue('')"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "A Plan's status (webhook/planstatus.md) is SUC's record of its rollout, and\n" +
+		"the gate relies on each of its four fields, so nobody but SUC may change it:\n" +
+		"writes by anyone but a ServiceAccount of a SUC namespace that change applying,\n" +
+		"conditions, latestHash or latestVersion. Fail: while the gate is down, only SUC\n" +
+		"can change a Plan's status.",
+}}
