@@ -113,6 +113,13 @@ type Config struct {
 	// Halts says where halts are kept and when a node that has not come
 	// back halts its rollout (halt.go).
 	Halts HaltConfig `json:"halts"`
+	// Separation is who may apply what a record qualifies
+	// (rule_selfapproved.go): two-person (anyone but its approver) or
+	// three-person (neither its author nor its approver).
+	Separation Separation `json:"separation"`
+	// Enforcement says what the webhooks do with a write the rules would
+	// deny: refuse it, or admit it and report it (enforcement.go).
+	Enforcement EnforcementConfig `json:"enforcement"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -138,6 +145,8 @@ func DefaultConfig() *Config {
 		Budget:         DefaultBudgetConfig(),
 		Windows:        DefaultWindowsConfig(),
 		Halts:          DefaultHaltConfig(),
+		Separation:     SeparationTwoPerson,
+		Enforcement:    DefaultEnforcementConfig(),
 	}
 }
 
@@ -181,9 +190,10 @@ func LoadConfig(data []byte) (*Config, error) {
 		}
 		// Decode key by key into a zero Config, so an error names its key and
 		// a list in the file replaces the default list instead of merging into it.
-		// The proof, budget, windows and halts sections start from their
-		// defaults, so a file that sets one of their keys keeps the others.
-		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig(), Halts: DefaultHaltConfig()}
+		// The proof, budget, windows, halts and enforcement sections start
+		// from their defaults, so a file that sets one of their keys keeps
+		// the others.
+		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig(), Halts: DefaultHaltConfig(), Enforcement: DefaultEnforcementConfig()}
 		for _, k := range sortedKeys(keys) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			strict, err := sigsjson.UnmarshalStrict(one, file)
@@ -277,6 +287,10 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.Budget.validate(field.NewPath("budget"))...)
 	errs = append(errs, c.Windows.validate(field.NewPath("windows"))...)
 	errs = append(errs, c.Halts.validate(field.NewPath("halts"))...)
+	if !slices.Contains(separations, c.Separation) {
+		errs = append(errs, field.NotSupported(field.NewPath("separation"), qualification.Clip(string(c.Separation)), separations))
+	}
+	errs = append(errs, c.Enforcement.validate(field.NewPath("enforcement"))...)
 	return errs
 }
 
