@@ -62,6 +62,10 @@ type handler struct {
 	// identify classes the requester for the system-denial metric (nil:
 	// nobody is a system identity).
 	identify func(gate.UserInfo) string
+	// webhook is the name the chart gives the webhook served here, mode its
+	// enforcement mode ("" enforces).
+	webhook string
+	mode    gate.EnforcementMode
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -81,18 +85,22 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
-		resp = respond(d)
+		resp = respond(d, h.mode)
 	}
 	identity := ""
 	if h.identify != nil {
 		identity = h.identify(userOf(req))
 	}
-	observe(h.resource, identity, d, time.Since(start))
+	observe(h.resource, h.webhook, identity, d, resp.Allowed, time.Since(start))
 	tr.mark("respond")
-	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
+	kv := []any{"uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
-		"durationMs", float64(time.Since(start).Microseconds())/1000, "phasesMs", tr.String())
+		"durationMs", float64(time.Since(start).Microseconds())/1000, "phasesMs", tr.String()}
+	if h.mode != "" && h.mode != gate.EnforcementEnforce {
+		kv = append(kv, "enforcement", h.mode, "wouldDeny", !d.Allowed && resp.Allowed)
+	}
+	h.log.Info("decision", kv...)
 	return resp
 }
 
@@ -124,9 +132,29 @@ func (h *handler) check(req admission.Request) error {
 }
 
 // respond renders a decision: allowed or denied, always with the audit
-// annotations and warnings.
-func respond(d gate.Decision) admission.Response {
+// annotations and warnings. This is the one place the enforcement mode
+// acts: in warn and audit mode a denial is answered as an allow that names
+// its blockers (audit annotations would-deny and enforcement; in warn mode
+// also a warning per blocker, as ValidatingAdmissionPolicy's Warn action
+// does; audit, like its Audit action, tells the client nothing). Only the
+// engine's decisions follow the mode: a review that could not be read at
+// all (Handle's 400) and the reviews refused unread (limits.go) are denied
+// in every mode, since no rule judged them.
+func respond(d gate.Decision, mode gate.EnforcementMode) admission.Response {
 	resp := admission.Allowed("")
+	if !d.Allowed && (mode == gate.EnforcementWarn || mode == gate.EnforcementAudit) {
+		resp.Warnings = d.Warnings
+		if mode == gate.EnforcementWarn {
+			for _, b := range d.Blockers {
+				resp.Warnings = append(resp.Warnings, "gpu-upgrade-gate would deny this write (enforcement: warn): "+b.Message())
+			}
+		}
+		resp.AuditAnnotations = d.AuditAnnotations()
+		resp.AuditAnnotations[gate.AuditDecision] = "allow"
+		resp.AuditAnnotations[gate.AuditWouldDeny] = resp.AuditAnnotations[gate.AuditReasons]
+		resp.AuditAnnotations[gate.AuditEnforcement] = string(mode)
+		return resp
+	}
 	if !d.Allowed {
 		var causes []metav1.StatusCause
 		for _, e := range d.ErrorList() {

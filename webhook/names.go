@@ -1,5 +1,14 @@
 package webhook
 
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
 // Webhook names, as charts/gpu-upgrade-gate/templates/webhook.yaml renders
 // them in the ValidatingWebhookConfiguration: the API server keys our audit
 // annotations as "<name>/<key>" and prefixes denials with
@@ -24,3 +33,26 @@ const (
 	// WebhookHalts reviews writes of the halt record.
 	WebhookHalts = "halts.gpu-upgrade-gate.io"
 )
+
+// webhookAt names the webhook the chart sends to each path: a handler's
+// enforcement mode is its webhook's (Register).
+var webhookAt = map[string]string{
+	PathPlans: WebhookPlans, PathNodes: WebhookNodes, PathRecords: WebhookRecords,
+	PathDriver: WebhookDriver, PathJobs: WebhookJobs, PathDriverStep: WebhookDriverStep,
+	PathOperator: WebhookOperator, PathPlanStatus: WebhookPlanStatus,
+	PathCompletions: WebhookCompletions, PathHalts: WebhookHalts,
+}
+
+// CheckEnforcement refuses a per-webhook mode for a name that is none of
+// the gate's webhooks: a misspelt name would leave its webhook in the
+// gate-wide mode, perhaps not enforcing where enforcement was meant.
+func CheckEnforcement(cfg *gate.Config) field.ErrorList {
+	known := slices.Sorted(maps.Values(webhookAt))
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(cfg.Enforcement.Webhooks)) {
+		if !slices.Contains(known, name) {
+			errs = append(errs, field.NotSupported(field.NewPath("enforcement", "webhooks").Key(name), name, known))
+		}
+	}
+	return errs
+}

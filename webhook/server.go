@@ -38,6 +38,12 @@ type Server struct {
 	Self string
 }
 
+// holds says whether the named webhook refuses what its rules deny: in
+// warn and audit mode a node's step is not held, so no Event says it is.
+func (s *Server) holds(webhook string) bool {
+	return s.Config.Enforcement.For(webhook) == gate.EnforcementEnforce
+}
+
 func (s *Server) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
@@ -56,6 +62,8 @@ func (s *Server) Register(srv webhook.Server) {
 	l.requireClientCert = s.requireClientCert
 	for path, h := range s.handlers() {
 		h.identify = s.Config.SystemIdentity
+		h.webhook = webhookAt[path]
+		h.mode = s.Config.Enforcement.For(h.webhook)
 		srv.Register(path, l.wrap(h.serve()))
 	}
 }
