@@ -96,7 +96,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	kv := []any{"uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
-		"durationMs", float64(time.Since(start).Microseconds())/1000, "phasesMs", tr.String()}
+		"durationMs", float64(time.Since(start).Microseconds()) / 1000, "phasesMs", tr.String()}
 	if h.mode != "" && h.mode != gate.EnforcementEnforce {
 		kv = append(kv, "enforcement", h.mode, "wouldDeny", !d.Allowed && resp.Allowed)
 	}
