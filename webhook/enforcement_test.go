@@ -10,18 +10,21 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // TestEnforcementModes: each mode, gate-wide and overridden for one
@@ -191,4 +194,45 @@ func (l *logLines) one(t *testing.T) map[string]any {
 	defer l.mu.Unlock()
 	require.Len(t, l.lines, 1)
 	return l.lines[0]
+}
+
+// TestForgedAttestationRefusedInEveryMode: a record write with a forged
+// author is refused even by a gate in audit mode, since the attestation
+// would outlive the mode; the same record written by its author is
+// admitted (and judged on its content).
+func TestForgedAttestationRefusedInEveryMode(t *testing.T) {
+	record := func(author string) runtime.RawExtension {
+		cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "v100-r580", Namespace: "gpu-upgrade-gate",
+				Labels:      map[string]string{qualification.ConfigMapLabel: "true"},
+				Annotations: map[string]string{qualification.AnnotationAuthor: author}},
+			Data: map[string]string{qualification.ConfigMapKey: "id: v100-r580-canary-1\n"}}
+		b, err := json.Marshal(cm)
+		require.NoError(t, err)
+		return runtime.RawExtension{Raw: b}
+	}
+	for _, mode := range []gate.EnforcementMode{gate.EnforcementWarn, gate.EnforcementAudit} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := gate.DefaultConfig()
+			cfg.Enforcement.Mode = mode
+			s := &Server{Config: cfg, Log: logr.Discard()}
+			srv := webhook.NewServer(webhook.Options{})
+			s.Register(srv)
+			review := func(author string) admissionv1.AdmissionResponse {
+				return post(t, srv, PathRecords, admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, UserInfo: authenticationv1.UserInfo{Username: "bob"},
+					Kind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+					Namespace: "gpu-upgrade-gate", Name: "v100-r580", Object: record(author)})
+			}
+			forged := review("alice")
+			assert.False(t, forged.Allowed)
+			assert.Equal(t, "deny", forged.AuditAnnotations[gate.AuditDecision])
+			assert.Contains(t, forged.AuditAnnotations[gate.AuditReasons], string(gate.CodeAttestationForged))
+			assert.NotContains(t, forged.AuditAnnotations, gate.AuditWouldDeny)
+
+			own := review("bob") // an invalid record, but bob's own: the mode admits it
+			assert.True(t, own.Allowed)
+			assert.Contains(t, strings.Split(own.AuditAnnotations[gate.AuditWouldDeny], ","), string(gate.CodeRecordInvalid))
+			assert.NotContains(t, own.AuditAnnotations[gate.AuditWouldDeny], string(gate.CodeAttestationForged))
+		})
+	}
 }

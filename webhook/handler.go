@@ -85,7 +85,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
-		resp = respond(d, h.mode)
+		resp = respond(d, h.modeFor(d))
 	}
 	identity := ""
 	if h.identify != nil {
@@ -97,8 +97,8 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
 		"durationMs", float64(time.Since(start).Microseconds()) / 1000, "phasesMs", tr.String()}
-	if h.mode != "" && h.mode != gate.EnforcementEnforce {
-		kv = append(kv, "enforcement", h.mode, "wouldDeny", !d.Allowed && resp.Allowed)
+	if m := h.modeFor(d); m != "" && m != gate.EnforcementEnforce {
+		kv = append(kv, "enforcement", m, "wouldDeny", !d.Allowed && resp.Allowed)
 	}
 	h.log.Info("decision", kv...)
 	return resp
@@ -129,6 +129,19 @@ func (h *handler) check(req admission.Request) error {
 		}
 	}
 	return fmt.Errorf("operation %q is not reviewed here (only %v)", req.Operation, h.ops)
+}
+
+// modeFor is the enforcement mode for d: the webhook's, except that the
+// writes of facts the gate trusts later are refused in every mode. A
+// forged record attestation (AttestationForged) or a halt record write
+// the rules refuse (a halt cleared by its requester, a halt forged) would
+// outlive the mode: admitted while a team audits, it would stand as an
+// approval, or as a cleared halt, once the gate enforces.
+func (h *handler) modeFor(d gate.Decision) gate.EnforcementMode {
+	if h.webhook == WebhookHalts || slices.Contains(d.Codes(), gate.CodeAttestationForged) {
+		return gate.EnforcementEnforce
+	}
+	return h.mode
 }
 
 // respond renders a decision: allowed or denied, always with the audit
