@@ -75,6 +75,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	var (
 		d    gate.Decision
 		resp admission.Response
+		mode = gate.EnforcementEnforce
 		err  = h.check(req)
 	)
 	if err == nil {
@@ -85,7 +86,8 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
-		resp = respond(d, h.modeFor(d))
+		mode = h.modeFor(d)
+		resp = respond(d, mode)
 	}
 	identity := ""
 	if h.identify != nil {
@@ -97,8 +99,8 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
 		"durationMs", float64(time.Since(start).Microseconds()) / 1000, "phasesMs", tr.String()}
-	if m := h.modeFor(d); m != "" && m != gate.EnforcementEnforce {
-		kv = append(kv, "enforcement", m, "wouldDeny", !d.Allowed && resp.Allowed)
+	if mode != gate.EnforcementEnforce {
+		kv = append(kv, "enforcement", mode, "wouldDeny", !d.Allowed && resp.Allowed)
 	}
 	h.log.Info("decision", kv...)
 	return resp
@@ -138,8 +140,13 @@ func (h *handler) check(req admission.Request) error {
 // outlive the mode: admitted while a team audits, it would stand as an
 // approval, or as a cleared halt, once the gate enforces.
 func (h *handler) modeFor(d gate.Decision) gate.EnforcementMode {
-	if h.webhook == WebhookHalts || slices.Contains(d.Codes(), gate.CodeAttestationForged) {
+	if h.mode == "" || h.webhook == WebhookHalts {
 		return gate.EnforcementEnforce
+	}
+	for _, b := range d.Blockers {
+		if b.Code == gate.CodeAttestationForged {
+			return gate.EnforcementEnforce
+		}
 	}
 	return h.mode
 }
