@@ -63,7 +63,9 @@ func (s *Server) Register(srv webhook.Server) {
 	for path, h := range s.handlers() {
 		h.identify = s.Config.SystemIdentity
 		h.webhook = webhookAt[path]
-		h.mode = s.Config.Enforcement.For(h.webhook)
+		if s.Config != nil { // nil: a Server that only lists its paths
+			h.mode = s.Config.Enforcement.For(h.webhook)
+		}
 		srv.Register(path, l.wrap(h.serve()))
 	}
 }
