@@ -56,10 +56,20 @@ func TestRecordApproval(t *testing.T) {
 		{name: "RecordNotApproved: an alias of bob does not admit bob himself", mutate: func(s *scenario) {
 			s.cfg.ApproverAliases = map[string]string{"bob": "bob@corp.example"}
 		}, want: []Code{CodeRecordNotApproved}, says: "bob@corp.example"},
-		{name: "SelfApproved: the attested author applies the Plan", mutate: func(s *scenario) { s.writer(recordAuthor) },
-			want: []Code{CodeSelfApproved}, says: `"carol" wrote record`},
+		// Two-person separation (the default, the seed's flow): the author
+		// applies what a second person approved.
+		{name: "the attested author applies the Plan (two-person)", mutate: func(s *scenario) { s.writer(recordAuthor) }},
 		{name: "SelfApproved: the attested approver applies the Plan", mutate: func(s *scenario) { s.writer("bob") },
-			want: []Code{CodeSelfApproved}, says: `"bob" approved record`},
+			want: []Code{CodeSelfApproved}, says: `"bob" approved record v100-r580-canary-1 and is also applying this Plan; someone other than its approver (its author may) must apply it (two-person rule)`},
+		{name: "SelfApproved: the attested author applies the Plan (three-person)", mutate: func(s *scenario) {
+			s.cfg.Separation = SeparationThreePerson
+			s.writer(recordAuthor)
+		}, want: []Code{CodeSelfApproved}, says: `"carol" wrote record v100-r580-canary-1 and is also applying this Plan; someone who neither wrote nor approved it must apply it (separation: three-person)`},
+		{name: "SelfApproved: the attested approver applies the Plan (three-person)", mutate: func(s *scenario) {
+			s.cfg.Separation = SeparationThreePerson
+			s.writer("bob")
+		}, want: []Code{CodeSelfApproved}, says: `"bob" approved record`},
+		{name: "a third person applies the Plan (three-person)", mutate: func(s *scenario) { s.cfg.Separation = SeparationThreePerson }},
 		{name: "a requester spelled like the approver in another case is someone else", mutate: func(s *scenario) { s.writer("Bob") }},
 	}
 	for _, tc := range cases {

@@ -128,6 +128,13 @@ type Config struct {
 	// Plan must carry gpu-upgrade-gate.io/moved-by with their username
 	// (rule_movedby.go).
 	RequireMover bool `json:"requireMover"`
+	// Separation is who may apply what a record qualifies
+	// (rule_selfapproved.go): two-person (anyone but its approver) or
+	// three-person (neither its author nor its approver).
+	Separation Separation `json:"separation"`
+	// Enforcement says what the webhooks do with a write the rules would
+	// deny: refuse it, or admit it and report it (enforcement.go).
+	Enforcement EnforcementConfig `json:"enforcement"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -155,6 +162,8 @@ func DefaultConfig() *Config {
 		Halts:          DefaultHaltConfig(),
 		OutOfService:   DefaultOutOfServiceConfig(),
 		RequireMover:   true,
+		Separation:     SeparationTwoPerson,
+		Enforcement:    DefaultEnforcementConfig(),
 	}
 }
 
@@ -210,9 +219,10 @@ func LoadConfig(data []byte) (*Config, error) {
 		}
 		// Decode key by key into a zero Config, so an error names its key and
 		// a list in the file replaces the default list instead of merging into it.
-		// The proof, budget, windows and halts sections start from their
-		// defaults, so a file that sets one of their keys keeps the others.
-		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig(), Halts: DefaultHaltConfig()}
+		// The proof, budget, windows, halts and enforcement sections start
+		// from their defaults, so a file that sets one of their keys keeps
+		// the others.
+		file := &Config{Proof: DefaultProofConfig(), Budget: DefaultBudgetConfig(), Windows: DefaultWindowsConfig(), Halts: DefaultHaltConfig(), Enforcement: DefaultEnforcementConfig()}
 		for _, k := range sortedKeys(keys) {
 			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
 			strict, err := sigsjson.UnmarshalStrict(one, file)
@@ -307,6 +317,10 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.Budget.validate(field.NewPath("budget"))...)
 	errs = append(errs, c.Windows.validate(field.NewPath("windows"))...)
 	errs = append(errs, c.Halts.validate(field.NewPath("halts"))...)
+	if !slices.Contains(separations, c.Separation) {
+		errs = append(errs, field.NotSupported(field.NewPath("separation"), qualification.Clip(string(c.Separation)), separations))
+	}
+	errs = append(errs, c.Enforcement.validate(field.NewPath("enforcement"))...)
 	return errs
 }
 

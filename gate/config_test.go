@@ -32,6 +32,23 @@ func TestLoadConfig(t *testing.T) {
 		assert.Equal(t, DefaultProofConfig().Validator, cfg.Proof.Validator)
 		assert.Equal(t, DefaultProofConfig().HealthConditions, cfg.Proof.HealthConditions)
 	})
+	t.Run("separation and enforcement", func(t *testing.T) {
+		cfg, err := LoadConfig(nil)
+		require.NoError(t, err)
+		assert.Equal(t, SeparationTwoPerson, cfg.Separation)
+		assert.True(t, cfg.Enforcement.Enforcing())
+		cfg, err = LoadConfig([]byte("separation: three-person\nenforcement: {webhooks: {plans.gpu-upgrade-gate.io: audit}}\n"))
+		require.NoError(t, err)
+		assert.Equal(t, SeparationThreePerson, cfg.Separation)
+		assert.Equal(t, EnforcementEnforce, cfg.Enforcement.Mode, "a per-webhook mode keeps the gate-wide default")
+		assert.Equal(t, EnforcementAudit, cfg.Enforcement.For("plans.gpu-upgrade-gate.io"))
+		assert.Equal(t, EnforcementEnforce, cfg.Enforcement.For("jobs.gpu-upgrade-gate.io"))
+		assert.False(t, cfg.Enforcement.Enforcing())
+		cfg, err = LoadConfig([]byte("enforcement: {mode: warn, webhooks: {jobs.gpu-upgrade-gate.io: enforce}}\n"))
+		require.NoError(t, err)
+		assert.Equal(t, EnforcementWarn, cfg.Enforcement.For("plans.gpu-upgrade-gate.io"))
+		assert.Equal(t, EnforcementEnforce, cfg.Enforcement.For("jobs.gpu-upgrade-gate.io"))
+	})
 	t.Run("approver aliases", func(t *testing.T) {
 		cfg, err := LoadConfig([]byte("approverAliases: {m.novak: m.novak@corp.example}\n"))
 		require.NoError(t, err)
@@ -66,6 +83,11 @@ func TestLoadConfig(t *testing.T) {
 		{"approver alias to a blank username", "approverAliases: {bob: \" \"}\n", "approverAliases[bob]: Invalid value"},
 		{"approver alias with spaces around the username", "approverAliases: {bob: \"bob@corp.example \"}\n", "approverAliases[bob]"},
 		{"approver aliases not a map", "approverAliases: [bob]\n", "approverAliases"},
+		{"unknown separation", "separation: two\n", `separation: Unsupported value: "two": supported values: "two-person", "three-person"`},
+		{"unknown enforcement mode", "enforcement: {mode: dryrun}\n", `enforcement.mode: Unsupported value: "dryrun": supported values: "enforce", "warn", "audit"`},
+		{"unknown per-webhook mode", "enforcement: {webhooks: {jobs.gpu-upgrade-gate.io: disabled}}\n", `enforcement.webhooks[jobs.gpu-upgrade-gate.io]: Unsupported value: "disabled"`},
+		{"per-webhook mode keyed by a path", "enforcement: {webhooks: {/validate/jobs: audit}}\n", `enforcement.webhooks[/validate/jobs]: Invalid value: "/validate/jobs": expected a webhook name of the gate`},
+		{"unknown enforcement key", "enforcement: {modes: audit}\n", `unknown field "enforcement.modes"`},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {

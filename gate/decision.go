@@ -29,6 +29,11 @@ const (
 	AuditProofOff = "proof-off"
 	// AuditHalts names the halts a decision relied on ("hardware@node").
 	AuditHalts = "halts"
+	// AuditWouldDeny holds the codes of a denial a webhook in warn or
+	// audit mode admitted (decision is then allow); AuditEnforcement that
+	// mode (EnforcementMode).
+	AuditWouldDeny   = "would-deny"
+	AuditEnforcement = "enforcement"
 )
 
 // Blocker is one violated rule. Err carries the field path of the object

@@ -172,13 +172,7 @@ func (c *Config) useRecord(f *findings, u recordUse) *qualification.Record {
 	if why := c.unapproved(rec, att); why != "" {
 		f.add(c.recordNotApproved(u.path, u.name, rec, why, att))
 	}
-	// Usernames compare exactly, as the API server authenticated them.
-	switch name := u.user.Name; {
-	case name != "" && name == att.Author:
-		f.add(selfApproved(u.path, rec.ID, name, "wrote", u.act))
-	case name != "" && name == att.ApprovedBy:
-		f.add(selfApproved(u.path, rec.ID, name, "approved", u.act))
-	}
+	c.separationRule(f, u, rec, att)
 	if u.rollback && rec.Source == nil {
 		for _, b := range recordInvalid(badRecord{where: pathRollback, id: rec.ID, rollbackOf: u.subject}) {
 			f.add(b)

@@ -32,6 +32,8 @@ type handler struct {
 	// identify classes the requester for the system-denial metric (nil:
 	// nobody is a system identity).
 	identify func(gate.UserInfo) string
+	// mode is the enforcement mode of the webhook served here ("" enforces).
+	mode gate.EnforcementMode
 }
 
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -41,6 +43,7 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 	var (
 		d    gate.Decision
 		resp admission.Response
+		mode = gate.EnforcementEnforce
 		err  = h.check(req)
 	)
 	if err == nil {
@@ -51,18 +54,23 @@ func (h *handler) Handle(ctx context.Context, req admission.Request) admission.R
 		resp = admission.Errored(http.StatusBadRequest, err)
 		resp.AuditAnnotations = d.AuditAnnotations()
 	} else {
-		resp = respond(d)
+		mode = h.modeFor(d)
+		resp = respond(d, mode)
 	}
 	identity := ""
 	if h.identify != nil {
 		identity = h.identify(userOf(req))
 	}
-	observe(h.Metric, identity, d, time.Since(start))
+	observe(h.Metric, h.Name, identity, d, resp.Allowed, time.Since(start))
 	tr.mark("respond")
-	h.log.Info("decision", "uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
+	kv := []any{"uid", req.UID, "user", req.UserInfo.Username, "operation", req.Operation,
 		"object", d.Object, "dryRun", req.DryRun != nil && *req.DryRun, "decision", resp.AuditAnnotations[gate.AuditDecision],
 		"codes", d.Codes(), "record", resp.AuditAnnotations[gate.AuditRecord], "nodes", d.Nodes,
-		"durationMs", float64(time.Since(start).Microseconds())/1000, "phasesMs", tr.String())
+		"durationMs", float64(time.Since(start).Microseconds()) / 1000, "phasesMs", tr.String()}
+	if mode != gate.EnforcementEnforce {
+		kv = append(kv, "enforcement", mode, "wouldDeny", !d.Allowed && resp.Allowed)
+	}
+	h.log.Info("decision", kv...)
 	return resp
 }
 
@@ -97,10 +105,48 @@ func (h *handler) check(req admission.Request) error {
 	return nil
 }
 
+// modeFor is the enforcement mode for d: the webhook's, except that the
+// writes of facts the gate trusts later are refused in every mode. A
+// forged record attestation (AttestationForged) or a halt record write
+// the rules refuse (a halt cleared by its requester, a halt forged) would
+// outlive the mode: admitted while a team audits, it would stand as an
+// approval, or as a cleared halt, once the gate enforces.
+func (h *handler) modeFor(d gate.Decision) gate.EnforcementMode {
+	if h.mode == "" || h.Name == WebhookHalts {
+		return gate.EnforcementEnforce
+	}
+	for _, b := range d.Blockers {
+		if b.Code == gate.CodeAttestationForged {
+			return gate.EnforcementEnforce
+		}
+	}
+	return h.mode
+}
+
 // respond renders a decision: allowed or denied, always with the audit
-// annotations and warnings.
-func respond(d gate.Decision) admission.Response {
+// annotations and warnings. This is the one place the enforcement mode
+// acts: in warn and audit mode a denial is answered as an allow that names
+// its blockers (audit annotations would-deny and enforcement; in warn mode
+// also a warning per blocker, as ValidatingAdmissionPolicy's Warn action
+// does; audit, like its Audit action, tells the client nothing). Only the
+// engine's decisions follow the mode: a review that could not be read at
+// all (Handle's 400) and the reviews refused unread (limits.go) are denied
+// in every mode, since no rule judged them.
+func respond(d gate.Decision, mode gate.EnforcementMode) admission.Response {
 	resp := admission.Allowed("")
+	if !d.Allowed && (mode == gate.EnforcementWarn || mode == gate.EnforcementAudit) {
+		resp.Warnings = d.Warnings
+		if mode == gate.EnforcementWarn {
+			for _, b := range d.Blockers {
+				resp.Warnings = append(resp.Warnings, "gpu-upgrade-gate would deny this write (enforcement: warn): "+b.Message())
+			}
+		}
+		resp.AuditAnnotations = d.AuditAnnotations()
+		resp.AuditAnnotations[gate.AuditDecision] = "allow"
+		resp.AuditAnnotations[gate.AuditWouldDeny] = resp.AuditAnnotations[gate.AuditReasons]
+		resp.AuditAnnotations[gate.AuditEnforcement] = string(mode)
+		return resp
+	}
 	if !d.Allowed {
 		var causes []metav1.StatusCause
 		for _, e := range d.ErrorList() {

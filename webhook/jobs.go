@@ -121,7 +121,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	d := step.Decide(holders, herr)
 	tr.mark("decide")
-	if !dryRun(req) {
+	if !dryRun(req) && s.holds(WebhookJobs) {
 		s.events.held("StartUpgrade", plan, node, d)
 	}
 	return d, nil

@@ -79,6 +79,9 @@ type Options struct {
 // NewManager wires the webhook server, the informer caches the rules read,
 // the health checks and the version refresher.
 func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.Manager, *Server, error) {
+	if errs := CheckEnforcement(cfg); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("config: %w", errs.ToAggregate())
+	}
 	restCfg = rest.CopyConfig(restCfg)
 	if restCfg.QPS == 0 && restCfg.RateLimiter == nil {
 		// As controller-runtime's GetConfig does: no client-side rate limit;

@@ -32,6 +32,11 @@ var (
 		Name: "gpu_upgrade_gate_system_denials_total",
 		Help: "Denials of a system controller (identity: kubelet, suc, exempt, control-plane) outside the per-node steps the gate guards on purpose (SUC's Job start and completion write, the GPU Operator's driver step), by resource and code.",
 	}, []string{"resource", "identity", "code"})
+	// wouldDenials: labels are the fixed webhook names and codes.
+	wouldDenials = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpu_upgrade_gate_would_deny_total",
+		Help: "Writes a webhook in warn or audit mode (config enforcement) admitted that enforce mode would have denied, by webhook name and reason code (once per code).",
+	}, []string{"webhook", "code"})
 	// rolloutHalted is 1 for each hardware whose rollout a halt holds, 0 for
 	// the other hardware of the records (the label is bounded by them).
 	rolloutHalted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -59,7 +64,7 @@ var (
 var guardedSteps = []string{"jobs", "completions", "driver-step"}
 
 func init() {
-	register(decisions, latency, refused, systemDenials, rolloutHalted, haltRecordUnwritable, ready, servingCertExpiry)
+	register(decisions, latency, refused, systemDenials, wouldDenials, rolloutHalted, haltRecordUnwritable, ready, servingCertExpiry)
 }
 
 // gateCollectors are the gate's own metrics: the dashboard and the alerts
@@ -73,11 +78,14 @@ func register(cs ...prometheus.Collector) {
 	metrics.Registry.MustRegister(cs...)
 }
 
-// observe counts one decision; identity is the requester's system identity
-// class ("" for anyone else).
-func observe(resource, identity string, d gate.Decision, took time.Duration) {
+// observe counts one decision as answered (allowed: what the API server
+// was told, which the enforcement mode may have turned from a denial);
+// identity is the requester's system identity class ("" for anyone else).
+// A denial admitted by the mode counts as an allow with its codes, and in
+// gpu_upgrade_gate_would_deny_total under webhook.
+func observe(resource, webhook, identity string, d gate.Decision, allowed bool, took time.Duration) {
 	decision := "allow"
-	if !d.Allowed {
+	if !allowed {
 		decision = "deny"
 	}
 	latency.WithLabelValues(resource).Observe(took.Seconds())
@@ -85,9 +93,12 @@ func observe(resource, identity string, d gate.Decision, took time.Duration) {
 	if len(codes) == 0 {
 		decisions.WithLabelValues(resource, decision, "").Inc()
 	}
-	system := !d.Allowed && identity != "" && !slices.Contains(guardedSteps, resource)
+	system := !allowed && identity != "" && !slices.Contains(guardedSteps, resource)
 	for _, c := range codes {
 		decisions.WithLabelValues(resource, decision, string(c)).Inc()
+		if allowed && !d.Allowed {
+			wouldDenials.WithLabelValues(webhook, string(c)).Inc()
+		}
 		if system {
 			systemDenials.WithLabelValues(resource, identity, string(c)).Inc()
 		}

@@ -82,7 +82,7 @@ func TestSystemDenials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := systemDenied(t, tc.resource, tc.identity, gate.CodeGPUIdentityRemoved)
-			observe(tc.resource, tc.identity, tc.d, time.Millisecond)
+			observe(tc.resource, "", tc.identity, tc.d, tc.d.Allowed, time.Millisecond)
 			after := systemDenied(t, tc.resource, tc.identity, gate.CodeGPUIdentityRemoved)
 			if tc.counted {
 				assert.Equal(t, before+1, after)

@@ -52,7 +52,7 @@ func (s *Server) decideCompletion(ctx context.Context, req admission.Request) (g
 		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
 	d := gate.DecideCompletion(s.Config, cl, gate.NodeRequest{Node: n, OldNode: old, User: userOf(req), Now: s.now()})
-	if !d.Allowed && !dryRun(req) {
+	if !d.Allowed && !dryRun(req) && s.holds(WebhookCompletions) {
 		// The Plans whose completion of the node this is: those upgrading
 		// it, or whose done label the write sets.
 		for _, p := range cl.Plans {

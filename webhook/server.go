@@ -41,6 +41,12 @@ type Server struct {
 	Self string
 }
 
+// holds says whether the named webhook refuses what its rules deny: in
+// warn and audit mode a node's step is not held, so no Event says it is.
+func (s *Server) holds(webhook string) bool {
+	return s.Config.Enforcement.For(webhook) == gate.EnforcementEnforce
+}
+
 func (s *Server) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
@@ -65,6 +71,9 @@ func (s *Server) Register(srv webhook.Server) {
 	}
 	for path, h := range s.handlers() {
 		h.identify = s.Config.SystemIdentity
+		if s.Config != nil { // nil: a Server that only lists its paths
+			h.mode = s.Config.Enforcement.For(h.Name)
+		}
 		srv.Register(path, l.wrap(h.serve()))
 	}
 }

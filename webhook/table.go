@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -295,3 +298,21 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"conditions, latestHash or latestVersion. Fail: while the gate is down, only SUC\n" +
 		"can change a Plan's status.",
 }}
+
+// CheckEnforcement refuses a per-webhook mode for a name that is none of
+// the table's webhooks: a misspelt name would leave its webhook in the
+// gate-wide mode, perhaps not enforcing where enforcement was meant.
+func CheckEnforcement(cfg *gate.Config) field.ErrorList {
+	known := make([]string, len(Webhooks))
+	for i := range Webhooks {
+		known[i] = Webhooks[i].Name
+	}
+	slices.Sort(known)
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(cfg.Enforcement.Webhooks)) {
+		if !slices.Contains(known, name) {
+			errs = append(errs, field.NotSupported(field.NewPath("enforcement", "webhooks").Key(name), name, known))
+		}
+	}
+	return errs
+}

@@ -34,7 +34,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.plan, "plan", "", "file with one or more upgrade.cattle.io/v1 Plans (YAML or JSON; required)")
 	fs.StringVar(&f.cluster, "cluster", "", "v1 List from kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml (required)")
 	fs.StringVar(&f.records, "records", "", "record file, or directory of them; file NAME.yaml stands for ConfigMap NAME and replaces one of that name in --cluster")
-	fs.StringVar(&f.user, "user", "", "the user applying the Plans (two-person rule: must differ from the record's approvedBy)")
+	fs.StringVar(&f.user, "user", "", "the user applying the Plans (two-person rule: must not be the record's attested approver, nor under separation: three-person its author)")
 	fs.StringArrayVar(&f.groups, "group", nil, "a group of that user, as the API server authenticates it (repeat the flag): decides break glass and group exemptions as the webhook does")
 	fs.StringVar(&f.config, "config", "", "the webhook's config file (default: the built-in defaults)")
 	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: the lowest kubelet version of the snapshot's control-plane nodes)")

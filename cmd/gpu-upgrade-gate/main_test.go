@@ -115,7 +115,10 @@ func TestGolden(t *testing.T) {
 		{"check-unsafe-mixed", checkArgs(ex + "plans/unsafe-mixed.yaml"), 1},
 		{"check-unsafe-mixed-json", checkArgs(ex+"plans/unsafe-mixed.yaml", "-o", "json"), 1},
 		{"check-self-approved", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "m.novak"), 1},
-		{"check-self-written", flagValue(checkArgs(ex+"plans/gpu-v100-canary.yaml"), "--user", "r.chen"), 1},
+		// Two-person separation: the record's author (r.chen) applies what
+		// m.novak approved; three-person separation refuses it.
+		{"check-author-applies", flagValue(checkArgs("testdata/plans/canary-by-r.chen.yaml"), "--user", "r.chen"), 0},
+		{"check-author-applies-three-person", flagValue(flagValue(checkArgs("testdata/plans/canary-by-r.chen.yaml"), "--user", "r.chen"), "--config", "testdata/config-three-person.yaml"), 1},
 		// Usernames compare exactly, as the API server authenticated them.
 		{"check-other-user-in-another-case", flagValue(checkArgs("testdata/plans/canary-by-M.Novak.yaml"), "--user", "M.Novak"), 0},
 		{"check-stale", swap(checkArgs(ex+"plans/gpu-v100-canary.yaml"), now, "--now=2026-12-21T12:00:00Z"), 1},

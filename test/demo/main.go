@@ -100,7 +100,6 @@ type person struct {
 var (
 	alice   = person{name: "alice", groups: []string{"platform-admins"}, prompt: "alice$"}
 	bob     = person{name: "bob", groups: []string{"platform-admins"}, prompt: "bob$"}
-	carol   = person{name: testenv.RecordAuthor, groups: []string{"platform-admins"}, prompt: testenv.RecordAuthor + "$"}
 	kubelet = person{name: "system:node:gpu-h200-01", groups: []string{"system:nodes"}, prompt: "system:node:gpu-h200-01$"}
 )
 
@@ -255,7 +254,7 @@ func (d *demo) setup() error {
 	p.para(fmt.Sprintf("Pod ml/%s is bound to %s and holds nvidia.com/gpu: %s (phase %s: no kubelet starts it; "+
 		"a Pod bound to a node counts as a GPU holder).", pod.Name, pod.Spec.NodeName, lim.String(), pod.Status.Phase))
 	p.blank()
-	p.para("Commands run as alice, bob or carol (group platform-admins), impersonated through the admin kubeconfig " +
+	p.para("Two people run every command: alice, who ran the canary, writes the record and applies the Plans; bob approves the record. Commands run as alice or bob (group platform-admins), impersonated through the admin kubeconfig " +
 		"as `kubectl --as=<user> --as-group=platform-admins` would. `alice$ kubectl apply -f <file>` means " +
 		"the manifest <file> in " + d.manifests + " was sent as kubectl sends it.")
 
@@ -268,6 +267,7 @@ func (d *demo) setup() error {
 	if err != nil {
 		return err
 	}
+	good.Annotations[qualification.AnnotationAuthor] = alice.name // the demo's two people: alice writes, bob approves
 	good.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 	goodFile, err := d.writeManifest(recordName+".yaml", good)
 	if err != nil {
@@ -278,10 +278,10 @@ func (d *demo) setup() error {
 		rec.ID, rec.State, rec.ApprovedBy, strings.Join(rec.Hardware, ","), rec.Canary.CompletedAt,
 		rec.Source.RKE2, rec.Target.RKE2, rec.Source.Kernel, rec.Target.Kernel, rec.Source.Driver, rec.Target.Driver))
 	d.runStep(stepSpec{
-		title:  "carol, who ran the canary, stores the reviewed record as a ConfigMap (annotated gpu-upgrade-gate.io/author: carol)",
+		title:  "alice, who ran the canary, stores the reviewed record as a ConfigMap (annotated gpu-upgrade-gate.io/author: alice)",
 		why:    "records live in the gate's own namespace and are validated when written, not at upgrade time; the record webhook accepts the author annotation only from the user it names, as the API server authenticated her.",
 		expect: allowed(),
-		do:     func() result { return d.apply(carol, goodFile, false) },
+		do:     func() result { return d.apply(alice, goodFile, false) },
 	})
 	d.approvalSteps(good)
 
@@ -298,11 +298,11 @@ func (d *demo) setup() error {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "carol stores a record that says `allocationPassed: yes`",
+		title:  "alice stores a record that says `allocationPassed: yes`",
 		why:    "`yes` is true to YAML 1.1 tools and a string to others; a record must say exactly true, so the gate refuses it when it is written, not at upgrade time.",
 		note:   "v100-r581.yaml: the reviewed record with  allocationPassed: yes",
 		expect: denied(webhook.WebhookRecords, gate.CodeRecordInvalid),
-		do:     func() result { return d.apply(carol, yesFile, false) },
+		do:     func() result { return d.apply(alice, yesFile, false) },
 	})
 	shortFile, err := edited("v100-r582", "sourceRevision: "+rec.SourceRevision, "sourceRevision: 9f2c4e1",
 		"allocationPassed: true", "allocationPassed: false")
@@ -310,11 +310,11 @@ func (d *demo) setup() error {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "carol stores a record with an abbreviated sourceRevision and a failed GPU allocation",
+		title:  "alice stores a record with an abbreviated sourceRevision and a failed GPU allocation",
 		why:    "an abbreviated commit does not pin the reviewed evidence, and a canary that never allocated a GPU proves nothing; every problem is reported at once.",
 		note:   "v100-r582.yaml: the reviewed record with  sourceRevision: 9f2c4e1  allocationPassed: false",
 		expect: denied(webhook.WebhookRecords, gate.CodeRecordInvalid, gate.CodeCanaryIncomplete),
-		do:     func() result { return d.apply(carol, shortFile, false) },
+		do:     func() result { return d.apply(alice, shortFile, false) },
 	})
 	prev := qualification.Tuple{Kernel: "6.8.0-131-generic", RKE2: "v1.34.6+rke2r1", Driver: "570.195.03",
 		GPUOperator: testenv.Source.GPUOperator, DCGMExporter: testenv.Source.DCGMExporter}
@@ -325,16 +325,17 @@ func (d *demo) setup() error {
 	if err != nil {
 		return err
 	}
+	stale.Annotations[qualification.AnnotationAuthor] = alice.name
 	stale.TypeMeta = good.TypeMeta
 	staleFile, err := d.writeManifest(old.ID+".yaml", stale)
 	if err != nil {
 		return err
 	}
 	d.runStep(stepSpec{
-		title:  "carol stores the previous upgrade's record v100-r570-to-r580 (canary completed 40 days ago)",
+		title:  "alice stores the previous upgrade's record v100-r570-to-r580 (canary completed 40 days ago)",
 		why:    "an expired record is history, not an error: it is stored, with a warning that it can no longer qualify a Plan.",
 		expect: allowed(),
-		do:     func() result { return d.apply(carol, staleFile, false) },
+		do:     func() result { return d.apply(alice, staleFile, false) },
 	})
 	// The webhook reads Nodes, Plans and records from informer caches; give
 	// the watch events of the objects just created time to arrive (they take
@@ -498,15 +499,15 @@ func (d *demo) sequence() {
 	byBob := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), requestedBy("bob"))
 	d.runStep(stepSpec{
 		title:  "bob applies the canary Plan for gpu-v100-01 under the record he approved himself",
-		why:    "two-person rule: whoever wrote or approved the evidence (as the record webhook attested it) may not also roll it out.",
+		why:    "two-person rule: whoever approved the evidence (as the record webhook attested it) may not also roll it out; its author may (config separation: three-person refuses the author too).",
 		file:   byBob,
 		expect: denied(webhook.WebhookPlans, gate.CodeSelfApproved),
 		do:     func() result { return d.apply(bob, byBob, false) },
 	})
 	canary := d.plan("gpu-v100-canary", hostnames("gpu-v100-01"), nil)
 	d.runStep(stepSpec{
-		title:  "alice applies the same canary Plan",
-		why:    "one idle V100 node at the record's source tuple, pinned to the qualified version, serial, cordoned: this is the safe upgrade, and it goes through.",
+		title:  "alice, who wrote the record bob approved, applies the same canary Plan",
+		why:    "the seed's flow: the operator who ran the canary applies the Plan a second person reviewed. One idle V100 node at the record's source tuple, pinned to the qualified version, serial, cordoned: this is the safe upgrade, and it goes through.",
 		file:   canary,
 		expect: allowed(),
 		do:     func() result { return d.apply(alice, canary, false) },
@@ -901,13 +902,13 @@ func (d *demo) approvalSteps(rec *corev1.ConfigMap) {
 		return d.annotate(who, rec.Name, qualification.AnnotationApprovedBy, by, qualification.AnnotationApprovedSHA256, sha)
 	}
 	d.runStep(stepSpec{
-		title:  "carol approves the record she wrote",
+		title:  "alice approves the record she wrote",
 		why:    "the approval names a user and the SHA-256 of exactly the data approved; the record webhook accepts it only from that user, and never from the author.",
 		expect: denied(webhook.WebhookRecords, gate.CodeAttestationForged),
-		do:     func() result { return approve(carol, carol.name) },
+		do:     func() result { return approve(alice, alice.name) },
 	})
 	d.runStep(stepSpec{
-		title:  "alice annotates the record as approved by bob",
+		title:  "alice annotates her record as approved by bob",
 		why:    "an approval in someone else's name: the webhook compares the annotation with the username the API server authenticated, exactly (alice@example.com, Alice or a Cyrillic а would fail the same way).",
 		expect: denied(webhook.WebhookRecords, gate.CodeAttestationForged),
 		do:     func() result { return approve(alice, bob.name) },

@@ -40,7 +40,8 @@ func annotateRecord(ctx context.Context, c client.Client, name string, kv ...str
 // approved a record are the usernames the API server authenticated, not
 // text: the record webhook refuses every approval but the named approver's
 // own, of the stored data, by someone other than its author; a Plan is
-// admitted only under an attested approval, and not to either of them.
+// admitted only under an attested approval, to its author but not its
+// approver (two-person rule), and to neither under three-person separation.
 func TestApprovalAttested(t *testing.T) {
 	ctx := context.Background()
 	const name = "v100-attested"
@@ -105,8 +106,16 @@ func TestApprovalAttested(t *testing.T) {
 
 	require.NoError(t, testenv.Approve(ctx, bob, cm, "bob"), "bob approves carol's data")
 	require.Eventually(t, func() bool { return notApproved(alice, "alice") == nil }, 10*time.Second, 100*time.Millisecond, "alice applies under bob's approval")
-	requireDenied(t, notApproved(carol, testenv.RecordAuthor), gate.CodeSelfApproved)
+	// Two-person rule (the default): the author applies what bob
+	// approved; bob may not apply what he approved.
+	require.NoError(t, notApproved(carol, testenv.RecordAuthor), "the author applies under bob's approval")
 	requireDenied(t, notApproved(bob, "bob"), gate.CodeSelfApproved)
+	t.Run("three-person", func(t *testing.T) {
+		defer restartWith(t, func(c *gate.Config) { c.Separation = gate.SeparationThreePerson })()
+		requireDenied(t, notApproved(carol, testenv.RecordAuthor), gate.CodeSelfApproved)
+		requireDenied(t, notApproved(bob, "bob"), gate.CodeSelfApproved)
+		require.NoError(t, notApproved(alice, "alice"), "a third person applies")
+	})
 
 	// A change of the data withdraws the approval.
 	var stored corev1.ConfigMap

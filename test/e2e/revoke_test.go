@@ -47,8 +47,10 @@ func TestRecordEditRevokes(t *testing.T) {
 		err := c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll)
 		return err != nil
 	}, 10*time.Second, 100*time.Millisecond, "the Plan is denied once the caches see the edit")
-	// The edit also withdrew bob's approval, and made alice its author.
-	requireDenied(t, c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll), gate.CodeRecordNotQualified, gate.CodeRecordNotApproved, gate.CodeSelfApproved)
+	// The edit also withdrew bob's approval, and made alice its author,
+	// who may apply what a second person approved (two-person rule): no
+	// SelfApproved.
+	requireDenied(t, c.Create(ctx, plan("revoked-record", name, "gpu-v100-01"), client.DryRunAll), gate.CodeRecordNotQualified, gate.CodeRecordNotApproved)
 
 	fresh := withdrawn.DeepCopy()
 	fresh.Name, fresh.ResourceVersion = "v100-born-withdrawn", ""
