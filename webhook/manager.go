@@ -332,7 +332,9 @@ func stripPod(obj any) (any, error) {
 }
 
 // StripJob keeps SUC's Job labels, its creation (a halt dates an upgrade by
-// it) and its finish conditions.
+// it), whether it runs or ran (the budget counts a node whose Job started:
+// parallelism, suspend and the pod counts, gate.JobRuns) and its finish
+// conditions.
 func StripJob(obj any) (any, error) { return asIs(obj, stripJob) }
 
 func stripJob(obj any) (any, error) {
@@ -342,7 +344,9 @@ func stripJob(obj any) (any, error) {
 	}
 	return &batchv1.Job{TypeMeta: j.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, UID: j.UID, ResourceVersion: j.ResourceVersion, Labels: j.Labels, CreationTimestamp: j.CreationTimestamp},
-		Status:     batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime}}, nil
+		Spec:       batchv1.JobSpec{Parallelism: j.Spec.Parallelism, Suspend: j.Spec.Suspend},
+		Status: batchv1.JobStatus{Conditions: j.Status.Conditions, CompletionTime: j.Status.CompletionTime,
+			Active: j.Status.Active, Succeeded: j.Status.Succeeded, Failed: j.Status.Failed}}, nil
 }
 
 // StripNode keeps only what the rules read, so 5,000 cached Nodes stay small:
