@@ -19,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -38,7 +36,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // Options are the serving settings of `gpu-upgrade-gate serve`.
@@ -143,8 +141,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	// namespace, their own label) get a cache of their own.
 	if facts.Allocations, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: cfg.Proof.AllocationSelector(),
-			Field: namespaceField(cfg.Proof.AllocationCheck.Namespace), Transform: StripPod}}}); err != nil {
+		ByObject:                 map[client.Object]cache.ByObject{&corev1.Pod{}: allocationChecks(cfg)}}); err != nil {
 		return nil, nil, fmt.Errorf("allocation-check cache: %w", err)
 	}
 	if err := mgr.Add(facts.Allocations); err != nil {
@@ -154,8 +151,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	// selects by the records' label).
 	if facts.Halts, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
-			Field: fields.OneTermEqualSelector("metadata.name", cfg.Halts.ConfigMap)}}}); err != nil {
+		ByObject:                 map[client.Object]cache.ByObject{&corev1.ConfigMap{}: byObject(loader.ReadsOf(cfg).HaltRecord)}}); err != nil {
 		return nil, nil, fmt.Errorf("halt record cache: %w", err)
 	}
 	if err := mgr.Add(facts.Halts); err != nil {
@@ -256,34 +252,42 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	return mgr, s, nil
 }
 
-// cacheOptions keep the caches to what the rules read: Nodes stripped to
-// labels, cordon, conditions, GPU resources and nodeInfo; Plans and SUC's
-// Jobs in the SUC namespaces; record ConfigMaps of the gate's namespace
-// only; the two workloads by name; the validator Pods by their label.
+// cacheOptions keep the caches to what the rules read, each kind as the
+// loader's Reads select it (loader.ReadsOf: Plans and SUC's Jobs in the SUC
+// namespaces, record ConfigMaps of the gate's namespace only, the two
+// workloads by name, the validator Pods by their label), stripped: Nodes to
+// labels, cordon, conditions, GPU resources and nodeInfo. The allocation
+// checks and the halt record have caches of their own (NewManager), from
+// the same table.
 func cacheOptions(cfg *gate.Config, facts *Facts) cache.Options {
-	suc := map[string]cache.Config{}
-	for _, ns := range cfg.SUCNamespaces {
-		suc[ns] = cache.Config{}
+	reads := loader.ReadsOf(cfg)
+	with := func(r loader.Read, transform toolscache.TransformFunc) cache.ByObject {
+		b := byObject(r)
+		b.Transform = transform
+		return b
 	}
-	sucJobs, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
 	return cache.Options{
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
 		DefaultTransform:         cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:    {Transform: StripNode},
-			&upgradev1.Plan{}: {Namespaces: suc},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
-				Label: labels.SelectorFromSet(labels.Set{qualification.ConfigMapLabel: "true"})},
-			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.GPUOperator.Namespace: {}},
-				Field: fields.OneTermEqualSelector("metadata.name", cfg.GPUOperator.Name)},
-			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{cfg.DCGMExporter.Namespace: {}},
-				Field: fields.OneTermEqualSelector("metadata.name", cfg.DCGMExporter.Name)},
+			reads.Nodes.Object:        with(reads.Nodes, StripNode),
+			reads.Plans.Object:        byObject(reads.Plans),
+			reads.Records.Object:      byObject(reads.Records),
+			reads.GPUOperator.Object:  byObject(reads.GPUOperator),
+			reads.DCGMExporter.Object: byObject(reads.DCGMExporter),
 			// One namespace by field selector, not Namespaces: a cluster-wide
 			// informer keeps a plain store the reviews read without copying.
-			&corev1.Pod{}:  {Label: cfg.Proof.ValidatorSelector(), Field: namespaceField(cfg.Proof.Validator.Namespace), Transform: StripPod},
-			&batchv1.Job{}: {Namespaces: suc, Label: labels.NewSelector().Add(*sucJobs), Transform: StripJob},
+			reads.Validators.Object:  with(reads.Validators, StripPod),
+			reads.UpgradeJobs.Object: with(reads.UpgradeJobs, StripJob),
 		},
 	}
+}
+
+// allocationChecks configures the allocation checks' cache.
+func allocationChecks(cfg *gate.Config) cache.ByObject {
+	b := byObject(loader.ReadsOf(cfg).AllocationChecks)
+	b.Transform = StripPod
+	return b
 }
 
 // namespaceField selects one namespace, or every namespace for "".
