@@ -29,7 +29,7 @@ build: ## Build bin/gpu-upgrade-gate (static, trimmed; the Dockerfile uses the s
 lint: staticcheck ## gofmt, go vet and staticcheck (with the e2e build tag too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/... ./internal/...
+	$(GO) vet -tags e2e ./test/... ./internal/... ./cmd/...
 	$(STATICCHECK) -tags e2e ./...
 
 unit: ## Unit, golden and fuzz-seed tests (no cluster); every benchmark once, so none rots
@@ -37,7 +37,7 @@ unit: ## Unit, golden and fuzz-seed tests (no cluster); every benchmark once, so
 	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./gate/ ./webhook/ 2>&1) || { echo "$$out"; exit 1; }; echo "benchmarks run once: ok"
 
 e2e: controlplane ## End-to-end tests against a real kube-apiserver and etcd
-	$(GO) test -count=1 -tags e2e -timeout 20m ./internal/controlplane/ ./test/e2e/
+	$(GO) test -count=1 -tags e2e -timeout 20m ./internal/controlplane/ ./test/e2e/ ./cmd/gpu-upgrade-gate/
 
 test: lint unit e2e $(TEST_EXTRA) ## Everything CI runs
 

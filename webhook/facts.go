@@ -10,19 +10,15 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // Facts reads the cluster state the engine needs from informer caches, and
@@ -52,9 +48,12 @@ type Facts struct {
 
 	serverVersion atomic.Pointer[string]
 	synced        atomic.Bool
-	records       recordCache
-	selectors     selectorCache
 	watches       watchHealth
+	// loader builds each part of the engine's view from the caches
+	// (cacheSource), as `check` and `inventory` build theirs from a file
+	// or a live read.
+	loaderOnce sync.Once
+	loader     *loader.Loader
 	// holderFlights are the request checks' holder listings in flight, by
 	// node (RequestHolders).
 	holderFlights singleflight.Group
@@ -261,11 +260,13 @@ func (f *Facts) SetServerVersion(v string) { f.serverVersion.Store(&v) }
 // the Plans and their selectors, the records, the proof facts, the halt
 // record) the engine only reads; a handler that changes its view replaces
 // a slice, never writes into it (withPlan), and the shared slices have no
-// spare capacity an append could write into.
+// spare capacity an append could write into. Each part is built by the
+// loader (internal/loader), once per event of its informers.
 func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if err := f.ready(); err != nil {
 		return nil, err
 	}
+	l := f.load()
 	cl := &gate.Cluster{}
 	if v := f.serverVersion.Load(); v != nil {
 		cl.ServerVersion = *v
@@ -275,15 +276,21 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.Nodes, cl.Index = slices.Clip(nodes.nodes), nodes.index
-	plans, err := f.planSnap.get(func(*planSnapshot) (planSnapshot, error) { return f.listPlans(ctx) })
+	plans, err := f.planSnap.get(func(*planSnapshot) (planSnapshot, error) {
+		p, s, err := l.Plans(ctx)
+		return planSnapshot{plans: p, selectors: s}, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	cl.Plans, cl.PlanSelectors = slices.Clip(plans.plans), slices.Clip(plans.selectors)
-	if cl.Records, err = f.recordMap.get(func(*map[string]gate.RecordEntry) (map[string]gate.RecordEntry, error) { return f.listRecords(ctx) }); err != nil {
+	if cl.Records, err = f.recordMap.get(func(*map[string]gate.RecordEntry) (map[string]gate.RecordEntry, error) { return l.Records(ctx) }); err != nil {
 		return nil, err
 	}
-	images, err := f.imageSnap.get(func(*workloadImages) (workloadImages, error) { return f.images(ctx) })
+	images, err := f.imageSnap.get(func(*workloadImages) (w workloadImages, err error) {
+		w.gpuOperator, w.dcgmExporter, err = l.Images(ctx)
+		return w, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -320,147 +327,39 @@ func noteHaltWrite(p *atomic.Pointer[error], err error) {
 	p.Store(&err)
 }
 
-func (f *Facts) listPlans(ctx context.Context) (planSnapshot, error) {
-	var list upgradev1.PlanList
-	if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return planSnapshot{}, fmt.Errorf("list Plans: %w", err)
-	}
-	s := planSnapshot{plans: make([]*upgradev1.Plan, len(list.Items)), selectors: make([]*gate.PlanSelector, len(list.Items))}
-	for i := range list.Items {
-		s.plans[i] = &list.Items[i]
-		s.selectors[i] = f.selectors.get(s.plans[i])
-	}
-	return s, nil
-}
-
-func (f *Facts) listRecords(ctx context.Context) (map[string]gate.RecordEntry, error) {
-	var cms corev1.ConfigMapList
-	if err := f.Cache.List(ctx, &cms, client.InNamespace(f.Config.Namespace), client.MatchingLabels{qualification.ConfigMapLabel: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list record ConfigMaps: %w", err)
-	}
-	records := make(map[string]gate.RecordEntry, len(cms.Items))
-	for i := range cms.Items {
-		records[cms.Items[i].Name] = f.records.load(&cms.Items[i])
-	}
-	return records, nil
-}
-
-func (f *Facts) images(ctx context.Context) (workloadImages, error) {
-	var w workloadImages
-	var err error
-	if w.gpuOperator, err = f.image(ctx, &appsv1.Deployment{}, f.Config.GPUOperator); err != nil {
-		return w, err
-	}
-	w.dcgmExporter, err = f.image(ctx, &appsv1.DaemonSet{}, f.Config.DCGMExporter)
-	return w, err
+// load is the loader over the caches, made on first use.
+func (f *Facts) load() *loader.Loader {
+	f.loaderOnce.Do(func() { f.loader = loader.New(f.Config, cacheSource{f}) })
+	return f.loader
 }
 
 // haltRecordOf reads the halt record from its cache. A record that is
 // missing or cannot be read fails closed (gate.HaltRecord.Err); one that
-// could not be read is read again by the next review.
+// could not be read is read again by the next review, a missing one is
+// kept (its creation is an event).
 func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
 	if f.Halts == nil {
 		return gate.HaltRecord{}
 	}
-	rec, _ := f.haltSnap.get(func(*gate.HaltRecord) (gate.HaltRecord, error) {
-		var cm corev1.ConfigMap
-		err := f.Halts.Get(ctx, client.ObjectKey{Namespace: f.Config.Namespace, Name: f.Config.Halts.ConfigMap}, &cm)
-		switch {
-		case apierrors.IsNotFound(err):
-			// Kept: its creation is an event.
-			return f.Config.MissingHaltRecord(errors.New("the ConfigMap does not exist")), nil
-		case err != nil:
-			return f.Config.MissingHaltRecord(err), err
-		}
-		return f.Config.ParseHaltRecord(&cm), nil
-	})
+	rec, _ := f.haltSnap.get(func(*gate.HaltRecord) (gate.HaltRecord, error) { return f.load().HaltRecord(ctx) })
 	return rec
 }
 
-// proofFacts are the few objects proofs read. Pods come from their
-// informers' stores (pointers, never copied: a fleet has one validator Pod
-// per GPU node, and every review reads them); SUC's Jobs, a handful, are
-// listed.
+// proofFacts are the few objects proofs read: the validator and
+// allocation-check Pods from their informers' stores (pointers, never
+// copied: a fleet has one validator Pod per GPU node, and every review
+// reads them), SUC's Jobs, a handful, listed.
 func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
-	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) {
-		var pods []*corev1.Pod
-		caches := []cache.Cache{f.Cache}
-		if f.Allocations != nil {
-			caches = append(caches, f.Allocations)
-		}
-		for _, c := range caches {
-			got, err := podsOf(ctx, c)
-			if err != nil {
-				return gate.ProofFacts{}, fmt.Errorf("proof Pods: %w", err)
-			}
-			pods = append(pods, got...)
-		}
-		var list batchv1.JobList
-		if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-			return gate.ProofFacts{}, fmt.Errorf("SUC Jobs: %w", err)
-		}
-		jobs := make([]*batchv1.Job, len(list.Items))
-		for i := range list.Items {
-			jobs[i] = &list.Items[i]
-		}
-		// The caches hold only what the selectors picked; ProofFactsOf sorts
-		// them into validators and checks (a Pod could be both).
-		return f.Config.ProofFactsOf(pods, jobs), nil
-	})
-}
-
-// podsOf lists a cache's Pods: its informer's store when it has one, else
-// a List.
-func podsOf(ctx context.Context, c cache.Cache) ([]*corev1.Pod, error) {
-	inf, err := c.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return nil, err
-	}
-	var out []*corev1.Pod
-	if si, ok := inf.(toolscache.SharedIndexInformer); ok {
-		for _, o := range si.GetStore().List() {
-			if p, ok := o.(*corev1.Pod); ok {
-				out = append(out, p)
-			}
-		}
-		return out, nil
-	}
-	var list corev1.PodList
-	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	return out, nil
+	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) { return f.load().Proof(ctx) })
 }
 
 // nodes are the Node informer's store; indexed when watched (the index
 // then carries over from generation to generation).
 func (f *Facts) nodes(ctx context.Context) (nodeSnapshot, error) {
 	return f.nodeList.get(func(prev *nodeSnapshot) (nodeSnapshot, error) {
-		inf, err := f.Cache.GetInformer(ctx, &corev1.Node{})
+		nodes, err := f.load().Nodes(ctx)
 		if err != nil {
-			return nodeSnapshot{}, fmt.Errorf("node informer: %w", err)
-		}
-		si, ok := inf.(toolscache.SharedIndexInformer)
-		if !ok {
-			var list corev1.NodeList
-			if err := f.Cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-				return nodeSnapshot{}, fmt.Errorf("list Nodes: %w", err)
-			}
-			nodes := make([]*corev1.Node, len(list.Items))
-			for i := range list.Items {
-				nodes[i] = &list.Items[i]
-			}
-			return nodeSnapshot{nodes: nodes}, nil
-		}
-		objs := si.GetStore().List()
-		nodes := make([]*corev1.Node, 0, len(objs))
-		for _, o := range objs {
-			if n, ok := o.(*corev1.Node); ok {
-				nodes = append(nodes, n)
-			}
+			return nodeSnapshot{}, err
 		}
 		snap := nodeSnapshot{nodes: nodes}
 		if f.nodeList.watching.Load() {
@@ -472,31 +371,6 @@ func (f *Facts) nodes(ctx context.Context) (nodeSnapshot, error) {
 		}
 		return snap, nil
 	})
-}
-
-// image returns the image of the referenced workload's container; "" when the
-// workload does not exist (the engine then reports FactsMissing).
-func (f *Facts) image(ctx context.Context, obj client.Object, ref gate.WorkloadRef) (string, error) {
-	err := f.Cache.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj)
-	if client.IgnoreNotFound(err) != nil {
-		return "", fmt.Errorf("get %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	if err != nil {
-		return "", nil
-	}
-	var spec corev1.PodSpec
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		spec = o.Spec.Template.Spec
-	case *appsv1.DaemonSet:
-		spec = o.Spec.Template.Spec
-	}
-	for _, c := range spec.Containers {
-		if ref.Container == "" || c.Name == ref.Container {
-			return c.Image, nil
-		}
-	}
-	return "", nil
 }
 
 // Holders lists the GPU holders of each named node from the API server,
@@ -645,63 +519,4 @@ func (f *Facts) liveGet(ctx context.Context, key client.ObjectKey, obj client.Ob
 		return f.Live.Get(ctx, key, obj)
 	}
 	return f.Live.Get(ctx, key, obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: rv}})
-}
-
-// recordCache keeps parsed records by ConfigMap name and resourceVersion, so
-// a record is parsed once per change, not once per review.
-type recordCache struct {
-	mu      sync.Mutex
-	entries map[string]cachedRecord
-}
-
-type cachedRecord struct {
-	uid, resourceVersion string
-	entry                gate.RecordEntry
-}
-
-func (c *recordCache) load(cm *corev1.ConfigMap) gate.RecordEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[cm.Name]; ok && e.uid == string(cm.UID) && e.resourceVersion == cm.ResourceVersion && cm.ResourceVersion != "" {
-		return e.entry
-	}
-	rec, err := qualification.FromConfigMap(cm)
-	entry := gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
-	if c.entries == nil {
-		c.entries = map[string]cachedRecord{}
-	}
-	c.entries[cm.Name] = cachedRecord{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, entry: entry}
-	return entry
-}
-
-// selectorCache keeps each stored Plan's converted selector per UID and
-// resourceVersion: converting validates every key and value, which would
-// otherwise dominate a Node review.
-type selectorCache struct {
-	mu sync.Mutex
-	m  map[types.UID]cachedSelector
-}
-
-type cachedSelector struct {
-	resourceVersion string
-	sel             *gate.PlanSelector
-}
-
-// get returns nil for a Plan whose selector does not convert (the engine
-// then converts it and skips it, as it would any invalid selector).
-func (c *selectorCache) get(p *upgradev1.Plan) *gate.PlanSelector {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[p.UID]; ok && e.resourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
-		return e.sel
-	}
-	sel, err := gate.NewPlanSelector(p)
-	if err != nil {
-		return nil
-	}
-	if c.m == nil || len(c.m) > 4096 {
-		c.m = map[types.UID]cachedSelector{} // deleted Plans never pile up
-	}
-	c.m[p.UID] = cachedSelector{resourceVersion: p.ResourceVersion, sel: sel}
-	return sel
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"runtime/debug"
@@ -21,9 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -40,7 +39,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // Options are the serving settings of `gpu-upgrade-gate serve`.
@@ -153,8 +152,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	// namespace, their own label) get a cache of their own.
 	if facts.Allocations, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: cfg.Proof.AllocationSelector(),
-			Field: namespaceField(cfg.Proof.AllocationCheck.Namespace), Transform: StripPod}}}); err != nil {
+		ByObject:                 map[client.Object]cache.ByObject{&corev1.Pod{}: allocationChecks(cfg)}}); err != nil {
 		return nil, nil, fmt.Errorf("allocation-check cache: %w", err)
 	}
 	if err := mgr.Add(facts.Allocations); err != nil {
@@ -164,8 +162,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	// selects by the records' label).
 	if facts.Halts, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
-			Field: fields.OneTermEqualSelector("metadata.name", cfg.Halts.ConfigMap)}}}); err != nil {
+		ByObject:                 map[client.Object]cache.ByObject{&corev1.ConfigMap{}: byObject(loader.ReadsOf(cfg).HaltRecord)}}); err != nil {
 		return nil, nil, fmt.Errorf("halt record cache: %w", err)
 	}
 	if err := mgr.Add(facts.Halts); err != nil {
@@ -269,34 +266,42 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	return mgr, s, nil
 }
 
-// cacheOptions keep the caches to what the rules read: Nodes stripped to
-// labels, cordon, conditions, GPU resources and nodeInfo; Plans and SUC's
-// Jobs in the SUC namespaces; record ConfigMaps of the gate's namespace
-// only; the two workloads by name; the validator Pods by their label.
+// cacheOptions keep the caches to what the rules read, each kind as the
+// loader's Reads select it (loader.ReadsOf: Plans and SUC's Jobs in the SUC
+// namespaces, record ConfigMaps of the gate's namespace only, the two
+// workloads by name, the validator Pods by their label), stripped: Nodes to
+// labels, cordon, conditions, GPU resources and nodeInfo. The allocation
+// checks and the halt record have caches of their own (NewManager), from
+// the same table.
 func cacheOptions(cfg *gate.Config, facts *Facts) cache.Options {
-	suc := map[string]cache.Config{}
-	for _, ns := range cfg.SUCNamespaces {
-		suc[ns] = cache.Config{}
+	reads := loader.ReadsOf(cfg)
+	with := func(r loader.Read, transform toolscache.TransformFunc) cache.ByObject {
+		b := byObject(r)
+		b.Transform = transform
+		return b
 	}
-	sucJobs, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
 	return cache.Options{
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
 		DefaultTransform:         cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}:    {Transform: StripNodeFor(cfg)},
-			&upgradev1.Plan{}: {Namespaces: suc},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}},
-				Label: labels.SelectorFromSet(labels.Set{qualification.ConfigMapLabel: "true"})},
-			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{cfg.GPUOperator.Namespace: {}},
-				Field: fields.OneTermEqualSelector("metadata.name", cfg.GPUOperator.Name)},
-			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{cfg.DCGMExporter.Namespace: {}},
-				Field: fields.OneTermEqualSelector("metadata.name", cfg.DCGMExporter.Name)},
+			reads.Nodes.Object:        with(reads.Nodes, StripNodeFor(cfg)),
+			reads.Plans.Object:        byObject(reads.Plans),
+			reads.Records.Object:      byObject(reads.Records),
+			reads.GPUOperator.Object:  byObject(reads.GPUOperator),
+			reads.DCGMExporter.Object: byObject(reads.DCGMExporter),
 			// One namespace by field selector, not Namespaces: a cluster-wide
 			// informer keeps a plain store the reviews read without copying.
-			&corev1.Pod{}:  {Label: cfg.Proof.ValidatorSelector(), Field: namespaceField(cfg.Proof.Validator.Namespace), Transform: StripPod},
-			&batchv1.Job{}: {Namespaces: suc, Label: labels.NewSelector().Add(*sucJobs), Transform: StripJob},
+			reads.Validators.Object:  with(reads.Validators, StripPod),
+			reads.UpgradeJobs.Object: with(reads.UpgradeJobs, StripJob),
 		},
 	}
+}
+
+// allocationChecks configures the allocation checks' cache.
+func allocationChecks(cfg *gate.Config) cache.ByObject {
+	b := byObject(loader.ReadsOf(cfg).AllocationChecks)
+	b.Transform = StripPod
+	return b
 }
 
 // namespaceField selects one namespace, or every namespace for "".
@@ -350,7 +355,9 @@ func stripPod(obj any) (any, error) {
 }
 
 // StripJob keeps SUC's Job labels, its creation (a halt dates an upgrade by
-// it) and its finish conditions.
+// it), whether it runs or ran (the budget counts a node whose Job started:
+// parallelism, suspend and the pod counts, gate.JobRuns) and its finish
+// conditions.
 func StripJob(obj any) (any, error) { return asIs(obj, stripJob) }
 
 func stripJob(obj any) (any, error) {
@@ -383,6 +390,13 @@ func StripNodeFor(cfg *gate.Config) func(any) (any, error) {
 	return func(obj any) (any, error) { return asIs(obj, strip) }
 }
 
+// StripNodeKeepingMarks is StripNode that keeps every taint and annotation:
+// for a snapshot read before the config is known (check), so whatever
+// out-of-service marks the config names are still there to be read.
+func StripNodeKeepingMarks(obj any) (any, error) {
+	return asIs(obj, func(obj any) (any, error) { return stripNode(obj, nil, nil) })
+}
+
 func nodeStripper(cfg *gate.Config) func(any) (any, error) {
 	taints := slices.Concat([]string{gate.TaintUnschedulable}, cfg.OutOfService.Taints)
 	annotations := slices.Concat([]string{gate.AnnotationMovedBy, gate.AnnotationCordonHandover}, cfg.OutOfService.Annotations)
@@ -410,9 +424,12 @@ func stripNode(obj any, taints, annotations []string) (any, error) {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 	}
 	for _, t := range n.Spec.Taints {
-		if slices.Contains(taints, t.Key) {
+		if taints == nil || slices.Contains(taints, t.Key) {
 			out.Spec.Taints = append(out.Spec.Taints, t)
 		}
+	}
+	if annotations == nil {
+		annotations = slices.Collect(maps.Keys(n.Annotations))
 	}
 	for _, k := range annotations {
 		if v, ok := n.Annotations[k]; ok {

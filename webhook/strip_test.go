@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
@@ -199,6 +200,32 @@ func BenchmarkStripNode(b *testing.B) {
 				}
 			}
 			cpu.Stop()
+		})
+	}
+}
+
+// TestStripJobKeepsWhetherItRuns: the budget counts a node whose SUC Job
+// runs or ran (gate.JobRuns, the pod counts); the cached Job keeps that, so
+// a Job SUC created held (parallelism 0) is not counted as started, as a
+// live read or a saved List (which strips the same way) does not count it.
+func TestStripJobKeepsWhetherItRuns(t *testing.T) {
+	zero, yes := int32(0), true
+	for _, tc := range []struct {
+		name string
+		job  batchv1.Job
+		runs bool
+	}{
+		{"held by SUC (parallelism 0)", batchv1.Job{Spec: batchv1.JobSpec{Parallelism: &zero}}, false},
+		{"suspended", batchv1.Job{Spec: batchv1.JobSpec{Suspend: &yes}}, false},
+		{"running", batchv1.Job{Spec: batchv1.JobSpec{}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.job.Status = batchv1.JobStatus{Active: 1, Succeeded: 2, Failed: 3}
+			got, err := StripJob(&tc.job)
+			require.NoError(t, err)
+			j := got.(*batchv1.Job)
+			assert.Equal(t, tc.runs, gate.JobRuns(j.Spec))
+			assert.Equal(t, []int32{1, 2, 3}, []int32{j.Status.Active, j.Status.Succeeded, j.Status.Failed})
 		})
 	}
 }

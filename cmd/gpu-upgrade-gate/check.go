@@ -1,23 +1,27 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
 )
 
 type checkFlags struct {
 	common
-	plan, cluster, records, user, config, serverVersion, namespace string
-	groups                                                         []string
+	clusterFlags
+	plan, records, user, config, serverVersion, namespace string
+	groups                                                []string
 }
 
 // planResult is one Plan's answer; Ignored is set for a Plan the webhook
@@ -32,14 +36,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
 	fs := flagSet("check")
 	fs.StringVar(&f.plan, "plan", "", "file with one or more upgrade.cattle.io/v1 Plans (YAML or JSON; required)")
-	fs.StringVar(&f.cluster, "cluster", "", "v1 List from kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml (required)")
+	f.clusterFlags.register(fs)
 	fs.StringVar(&f.records, "records", "", "record file, or directory of them; file NAME.yaml stands for ConfigMap NAME and replaces one of that name in --cluster")
 	fs.StringVar(&f.user, "user", "", "the user applying the Plans (two-person rule: must not be the record's attested approver, nor under separation: three-person its author)")
 	fs.StringArrayVar(&f.groups, "group", nil, "a group of that user, as the API server authenticates it (repeat the flag): decides break glass and group exemptions as the webhook does")
-	fs.StringVar(&f.config, "config", "", "the webhook's config file (default: the built-in defaults)")
-	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: the lowest kubelet version of the snapshot's control-plane nodes)")
+	fs.StringVar(&f.config, "config", "", "the webhook's config file (default: with --kubeconfig the chart's ConfigMap, see --config-map; else the built-in defaults)")
+	fs.StringVar(&f.serverVersion, "server-version", "", "the API server's version (default: with --kubeconfig the API server's; else the lowest kubelet version of the List's control-plane nodes)")
 	fs.StringVar(&f.namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read (must equal the config's)")
-	f.register(fs)
+	f.common.register(fs)
 	registerMaxInput(fs)
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
@@ -82,12 +86,29 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 	if err != nil {
 		return nil, err
 	}
-	for _, req := range []string{"plan", "cluster"} {
-		if !fs.Changed(req) {
-			return nil, usagef("required flag --%s not set", req)
+	if !fs.Changed("plan") {
+		return nil, usagef("required flag --plan not set")
+	}
+	if err := f.clusterFlags.check(); err != nil {
+		return nil, err
+	}
+	if f.serverVersion != "" {
+		if _, err := gate.ParseKube(f.serverVersion); err != nil {
+			return nil, usagef("--server-version: %v", err)
 		}
 	}
-	cfg, err := loadConfig(f.config, f.namespace, fs.Changed("namespace"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	live, err := f.live()
+	if err != nil {
+		return nil, err
+	}
+	var cfg *gate.Config
+	if live != nil && f.config == "" {
+		cfg, err = f.liveConfig(ctx, live, f.namespace)
+	} else {
+		cfg, err = loadConfig(f.config, f.namespace, fs.Changed("namespace"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -107,19 +128,17 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			return nil, inputf("--plan %s: Plan %s has no metadata.namespace; set it, since the webhook decides by namespace", f.plan, p.Name)
 		}
 	}
-	if data, err = readInput("--cluster", f.cluster); err != nil {
-		return nil, err
-	}
-	snap, err := snapshot.Parse(data)
+	src, _, err := f.source(live, f.serverVersion)
 	if err != nil {
-		return nil, inputf("--cluster %s: %v", f.cluster, err)
-	}
-	if len(snap.Nodes) == 0 {
-		return nil, inputf("--cluster %s holds no Node; save it with kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml", f.cluster)
-	}
-	cl := snap.Cluster(cfg)
-	if cl.ServerVersion, err = serverVersion(f, snap); err != nil {
 		return nil, err
+	}
+	load := loader.New(cfg, src)
+	cl, err := load.Cluster(ctx)
+	if err != nil {
+		if live == nil {
+			return nil, inputf("--cluster %s: %v; pass --server-version (kubectl version prints it)", f.cluster, err)
+		}
+		return nil, inputf("%s: %v", f.where(), err)
 	}
 	if f.records != "" {
 		files, err := snapshot.LoadRecords(f.records)
@@ -128,7 +147,7 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 		}
 		for _, rf := range files {
 			if cm, ok := cl.Records[rf.Name]; ok {
-				fmt.Fprintf(stderr, "note: record file %s replaces ConfigMap %s/%s of the snapshot (its attested author and approval kept: they hold only if the file is its data byte for byte)\n", rf.Path, cfg.Namespace, rf.Name)
+				fmt.Fprintf(stderr, "note: record file %s replaces ConfigMap %s/%s of the cluster (its attested author and approval kept: they hold only if the file is its data byte for byte)\n", rf.Path, cfg.Namespace, rf.Name)
 				rf.Entry.Attestation = snapshot.KeepAttestation(cm.Attestation, rf.Entry.Attestation)
 			}
 			cl.Records[rf.Name] = rf.Entry
@@ -146,7 +165,8 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 			continue
 		}
 		review := gate.PreparePlan(cfg, cl, gate.PlanRequest{Operation: "CREATE", Plan: p, User: gate.UserInfo{Name: f.user, Groups: f.groups}, Now: now})
-		results = append(results, planResult{decision: review.Decide(snap.Holders(cfg, review.HolderNodes()), nil)})
+		holders, herr := load.Holders(ctx, review.HolderNodes())
+		results = append(results, planResult{decision: review.Decide(holders, herr)})
 	}
 	return results, nil
 }
@@ -173,20 +193,6 @@ func loadConfig(path, namespace string, namespaceSet bool) (*gate.Config, error)
 	}
 	cfg.Namespace = namespace
 	return cfg, nil
-}
-
-func serverVersion(f *checkFlags, snap *snapshot.Snapshot) (string, error) {
-	if f.serverVersion != "" {
-		if _, err := gate.ParseKube(f.serverVersion); err != nil {
-			return "", usagef("--server-version: %v", err)
-		}
-		return f.serverVersion, nil
-	}
-	v, err := snap.ServerVersion()
-	if err != nil {
-		return "", inputf("--cluster %s: %v; pass --server-version (kubectl version prints it)", f.cluster, err)
-	}
-	return v, nil
 }
 
 func writeCheckText(w io.Writer, r planResult) {

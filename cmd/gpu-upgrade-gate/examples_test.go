@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
@@ -105,7 +107,8 @@ func loadFixture(t *testing.T, name string) *corev1.Node {
 func TestExampleNodesFromFixtures(t *testing.T) {
 	s := exampleSnapshot(t)
 	cfg := gate.DefaultConfig()
-	cl := s.Cluster(cfg)
+	cl, err := loader.New(cfg, s.Source("")).Cluster(context.Background())
+	require.NoError(t, err)
 	recs := map[string]*qualification.Record{}
 	for name, text := range recordFiles(t) {
 		r, err := qualification.Parse([]byte(text))

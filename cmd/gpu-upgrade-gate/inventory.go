@@ -10,26 +10,18 @@ import (
 	"text/tabwriter"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // runInventory prints, per GPU node, its hardware, current tuple, covering
 // record, target, readiness status, rollback method, holders and cordon.
 func runInventory(args []string, stdout, stderr io.Writer) int {
-	var cluster, kubeconfig, config, namespace, now, output string
+	var c clusterFlags
+	var config, namespace, now, output string
 	fs := flagSet("inventory")
-	fs.StringVar(&cluster, "cluster", "", "v1 List snapshot (kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml)")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "read the live cluster through this kubeconfig instead of a snapshot")
-	fs.StringVar(&config, "config", "", "the webhook's config file (default: the built-in defaults)")
+	c.register(fs)
+	fs.StringVar(&config, "config", "", "the webhook's config file (default: with --kubeconfig the chart's ConfigMap, see --config-map; else the built-in defaults)")
 	fs.StringVar(&namespace, "namespace", "gpu-upgrade-gate", "the gate's namespace, where record ConfigMaps are read")
 	fs.StringVar(&now, "now", "", "as of this RFC 3339 time instead of the clock")
 	fs.StringVarP(&output, "output", "o", "table", "output format: table, json or csv")
@@ -40,7 +32,7 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitAllowed
 	}
-	inv, err := inventory(cluster, kubeconfig, config, namespace, now, output, fs.Changed("namespace"))
+	inv, err := inventory(&c, config, namespace, now, output, fs.Changed("namespace"))
 	if err != nil {
 		return fail(stderr, "inventory", err)
 	}
@@ -55,99 +47,54 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 	return exitAllowed
 }
 
-func inventory(cluster, kubeconfig, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, error) {
+func inventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, error) {
 	if output != "table" && output != "json" && output != "csv" {
 		return nil, usagef("-o/--output %q is not supported: use table, json or csv", output)
 	}
-	if (cluster == "") == (kubeconfig == "") {
-		return nil, usagef("give exactly one of --cluster and --kubeconfig")
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	at, err := parseNow(now)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadConfig(config, namespace, namespaceSet)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	live, err := c.live()
 	if err != nil {
 		return nil, err
 	}
-	var snap *snapshot.Snapshot
-	if cluster != "" {
-		data, err := readInput("--cluster", cluster)
-		if err != nil {
-			return nil, err
-		}
-		if snap, err = snapshot.Parse(data); err != nil {
-			return nil, inputf("--cluster %s: %v", cluster, err)
-		}
-	} else if snap, err = liveSnapshot(kubeconfig, cfg); err != nil {
-		return nil, inputf("--kubeconfig %s: %v", kubeconfig, err)
+	var cfg *gate.Config
+	if live != nil && config == "" {
+		cfg, err = c.liveConfig(ctx, live, namespace)
+	} else {
+		cfg, err = loadConfig(config, namespace, namespaceSet)
 	}
-	cl := snap.Cluster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The inventory reads no API server version: "-" stands for it, so a
+	// List without control-plane nodes still lists its GPU nodes.
+	src, _, err := c.source(live, "-")
+	if err != nil {
+		return nil, err
+	}
+	load := loader.New(cfg, src)
+	cl, err := load.Cluster(ctx)
+	if err != nil {
+		return nil, inputf("%s: %v", c.where(), err)
+	}
 	var gpu []string
 	for _, n := range cl.Nodes {
 		if cfg.IsGPUNode(n) {
 			gpu = append(gpu, n.Name)
 		}
 	}
-	return gate.Inventory(cfg, cl, snap.Holders(cfg, gpu), at), nil
-}
-
-// liveSnapshot reads what a snapshot file would hold: all Nodes, the Pods of
-// GPU nodes, the two workloads and the record ConfigMaps.
-func liveSnapshot(path string, cfg *gate.Config) (*snapshot.Snapshot, error) {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", path)
+	holders, err := load.Holders(ctx, gpu)
 	if err != nil {
-		return nil, err
+		return nil, inputf("%s: %v", c.where(), err)
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	snap := &snapshot.Snapshot{}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
-		return nil, err
-	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		snap.Nodes = append(snap.Nodes, n)
-		if !cfg.IsGPUNode(n) {
-			continue
-		}
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
-			return nil, err
-		}
-		snap.Pods = append(snap.Pods, pods.Items...)
-	}
-	var dep appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.GPUOperator.Namespace, Name: cfg.GPUOperator.Name}, &dep); client.IgnoreNotFound(err) != nil {
-		return nil, err
-	} else if err == nil {
-		snap.Deployments = append(snap.Deployments, dep)
-	}
-	var ds appsv1.DaemonSet
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.DCGMExporter.Namespace, Name: cfg.DCGMExporter.Name}, &ds); client.IgnoreNotFound(err) != nil {
-		return nil, err
-	} else if err == nil {
-		snap.DaemonSets = append(snap.DaemonSets, ds)
-	}
-	var cms corev1.ConfigMapList
-	if err := c.List(ctx, &cms, client.InNamespace(cfg.Namespace), client.MatchingLabels{qualification.ConfigMapLabel: "true"}); err != nil {
-		return nil, err
-	}
-	snap.ConfigMaps = cms.Items
-	var halts corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Halts.ConfigMap}, &halts); client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("the halt record: %w", err)
-	} else if err == nil {
-		snap.ConfigMaps = append(snap.ConfigMaps, halts)
-	}
-	return snap, nil
+	return gate.Inventory(cfg, cl, holders, at), nil
 }
 
 // inventoryColumns: one column per tuple component, from the component table.

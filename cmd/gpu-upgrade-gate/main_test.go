@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from the current output")
@@ -231,7 +233,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"deploy"}, []string{`unknown command "deploy"`}},
 		{"help of an unknown command", []string{"help", "deploy"}, []string{`unknown command "deploy"`}},
 		{"check: missing --plan", without(canary, "--plan"), []string{"required flag --plan"}},
-		{"check: missing --cluster", without(canary, "--cluster"), []string{"required flag --cluster"}},
+		{"check: missing --cluster", without(canary, "--cluster"), []string{"give exactly one of --cluster (a List saved with " + snapshot.Recipe + ") and --kubeconfig"}},
 		{"check: unknown flag", append(canary, "--dry-run"), []string{"unknown flag: --dry-run"}},
 		{"check: stray argument", append(canary, "extra.yaml"), []string{`unexpected argument "extra.yaml"`}},
 		{"check: bad --now", swap(canary, now, "--now=2026-11-29"), []string{`--now "2026-11-29" is not an RFC 3339 time`}},
@@ -374,4 +376,23 @@ func TestCheckGroups(t *testing.T) {
 	r = runCLI(append(exempt, "--group", "rancher:fleet")...)
 	assert.Equal(t, exitAllowed, r.code, r.stdout)
 	assert.Contains(t, r.stdout, `exempt by "rancher-managed"`)
+}
+
+// TestSnapshotRecipeIsOneCommand: the command that saves a List for
+// --cluster is spelled once (snapshot.Recipe); check's and inventory's help
+// and docs/cli.md give it as it is, and it saves every kind the loader
+// reads, Plans and Jobs included.
+func TestSnapshotRecipeIsOneCommand(t *testing.T) {
+	for _, kind := range []string{"nodes", "pods", "deployments", "daemonsets", "configmaps", "jobs", "plans.upgrade.cattle.io"} {
+		assert.Contains(t, strings.Split(strings.Fields(snapshot.Recipe)[2], ","), kind)
+	}
+	doc, err := os.ReadFile("../../docs/cli.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), snapshot.Recipe)
+	assert.NotContains(t, string(doc), "configmaps -A", "no older spelling of the recipe")
+	for _, cmd := range []string{"check", "inventory"} {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, run([]string{cmd, "--help"}, &out, &errOut))
+		assert.Contains(t, out.String(), snapshot.Recipe, cmd)
+	}
 }

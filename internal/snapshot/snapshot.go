@@ -1,10 +1,7 @@
-// Package snapshot turns a saved cluster state into the engine's input, so the
-// CLI decides offline exactly as the webhook decides from its caches. The
-// state is the v1 List that
-//
-//	kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml
-//
-// prints (YAML or JSON); records also come from files.
+// Package snapshot reads a saved cluster state, the v1 List that Recipe
+// prints (YAML or JSON), and is the loader's source for it (Source): the CLI
+// then builds the engine's view exactly as the webhook builds it from its
+// caches (internal/loader). Records also come from files.
 package snapshot
 
 import (
@@ -19,6 +16,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -27,6 +25,12 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
+
+// Recipe saves what the engine reads: every kind of object of the loader's
+// Reads (internal/loader) and the Pods GPU holders are found among. It is
+// the one spelling of the command (check's and inventory's help, their
+// errors and docs/cli.md).
+const Recipe = "kubectl get nodes,pods,deployments,daemonsets,configmaps,jobs,plans.upgrade.cattle.io -A -o json"
 
 // LabelControlPlane marks the nodes whose kubelet version stands in for the
 // API server's when no version is given.
@@ -40,6 +44,7 @@ type Snapshot struct {
 	Deployments []appsv1.Deployment
 	DaemonSets  []appsv1.DaemonSet
 	ConfigMaps  []corev1.ConfigMap
+	Jobs        []*batchv1.Job
 	Plans       []*upgradev1.Plan
 	// Skipped counts the items of kinds the gate does not read, by
 	// "apiVersion/kind".
@@ -57,7 +62,7 @@ type Snapshot struct {
 func Parse(data []byte) (*Snapshot, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, errors.New("empty input; expected a v1 List as kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml prints it")
+		return nil, errors.New("empty input; expected a v1 List as " + Recipe + " prints it")
 	}
 	s := &Snapshot{Skipped: map[string]int{}}
 	each := func(i int, item []byte) error {
@@ -80,7 +85,7 @@ func Parse(data []byte) (*Snapshot, error) {
 	return s, nil
 }
 
-const listExpected = "expected apiVersion v1, kind List (kubectl get ... -o yaml), got apiVersion %q, kind %q"
+const listExpected = "expected apiVersion v1, kind List (" + Recipe + "), got apiVersion %q, kind %q"
 
 // streamJSONList decodes a JSON List's items one at a time.
 func streamJSONList(data []byte, each func(int, []byte) error) error {
@@ -318,8 +323,10 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		// Kept as the webhook caches them: the images, addresses and status
-		// the rules never read were most of a snapshot's memory.
-		stripped, _ := webhook.StripNode(n)
+		// the rules never read were most of a snapshot's memory. Every taint
+		// and annotation stays: the config that names the out-of-service
+		// marks is read after the snapshot.
+		stripped, _ := webhook.StripNodeKeepingMarks(n)
 		s.Nodes = append(s.Nodes, stripped.(*corev1.Node))
 	case "v1/Pod":
 		var p corev1.Pod
@@ -345,6 +352,14 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		s.ConfigMaps = append(s.ConfigMaps, cm)
+	case "batch/v1/Job":
+		j := &batchv1.Job{}
+		if err := decode(item, j); err != nil {
+			return err
+		}
+		// Kept as the webhook caches SUC's Jobs (labels, creation, finish).
+		stripped, _ := webhook.StripJob(j)
+		s.Jobs = append(s.Jobs, stripped.(*batchv1.Job))
 	case upgradev1.SchemeGroupVersion.String() + "/" + upgradev1.PlanKind:
 		p, err := upgradev1.DecodePlan(item)
 		if err != nil {
@@ -451,21 +466,6 @@ func kubeLess(a, b gate.KubeVersion) bool {
 	return slices.Compare([]int{a.Major, a.Minor, a.Patch}, []int{b.Major, b.Minor, b.Patch}) < 0
 }
 
-// Records loads the labelled record ConfigMaps of namespace, as the webhook
-// reads them; one that does not load is kept with its error.
-func Records(cms []corev1.ConfigMap, namespace string) map[string]gate.RecordEntry {
-	out := map[string]gate.RecordEntry{}
-	for i := range cms {
-		cm := &cms[i]
-		if cm.Namespace != namespace || cm.Labels[qualification.ConfigMapLabel] != "true" {
-			continue
-		}
-		rec, err := qualification.FromConfigMap(cm)
-		out[cm.Name] = gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
-	}
-	return out
-}
-
 // RecordFile is one record file loaded from LoadRecords.
 type RecordFile struct {
 	// Name is the ConfigMap the file stands for: its base name without
@@ -548,84 +548,6 @@ func LoadRecordFile(path string) (gate.RecordEntry, error) {
 	// A file carries no attestation; its digest is what an approval of a
 	// ConfigMap holding it byte for byte names.
 	return gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.Attestation{DataSHA256: qualification.DataSHA256(string(data))}}, nil
-}
-
-// WorkloadImage returns the image of the referenced container of spec: the
-// container named ref.Container, or the first one when the name is empty.
-// "" when there is no such container, which the engine reports as a
-// missing fact.
-func WorkloadImage(ref gate.WorkloadRef, spec corev1.PodSpec) string {
-	for i, c := range spec.Containers {
-		if (ref.Container == "" && i == 0) || c.Name == ref.Container {
-			return c.Image
-		}
-	}
-	return ""
-}
-
-// Images returns the GPU Operator Deployment's and the DCGM exporter
-// DaemonSet's images, as the config names them; "" for a workload that is
-// not in the snapshot.
-func (s *Snapshot) Images(cfg *gate.Config) (gpuOperator, dcgmExporter string) {
-	for _, d := range s.Deployments {
-		if d.Namespace == cfg.GPUOperator.Namespace && d.Name == cfg.GPUOperator.Name {
-			gpuOperator = WorkloadImage(cfg.GPUOperator, d.Spec.Template.Spec)
-		}
-	}
-	for _, d := range s.DaemonSets {
-		if d.Namespace == cfg.DCGMExporter.Namespace && d.Name == cfg.DCGMExporter.Name {
-			dcgmExporter = WorkloadImage(cfg.DCGMExporter, d.Spec.Template.Spec)
-		}
-	}
-	return gpuOperator, dcgmExporter
-}
-
-// Cluster builds the engine's view: the nodes, the Plans of the SUC
-// namespaces, the record ConfigMaps of the gate's namespace and the two
-// workload images. ServerVersion is left to the caller.
-func (s *Snapshot) Cluster(cfg *gate.Config) *gate.Cluster {
-	cl := &gate.Cluster{Nodes: s.Nodes, Records: Records(s.ConfigMaps, cfg.Namespace)}
-	for _, p := range s.Plans {
-		if slices.Contains(cfg.SUCNamespaces, p.Namespace) {
-			cl.Plans = append(cl.Plans, p)
-		}
-	}
-	cl.GPUOperatorImage, cl.DCGMExporterImage = s.Images(cfg)
-	pods := make([]*corev1.Pod, len(s.Pods))
-	for i := range s.Pods {
-		pods[i] = &s.Pods[i]
-	}
-	cl.Proof = cfg.ProofFactsOf(pods, nil)
-	for i := range s.ConfigMaps {
-		if cm := &s.ConfigMaps[i]; cm.Namespace == cfg.Namespace && cm.Name == cfg.Halts.ConfigMap {
-			cl.Halts = cfg.ParseHaltRecord(cm) // a snapshot without it holds no halts
-		}
-	}
-	return cl
-}
-
-// PodsByNode groups the Pods by spec.nodeName; unscheduled Pods are left out.
-func (s *Snapshot) PodsByNode() map[string][]corev1.Pod {
-	out := map[string][]corev1.Pod{}
-	for _, p := range s.Pods {
-		if p.Spec.NodeName != "" {
-			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
-		}
-	}
-	return out
-}
-
-// Holders lists the GPU holders of each named node, as the webhook lists
-// them live for the nodes a review asks about.
-func (s *Snapshot) Holders(cfg *gate.Config, nodes []string) map[string][]gate.Holder {
-	byNode := s.PodsByNode()
-	out := make(map[string][]gate.Holder, len(nodes))
-	for _, n := range nodes {
-		if hs := cfg.HoldersOf(byNode[n]); len(hs) > 0 {
-			out[n] = hs
-		}
-	}
-	return out
 }
 
 // KeepAttestation is the attestation of a ConfigMap (was) for a record file

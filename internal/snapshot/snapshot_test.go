@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 const examples = "../../deploy/examples/"
@@ -25,7 +28,7 @@ func TestParseExampleSnapshot(t *testing.T) {
 	assert.Len(t, s.Pods, 6)
 	assert.Len(t, s.Deployments, 1)
 	assert.Len(t, s.DaemonSets, 1)
-	assert.Len(t, s.ConfigMaps, 5)
+	assert.Len(t, s.ConfigMaps, 6)
 	assert.Empty(t, s.Skipped)
 
 	v, err := s.ServerVersion()
@@ -33,7 +36,9 @@ func TestParseExampleSnapshot(t *testing.T) {
 	assert.Equal(t, "v1.36.2+rke2r1", v)
 
 	cfg := gate.DefaultConfig()
-	cl := s.Cluster(cfg)
+	load := loader.New(cfg, s.Source(""))
+	cl, err := load.Cluster(context.Background())
+	require.NoError(t, err)
 	assert.Equal(t, "nvcr.io/nvidia/gpu-operator:v26.3.3", cl.GPUOperatorImage)
 	assert.Equal(t, "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless", cl.DCGMExporterImage)
 	assert.ElementsMatch(t, []string{"h200-rke2-driver-canary", "v100-kernel-rke2-canary", "v100-kernel-rke2-kubedc"}, keys(cl.Records),
@@ -42,10 +47,13 @@ func TestParseExampleSnapshot(t *testing.T) {
 		assert.NoError(t, e.Err, name)
 	}
 
-	hs := s.Holders(gate.DefaultConfig(), []string{"gpu-v100-01", "gpu-v100-02", "cpu-01"})
+	hs, err := load.Holders(context.Background(), []string{"gpu-v100-01", "gpu-v100-02", "cpu-01"})
+	require.NoError(t, err)
 	assert.Equal(t, map[string][]gate.Holder{"gpu-v100-02": {{Namespace: "ml-team", Pod: "resnet50-train-8xk2q", Owner: "Job/resnet50-train", Resources: []string{"nvidia.com/gpu"}}}}, hs,
 		"the finished smoke test and the DCGM exporter on gpu-v100-01 hold no GPU")
-	assert.Len(t, s.PodsByNode()["gpu-v100-01"], 2)
+	onNode, err := s.Source("").Read(context.Background(), loader.HolderPods("gpu-v100-01"))
+	require.NoError(t, err)
+	assert.Len(t, onNode, 2)
 }
 
 func keys[V any](m map[string]V) []string {
@@ -148,14 +156,16 @@ func TestRecords(t *testing.T) {
 		return c
 	}
 	good := map[string]string{"qualification.yaml": string(rec)}
-	got := Records([]corev1.ConfigMap{
+	s := &Snapshot{ConfigMaps: []corev1.ConfigMap{
 		cm("gpu-upgrade-gate", "good", "true", good),
 		cm("gpu-upgrade-gate", "unlabelled", "", good),
 		cm("gpu-upgrade-gate", "label-false", "false", good),
 		cm("tenant", "planted", "true", good),
 		cm("gpu-upgrade-gate", "wrong-key", "true", map[string]string{"record.yaml": string(rec)}),
 		cm("gpu-upgrade-gate", "bad", "true", map[string]string{"qualification.yaml": strings.Replace(string(rec), "rollbackPassed: true", "rollbackPassed: yes", 1)}),
-	}, "gpu-upgrade-gate")
+	}}
+	got, err := loader.New(gate.DefaultConfig(), s.Source("-")).Records(context.Background())
+	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"good", "wrong-key", "bad"}, keys(got))
 	assert.NoError(t, got["good"].Err)
 	assert.NotNil(t, got["good"].Record)
@@ -208,13 +218,52 @@ func TestLoadRecords(t *testing.T) {
 
 func TestWorkloadImage(t *testing.T) {
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "sidecar", Image: "busybox"}, {Name: "gpu-operator", Image: "nvcr.io/nvidia/gpu-operator:v26.3.3"}}}
-	assert.Equal(t, "nvcr.io/nvidia/gpu-operator:v26.3.3", WorkloadImage(gate.WorkloadRef{Container: "gpu-operator"}, spec))
-	assert.Equal(t, "busybox", WorkloadImage(gate.WorkloadRef{}, spec), "no container name: the first")
-	assert.Empty(t, WorkloadImage(gate.WorkloadRef{Container: "operator"}, spec), "a named container that is not there is a missing fact, not the first container")
-	assert.Empty(t, WorkloadImage(gate.WorkloadRef{}, corev1.PodSpec{}))
+	assert.Equal(t, "nvcr.io/nvidia/gpu-operator:v26.3.3", loader.WorkloadImage(gate.WorkloadRef{Container: "gpu-operator"}, spec))
+	assert.Equal(t, "busybox", loader.WorkloadImage(gate.WorkloadRef{}, spec), "no container name: the first")
+	assert.Empty(t, loader.WorkloadImage(gate.WorkloadRef{Container: "operator"}, spec), "a named container that is not there is a missing fact, not the first container")
+	assert.Empty(t, loader.WorkloadImage(gate.WorkloadRef{}, corev1.PodSpec{}))
 
-	s := &Snapshot{}
-	op, dcgm := s.Images(gate.DefaultConfig())
+	op, dcgm, err := loader.New(gate.DefaultConfig(), (&Snapshot{}).Source("-")).Images(context.Background())
+	require.NoError(t, err)
 	assert.Empty(t, op)
 	assert.Empty(t, dcgm)
+}
+
+// TestSourceSelectsAsTheCaches: the List's Plans and Jobs are read, and
+// each Read selects from them as the webhook's caches select from the
+// cluster: SUC's Jobs (by their node label) and Plans of the SUC
+// namespaces only, the halt record by name.
+func TestSourceSelectsAsTheCaches(t *testing.T) {
+	item := func(apiVersion, kind, ns, name, labels string) string {
+		return fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"namespace":%q,"name":%q,"labels":{%s}}}`, apiVersion, kind, ns, name, labels)
+	}
+	list := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join([]string{
+		`{"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-1"}}`,
+		item("batch/v1", "Job", "system-upgrade", "apply-gpu-on-gpu-1", `"upgrade.cattle.io/node":"gpu-1"`),
+		item("batch/v1", "Job", "system-upgrade", "unlabelled", ``),
+		item("batch/v1", "Job", "ml-team", "train", `"upgrade.cattle.io/node":"gpu-1"`),
+		item("upgrade.cattle.io/v1", "Plan", "system-upgrade", "gpu", ``),
+		item("upgrade.cattle.io/v1", "Plan", "elsewhere", "gpu", ``),
+		item("v1", "ConfigMap", "gpu-upgrade-gate", "gpu-upgrade-gate-halts", ``),
+	}, ",") + `]}`
+	s, err := Parse([]byte(list))
+	require.NoError(t, err)
+	assert.Len(t, s.Jobs, 3, "the parser keeps Jobs")
+	assert.Empty(t, s.Skipped)
+
+	cfg := gate.DefaultConfig()
+	load := loader.New(cfg, s.Source("v1.36.2+rke2r1"))
+	cl, err := load.Cluster(context.Background())
+	require.NoError(t, err)
+	require.Len(t, cl.Proof.UpgradeJobs, 1)
+	assert.Equal(t, "apply-gpu-on-gpu-1", cl.Proof.UpgradeJobs[0].Name)
+	require.Len(t, cl.Plans, 1)
+	assert.Equal(t, "system-upgrade", cl.Plans[0].Namespace)
+	assert.NoError(t, cl.Halts.Err)
+	assert.Equal(t, "v1.36.2+rke2r1", cl.ServerVersion)
+
+	s.ConfigMaps = nil
+	cl, err = load.Cluster(context.Background())
+	require.NoError(t, err)
+	assert.EqualError(t, cl.Halts.Err, "the ConfigMap does not exist", "a List without the halt record fails closed, as the webhook does")
 }

@@ -60,6 +60,9 @@ type Env struct {
 	// ServiceAccount is the chart's ServiceAccount, which the webhook runs
 	// as unless Options.WebhookConfig says otherwise.
 	ServiceAccount types.NamespacedName
+	// Server is the running webhook (its Facts are the view its reviews
+	// read, for tests that compare another reader with it).
+	Server *webhook.Server
 
 	webhookRestConfig *rest.Config
 	vwc               *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -358,6 +361,7 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 		return err
 	}
 	srv.Now = e.now
+	e.Server = srv
 	wctx, cancel := context.WithCancel(ctx)
 	e.stopWebhook, e.webhookDone = cancel, make(chan error, 1)
 	go func() { e.webhookDone <- mgr.Start(wctx) }()

@@ -1,6 +1,6 @@
 // Command fleetsnapshot writes internal/fleetgen's fleet as the v1 List that
-// `kubectl get nodes,pods,deployments,daemonsets,configmaps -A -o yaml`
-// prints, for measuring the CLI on realistic snapshots (docs/performance.md):
+// snapshot.Recipe saves (as YAML; its Plans, records and the chart's empty
+// halt record included), for measuring the CLI on realistic snapshots (docs/performance.md):
 //
 //	go run ./test/fleetsnapshot -nodes 10000 -o /tmp/fleet-10k.yaml
 //	go run ./test/fleetsnapshot -nodes 10000 -copies 10 -o /tmp/fleet-100k.yaml
@@ -19,6 +19,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
@@ -108,6 +109,19 @@ func write(w io.Writer, f *fleetgen.Fleet, copies int) error {
 	for _, cm := range f.RecordConfigMaps {
 		cm.Kind, cm.APIVersion = "ConfigMap", "v1"
 		if err := item(cm); err != nil {
+			return err
+		}
+	}
+	// The halt record, empty, as the chart creates it: without it GPU Plans
+	// fail closed, in check as in the webhook.
+	halts := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Config.Namespace, Name: f.Config.Halts.ConfigMap}}
+	if err := item(halts); err != nil {
+		return err
+	}
+	for _, p := range f.Plans {
+		p.Kind, p.APIVersion = "Plan", "upgrade.cattle.io/v1"
+		if err := item(p); err != nil {
 			return err
 		}
 	}
