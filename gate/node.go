@@ -39,8 +39,7 @@ type NodeRequest struct {
 
 // NodeReview decides a Node update in the same two steps as a Plan.
 type NodeReview struct {
-	cfg       *Config
-	cl        *Cluster
+	reviewBase
 	req       NodeRequest
 	exemption string
 	modeDiff  []string
@@ -51,7 +50,8 @@ type NodeReview struct {
 // PrepareNode finds what the change does: the mode labels it changes and the
 // Plans it pulls the node into.
 func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
-	r := &NodeReview{cfg: cfg, cl: cl, req: req}
+	r := &NodeReview{req: req}
+	r.kinds, r.cfg, r.cl, r.user, r.now = []Review{ReviewNode}, cfg, cl, req.User, req.Now
 	n, old := req.Node, req.OldNode
 	if r.exemption = cfg.exemption("nodes", req.User, "", n.Labels); r.exemption != "" {
 		return r
@@ -79,6 +79,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		view := *cl
 		view.Nodes, view.Index = changed.nodes, changed
 		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
+		pr.kinds = r.kinds // the Plan's rows, applied for the Node's change
 		if len(pr.gpu) == 0 {
 			continue
 		}
@@ -103,13 +104,8 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		return d
 	}
 	var f findings
-	if len(r.modeDiff) > 0 {
-		r.modeRules(&f, holders, holdersErr)
-	}
-	r.uncordonRule(&f)
-	r.identityRule(&f)
-	completionRule(r.cfg, r.cl, r.req, &f, &d)
-	haltUncordonRule(r.cfg, r.cl, r.req, &f, &d)
+	r.begin(Listed(holders, holdersErr))
+	applyTable(r, &f, &d)
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {
