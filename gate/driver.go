@@ -218,7 +218,13 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		d.Allowed = true
 		return d
 	}
-	r.kinds = []Review{r.review()}
+	r.kinds = kindsDriver
+	switch r.review() {
+	case ReviewDriverStep:
+		r.kinds = kindsDriverStep
+	case ReviewOperator:
+		r.kinds = kindsOperator
+	}
 	r.unloading = ch.Operation == OpDelete
 	// Only a change that reloads or moves nodes uses records.
 	r.records = len(r.pending) > 0 && !r.unloading
@@ -240,7 +246,7 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		// request on the cache.
 		r.fleetCl = r.cl.withNodes(r.cfg, append(slices.Clone(st.InFlight), st.Node)...)
 	}
-	r.begin(Listed(holders, holdersErr))
+	r.beginListed(holders, holdersErr)
 	var f findings
 	applyTable(r, &f, &d)
 	if r.stopped {

@@ -51,7 +51,7 @@ type NodeReview struct {
 // Plans it pulls the node into.
 func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	r := &NodeReview{req: req}
-	r.kinds, r.cfg, r.cl, r.user, r.now = []Review{ReviewNode}, cfg, cl, req.User, req.Now
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsNode, cfg, cl, req.User, req.Now
 	n, old := req.Node, req.OldNode
 	if r.exemption = cfg.exemption("nodes", req.User, "", n.Labels); r.exemption != "" {
 		return r
@@ -103,9 +103,11 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		d.Allowed, d.Exemption = true, r.exemption
 		return d
 	}
-	var f findings
-	r.begin(Listed(holders, holdersErr))
-	applyTable(r, &f, &d)
+	r.beginListed(holders, holdersErr)
+	r.finds, r.dec = findings{}, d
+	f := &r.finds
+	applyTable(r, f, &r.dec)
+	d = r.dec
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {
@@ -114,5 +116,5 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 			f.add(b)
 		}
 	}
-	return r.cfg.finish(d, f, r.req.User, n.Annotations, r.req.OldNode.Annotations)
+	return r.cfg.finish(d, *f, r.req.User, n.Annotations, r.req.OldNode.Annotations)
 }

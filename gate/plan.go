@@ -36,7 +36,7 @@ type PlanRequest struct {
 // PlanReview decides a Plan in two steps so the engine stays pure: Prepare
 // works out which GPU nodes SUC would upgrade; the adapter lists the GPU
 // holders of just those nodes (HolderNodes); Decide builds one Transition
-// per pending node, applies the rule table and the Plan's own rules.
+// per pending node and runs the rule table.
 type PlanReview struct {
 	reviewBase
 	req    PlanRequest
@@ -60,12 +60,19 @@ type PlanReview struct {
 
 	record *qualification.Record // as loaded; nil when it did not
 	dest   *qualification.Tuple  // the tuple the record moves nodes to
-	// rke2 is the RKE2 version the Plan installs, rke2Path where it is set.
+	// rke2 is the RKE2 version the Plan installs, rke2Path where it is set;
+	// rke2Plan: the Plan installs RKE2 (isRKE2Plan); imageErr: its upgrade
+	// image does not parse.
 	rke2     string
 	rke2Path *field.Path
+	rke2Plan bool
+	imageErr error
 	// write: the review is of the Plan write itself (PreparePlan), not of a
 	// stored Plan for a node step or a Node change.
 	write bool
+	// nameBuf and useBuf back names and uses (one record).
+	nameBuf [1]string
+	useBuf  [1]recordDest
 	// sucStep: the review is of SUC's start of the node's Job
 	// (PrepareSUCStep), which the maintenance windows hold too.
 	sucStep bool
@@ -103,7 +110,7 @@ func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *Pl
 func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, only string) *PlanReview {
 	p := req.Plan
 	r := &PlanReview{req: req, object: "Plan " + p.Namespace + "/" + p.Name, only: only}
-	r.kinds, r.cfg, r.cl, r.user, r.now = []Review{ReviewPlan}, cfg, cl, req.User, req.Now
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsPlan, cfg, cl, req.User, req.Now
 	r.records, r.recordPath, r.subject, r.act, r.missing = true, pathRecord, "Plan", "applying this Plan", missingPlanAnnotation
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
@@ -163,14 +170,16 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	r.entry, r.found = cl.Records[r.recordName]
 	r.rollback = p.Annotations[AnnotationRollback] == "true"
 	if r.recordName != "" {
-		r.names = []string{r.recordName}
+		r.nameBuf[0] = r.recordName
+		r.names = r.nameBuf[:]
 	}
 	if rec := r.entry.Record; r.recordName != "" && r.found && r.entry.Err == nil && rec != nil {
 		r.record, r.dest = rec, &rec.Target
 		if r.rollback && rec.Source != nil {
 			r.dest = rec.Source
 		}
-		r.uses = []recordDest{{rec, r.dest}}
+		r.useBuf[0] = recordDest{rec, r.dest}
+		r.uses = r.useBuf[:]
 	}
 	return r
 }
@@ -182,32 +191,38 @@ func (r *PlanReview) HolderNodes() []string { return names(r.pending) }
 // together. holders maps node name to its GPU holders; holdersErr is the
 // adapter's failure to list them, which fails the review closed.
 func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
-	return r.DecideListing(Listed(holders, holdersErr))
+	r.beginListed(holders, holdersErr)
+	return r.decide()
 }
 
 // DecideListing is Decide while the adapter lists the holders of
 // HolderNodes: list is called once, when the table reaches its last row, the
 // holder rule, so the listing is in flight while every other rule applies.
 func (r *PlanReview) DecideListing(list HolderListing) Decision {
+	r.begin(list)
+	return r.decide()
+}
+
+func (r *PlanReview) decide() Decision {
 	d := Decision{Object: r.object, Nodes: r.HolderNodes()}
 	if r.exemption != "" {
 		d.Allowed, d.Exemption = true, r.exemption
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: exempt by %q; no rule was applied", r.exemption))
 		return d
 	}
-	var f findings
+	r.finds, r.dec = findings{}, d
+	f := &r.finds
 	p := r.req.Plan
 	if r.selErr == nil {
 		if p.Spec.NodeSelector == nil {
 			f.warn("spec.nodeSelector is absent: SUC selects no node for this Plan")
 		}
 		if len(r.gpu) == 0 {
-			return r.finish(d, f)
+			return r.finish(d, *f)
 		}
 		r.transitions()
 	}
-	r.begin(list)
-	applyTable(r, &f, &d)
+	applyTable(r, f, &r.dec)
 	switch {
 	case r.stopped:
 	case len(r.pending) == 0:
@@ -215,11 +230,12 @@ func (r *PlanReview) DecideListing(list HolderListing) Decision {
 	case r.dest != nil && allAtDestination(r.ts):
 		f.warn("every GPU node this Plan selects already runs the record's target tuple; SUC still cordons and upgrades each of them")
 	}
-	return r.finish(d, f)
+	return r.finish(r.dec, *f)
 }
 
 // transitions builds one Transition per pending node.
 func (r *PlanReview) transitions() {
+	r.rke2Plan = r.isRKE2Plan()
 	r.rke2, r.rke2Path = r.rke2Target()
 	var hw []string
 	if r.record != nil {
@@ -258,7 +274,7 @@ func (r *PlanReview) finish(d Decision, f findings) Decision {
 // Plan (the target rule holds it to the record), else the record's target.
 func (r *PlanReview) rke2Target() (string, *field.Path) {
 	spec := r.req.Plan.Spec
-	if !r.isRKE2Plan() || spec.Version == "" {
+	if !r.rke2Plan || spec.Version == "" {
 		if r.dest == nil {
 			return "", pathRecord
 		}
@@ -270,7 +286,7 @@ func (r *PlanReview) rke2Target() (string, *field.Path) {
 // isRKE2Plan: the upgrade image is a configured RKE2 repository (on any
 // registry, so mirrors count), or spec.version parses as an RKE2 version
 // whatever the image, so an unknown spelling fails closed, never open. An
-// image that does not parse is the image rule's.
+// image that does not parse is the image rule's (imageErr).
 func (r *PlanReview) isRKE2Plan() bool {
 	spec := r.req.Plan.Spec
 	rke2 := false
@@ -281,7 +297,7 @@ func (r *PlanReview) isRKE2Plan() bool {
 		return rke2
 	}
 	img, err := ParseImage(spec.Upgrade.Image)
-	if err != nil {
+	if r.imageErr = err; err != nil {
 		return rke2
 	}
 	return rke2 || r.cfg.isRKE2Image(img)

@@ -32,7 +32,7 @@ func DecideRecord(cfg *Config, req RecordRequest) Decision {
 	cm := req.ConfigMap
 	d := Decision{Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}
 	r := &recordWriteReview{req: req}
-	r.kinds, r.cfg, r.user, r.now = []Review{ReviewRecord}, cfg, req.User, req.Now
+	r.kinds, r.cfg, r.user, r.now = kindsRecord, cfg, req.User, req.Now
 	var f findings
 	applyTable(r, &f, &d)
 	f.settle(&d)
@@ -105,7 +105,7 @@ func recordInfo(rec *qualification.Record, configMap string, maxAge time.Duratio
 func ValidateRecord(entry RecordEntry, fr qualification.Freshness) Decision {
 	d := Decision{Object: "record"}
 	r := &validateRecordReview{entry: entry, fr: fr}
-	r.kinds = []Review{ReviewValidateRecord}
+	r.kinds = kindsValidateRecord
 	var f findings
 	applyTable(r, &f, &d)
 	f.settle(&d)

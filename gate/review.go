@@ -24,10 +24,22 @@ type review interface {
 // other rule.
 type HolderListing func() (map[string][]Holder, error)
 
-// Listed is the listing of holders already at hand.
-func Listed(holders map[string][]Holder, err error) HolderListing {
-	return func() (map[string][]Holder, error) { return holders, err }
-}
+// The kinds of the reviews (reviewBase.kinds), shared.
+var (
+	kindsPlan           = []Review{ReviewPlan}
+	kindsSUCStep        = []Review{ReviewPlan, ReviewSUCStep}
+	kindsNode           = []Review{ReviewNode}
+	kindsDriver         = []Review{ReviewDriver}
+	kindsDriverStep     = []Review{ReviewDriverStep}
+	kindsOperator       = []Review{ReviewOperator}
+	kindsCompletion     = []Review{ReviewCompletion}
+	kindsPlanStatus     = []Review{ReviewPlanStatus}
+	kindsRecord         = []Review{ReviewRecord}
+	kindsHaltRecord     = []Review{ReviewHaltRecord}
+	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
+	kindsValidateRecord = []Review{ReviewValidateRecord}
+	kindsAdmission      = []Review{ReviewAdmission}
+)
 
 // reviewBase is what every review gives its rules.
 type reviewBase struct {
@@ -68,6 +80,11 @@ type reviewBase struct {
 	fleetCl *Cluster
 	fs      *fleetScan
 	stopped bool
+	// finds and dec hold a run's findings and decision: in the review,
+	// which is on the heap already, rather than each escaping on its own
+	// (the table calls its rules indirectly).
+	finds findings
+	dec   Decision
 }
 
 // recordDest is a loaded record and the tuple it moves nodes to.
@@ -87,7 +104,7 @@ func (b *reviewBase) stop() { b.stopped = true }
 func (b *reviewBase) awaitHolders() (map[string][]Holder, error) {
 	if !b.listed {
 		b.listed = true
-		if b.list != nil {
+		if b.list != nil { // else beginListed gave them
 			b.holders, b.holdersErr = b.list()
 		}
 		for _, ts := range [][]*Transition{b.ts, b.unloads} {
@@ -111,7 +128,13 @@ func (b *reviewBase) fleet() (*Cluster, *fleetScan) {
 	return b.fleetCl, b.fs
 }
 
-// begin readies the review for a run of the table.
+// begin readies the review for a run of the table, the holders still to
+// list.
 func (b *reviewBase) begin(list HolderListing) {
 	b.list, b.listed, b.holders, b.holdersErr, b.stopped = list, false, nil, nil, false
+}
+
+// beginListed readies the review with the holders at hand.
+func (b *reviewBase) beginListed(holders map[string][]Holder, err error) {
+	b.list, b.listed, b.holders, b.holdersErr, b.stopped = nil, false, holders, err, false
 }

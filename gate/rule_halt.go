@@ -192,7 +192,7 @@ func DecideHaltRecordWrite(cfg *Config, req HaltWriteRequest) Decision {
 	oldRec := cfg.ParseHaltRecord(old)
 	var f findings
 	r := &haltWriteReview{req: req, old: old, next: next, oldRec: &oldRec}
-	r.kinds, r.cfg, r.user = []Review{ReviewHaltRecord}, cfg, req.User
+	r.kinds, r.cfg, r.user = kindsHaltRecord, cfg, req.User
 	applyTable(r, &f, &d)
 	f.settle(&d)
 	return d

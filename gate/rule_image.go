@@ -7,12 +7,8 @@ import "k8s.io/apimachinery/pkg/util/validation/field"
 // RKE2 Plan can be told.
 // imageRule (Plans): the upgrade image parses as an image reference.
 func imageRule(rv review, f *findings, _ *Decision) {
-	r, ok := rv.(*PlanReview)
-	if !ok || r.req.Plan.Spec.Upgrade == nil {
-		return
-	}
-	if _, err := ParseImage(r.req.Plan.Spec.Upgrade.Image); err != nil {
-		f.add(imageInvalid(pathImage, r.req.Plan.Spec.Upgrade.Image, err))
+	if r, ok := rv.(*PlanReview); ok && r.imageErr != nil {
+		f.add(imageInvalid(pathImage, r.req.Plan.Spec.Upgrade.Image, r.imageErr))
 	}
 }
 

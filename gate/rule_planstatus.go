@@ -41,7 +41,7 @@ func JudgePlanStatus(cfg *Config, req PlanStatusRequest) Decision {
 		return d
 	}
 	r := &planStatusReview{req: req}
-	r.kinds, r.cfg, r.user = []Review{ReviewPlanStatus}, cfg, req.User
+	r.kinds, r.cfg, r.user = kindsPlanStatus, cfg, req.User
 	var f findings
 	applyTable(r, &f, &d)
 	if len(f.blockers) > 0 {

@@ -276,7 +276,7 @@ func planDestination(cl *Cluster, p *upgradev1.Plan) (*qualification.Tuple, stri
 func DecideCompletion(cfg *Config, cl *Cluster, req NodeRequest) Decision {
 	d := Decision{Object: "Node " + req.Node.Name, Nodes: []string{req.Node.Name}}
 	r := &completionReview{req: req}
-	r.kinds, r.cfg, r.cl, r.user, r.now = []Review{ReviewCompletion}, cfg, cl, req.User, req.Now
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsCompletion, cfg, cl, req.User, req.Now
 	var f findings
 	applyTable(r, &f, &d)
 	f.settle(&d)

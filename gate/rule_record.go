@@ -171,7 +171,9 @@ func recordRule(rv review, f *findings, d *Decision) {
 		if rec == nil {
 			continue
 		}
-		refs = append(refs, rec.Ref())
+		if !plan {
+			refs = append(refs, rec.Ref())
+		}
 		if plan {
 			d.Record = recordInfo(rec, name, b.cfg.MaxCanaryAge.Duration)
 			d.Record.Approval = b.cfg.approvalState(rec, e.Attestation)

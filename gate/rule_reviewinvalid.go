@@ -12,7 +12,7 @@ import (
 func InvalidReview(object string, err error) Decision {
 	d := Decision{Object: object}
 	r := &invalidReview{err: err}
-	r.kinds = []Review{ReviewAdmission}
+	r.kinds = kindsAdmission
 	var f findings
 	applyTable(r, &f, &d)
 	d.Blockers = f.blockers

@@ -45,7 +45,7 @@ func planTargetRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	spec := r.req.Plan.Spec
-	if spec.Version == "" || !r.isRKE2Plan() {
+	if spec.Version == "" || !r.rke2Plan {
 		return
 	}
 	if r.dest != nil && !SameComponent(ComponentRKE2, spec.Version, r.dest.RKE2) {

@@ -95,7 +95,34 @@ var (
 // fail until they agree. No review calls a rule itself.
 var ruleTable []Rule
 
-func init() { ruleTable = rules() }
+// rowKinds is each row's Reviews as a set of bits (reviewBit), firstApply
+// the first row whose Apply is the row's (-1: none): applyTable then
+// allocates nothing.
+var (
+	rowKinds   []uint64
+	firstApply []int
+)
+
+func init() {
+	ruleTable = rules()
+	rowKinds, firstApply = make([]uint64, len(ruleTable)), make([]int, len(ruleTable))
+	for i, r := range ruleTable {
+		for _, v := range r.Reviews {
+			rowKinds[i] |= reviewBit(v)
+		}
+		firstApply[i] = -1
+		if r.Apply != nil {
+			fn := reflect.ValueOf(r.Apply).Pointer()
+			firstApply[i] = slices.IndexFunc(ruleTable, func(o Rule) bool { return o.Apply != nil && reflect.ValueOf(o.Apply).Pointer() == fn })
+		}
+	}
+}
+
+// allReviews lists every review, its index its bit in rowKinds.
+var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission}
+
+func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
 // rules builds the table (in a function: its rules' reviews run the table).
 func rules() []Rule {
@@ -203,20 +230,21 @@ func CodesOf(reviews ...Review) []Code {
 // the review (reviewBase.stop).
 func applyTable(rv review, f *findings, d *Decision) {
 	b := rv.base()
-	var ran []uintptr // the Apply functions that ran
+	var kinds, ran uint64 // ran: the rows whose Apply ran, by firstApply
+	for _, v := range b.kinds {
+		kinds |= reviewBit(v)
+	}
 	for i := range ruleTable {
 		r := &ruleTable[i]
-		if !slices.ContainsFunc(r.Reviews, func(v Review) bool { return slices.Contains(b.kinds, v) }) {
+		if rowKinds[i]&kinds == 0 {
 			continue
 		}
 		if rowApplied != nil {
 			rowApplied(b.kinds, i)
 		}
-		if r.Apply != nil {
-			if fn := reflect.ValueOf(r.Apply).Pointer(); !slices.Contains(ran, fn) {
-				ran = append(ran, fn)
-				r.Apply(rv, f, d)
-			}
+		if first := firstApply[i]; first >= 0 && ran&(1<<first) == 0 {
+			ran |= 1 << first
+			r.Apply(rv, f, d)
 		}
 		if r.Judge != nil {
 			judgeEach(r.Judge, b.ts, f)

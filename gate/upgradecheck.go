@@ -49,7 +49,7 @@ var (
 func UpgradeCheck(req UpgradeCheckRequest) Decision {
 	d := Decision{Object: "GPU upgrade of " + strings.Join(req.PCIIDs, ",")}
 	r := &upgradeCheckReview{req: req}
-	r.kinds = []Review{ReviewUpgradeCheck}
+	r.kinds = kindsUpgradeCheck
 	if rec := req.Record.Record; req.Record.Err == nil && rec != nil {
 		cur, tgt := FlagPaths()
 		after := req.Target
