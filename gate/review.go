@@ -39,6 +39,10 @@ var (
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}
+	// allKinds are the kinds above: the table's steps are worked out once
+	// for each (stepsByKinds).
+	allKinds = [][]Review{kindsPlan, kindsSUCStep, kindsNode, kindsDriver, kindsDriverStep, kindsOperator, kindsCompletion,
+		kindsPlanStatus, kindsRecord, kindsHaltRecord, kindsUpgradeCheck, kindsValidateRecord, kindsAdmission}
 )
 
 // reviewBase is what every review gives its rules.

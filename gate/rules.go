@@ -95,27 +95,64 @@ var (
 // fail until they agree. No review calls a rule itself.
 var ruleTable []Rule
 
-// rowKinds is each row's Reviews as a set of bits (reviewBit), firstApply
-// the first row whose Apply is the row's (-1: none): applyTable then
-// allocates nothing.
+// rowKinds is each row's Reviews as a set of bits (reviewBit); stepsByKinds
+// the steps of each review's kinds (reviewBase.kinds as bits), so that a
+// review walks only its own rows (a Node review 34 of the table's 42, SUC's
+// completion 4, a halt record write 1), its Apply-once choice made, and
+// applyTable allocates nothing.
 var (
-	rowKinds   []uint64
-	firstApply []int
+	rowKinds     []uint64
+	stepsByKinds map[uint64][]step
 )
+
+// step is one row a review applies; apply: the row's Apply runs here, the
+// first of the review's rows to name it (it runs once per review).
+type step struct {
+	row   int
+	apply bool
+}
 
 func init() {
 	ruleTable = rules()
-	rowKinds, firstApply = make([]uint64, len(ruleTable)), make([]int, len(ruleTable))
+	rowKinds = make([]uint64, len(ruleTable))
 	for i, r := range ruleTable {
 		for _, v := range r.Reviews {
 			rowKinds[i] |= reviewBit(v)
 		}
-		firstApply[i] = -1
+	}
+	stepsByKinds = map[uint64][]step{}
+	for _, kinds := range allKinds {
+		mask := kindsBits(kinds)
+		stepsByKinds[mask] = stepsOf(mask)
+	}
+}
+
+// stepsOf lists, in table order, the rows that name one of the kinds.
+func stepsOf(kinds uint64) []step {
+	var out []step
+	var applied []uintptr // the Apply functions already placed
+	for i, r := range ruleTable {
+		if rowKinds[i]&kinds == 0 {
+			continue
+		}
+		s := step{row: i}
 		if r.Apply != nil {
 			fn := reflect.ValueOf(r.Apply).Pointer()
-			firstApply[i] = slices.IndexFunc(ruleTable, func(o Rule) bool { return o.Apply != nil && reflect.ValueOf(o.Apply).Pointer() == fn })
+			if s.apply = !slices.Contains(applied, fn); s.apply {
+				applied = append(applied, fn)
+			}
 		}
+		out = append(out, s)
 	}
+	return out
+}
+
+func kindsBits(kinds []Review) uint64 {
+	var bits uint64
+	for _, v := range kinds {
+		bits |= reviewBit(v)
+	}
+	return bits
 }
 
 // allReviews lists every review, its index its bit in rowKinds.
@@ -242,20 +279,17 @@ func CodesOf(reviews ...Review) []Code {
 // the review (reviewBase.stop).
 func applyTable(rv review, f *findings, d *Decision) {
 	b := rv.base()
-	var kinds, ran uint64 // ran: the rows whose Apply ran, by firstApply
-	for _, v := range b.kinds {
-		kinds |= reviewBit(v)
+	kinds := kindsBits(b.kinds)
+	steps, ok := stepsByKinds[kinds]
+	if !ok {
+		steps = stepsOf(kinds) // kinds that no shared kinds* slice holds
 	}
-	for i := range ruleTable {
-		r := &ruleTable[i]
-		if rowKinds[i]&kinds == 0 {
-			continue
-		}
+	for _, s := range steps {
+		r := &ruleTable[s.row]
 		if rowApplied != nil {
-			rowApplied(b.kinds, i)
+			rowApplied(b.kinds, s.row)
 		}
-		if first := firstApply[i]; first >= 0 && ran&(1<<first) == 0 {
-			ran |= 1 << first
+		if s.apply {
 			r.Apply(rv, f, d)
 		}
 		if r.Judge != nil {
