@@ -100,8 +100,15 @@ func BenchmarkNodeDecision(b *testing.B) {
 		// A label no Plan selects (the rack): checked against all 50 Plans.
 		{"relabel", plain, change(plain, func(n *corev1.Node) { n.Labels[fleetgen.LabelRack] = "zone-b-r99" }), true},
 		// Joining wave-2 pulls the node into that wave's Plan, which is then
-		// decided over the 5,000 nodes as if it were applied now.
-		{"join-wave", plain, change(plain, func(n *corev1.Node) { n.Labels[fleetgen.LabelWave] = "wave-2" }), true},
+		// decided over the 5,000 nodes as if it were applied now; the write
+		// names its mover (MovedByMissing otherwise).
+		{"join-wave", plain, change(plain, func(n *corev1.Node) {
+			n.Labels[fleetgen.LabelWave] = "wave-2"
+			if n.Annotations == nil {
+				n.Annotations = map[string]string{}
+			}
+			n.Annotations[gate.AnnotationMovedBy] = "alice"
+		}), true},
 		// A GPU mode change on a cordoned node.
 		{"mode-change", cordoned, change(cordoned, func(n *corev1.Node) {
 			n.Labels[gate.LabelWorkloadMode], n.Labels[gate.LabelExpectedWorkloadMode] = "vm-passthrough", "vm-passthrough"

@@ -231,17 +231,6 @@ type findings struct {
 
 func (f *findings) add(b Blocker) { f.blockers = append(f.blockers, b) }
 
-// findingsAt is a place in findings: how many blockers and warnings precede it.
-type findingsAt struct{ blockers, warnings int }
-
-func (f *findings) at() findingsAt { return findingsAt{len(f.blockers), len(f.warnings)} }
-
-// insert puts g's findings at the place at, as if they had been found there.
-func (f *findings) insert(at findingsAt, g findings) {
-	f.blockers = slices.Insert(f.blockers, at.blockers, g.blockers...)
-	f.warnings = slices.Insert(f.warnings, at.warnings, g.warnings...)
-}
-
 func (f *findings) warn(format string, args ...any) {
 	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
 }

@@ -5,10 +5,13 @@
 // Contents:
 //
 //   - code.go: the reason codes, a stable interface.
-//   - rules.go: the rule table. Each row names its codes, the reviews that
-//     apply it and, for a rule over one transition, the function that
-//     judges it; CodesOf says which codes a review can emit. The README's
-//     code table and each webhook's contract are tested against it.
+//   - rules.go: the rule table, which is also the dispatcher. Each row names
+//     its codes, the reviews that apply it and the function that applies it
+//     (Judge over one transition, Apply over the review: review.go); every
+//     review runs the table once, in its order (applyTable), which is the
+//     order blockers are reported in. CodesOf says which codes a review can
+//     emit. The README's code table and each webhook's contract are tested
+//     against it, and it against the reviews (TestRowsAppliedPerReview).
 //   - rule_<name>.go: one rule (or a small family): where it applies and
 //     the one function that builds each code's blocker, with the message
 //     contract "[Code] what is wrong, with the values seen; what to do" and
@@ -18,7 +21,7 @@
 //   - tuple.go: the tuple's component table (name, parser, comparison,
 //     where the fact comes from, upgrade-check's flag), version.go the
 //     parsers, image.go image references.
-//   - The reviews, which build transitions and add their own rules:
+//   - The reviews, which build transitions and run the table:
 //     plan.go (PreparePlan; PrepareNodeStep for one node's step of a Plan),
 //     select.go (SUC's node selection: PlanSelector, PendingNodes,
 //     PredictHash), node.go (Node updates), driver.go (the GPU Operator's
@@ -31,5 +34,7 @@
 //
 // Every review is two steps so the engine stays pure: Prepare works out the
 // nodes; the adapter lists the GPU holders of just those (HolderNodes);
-// Decide answers with every violated rule at once.
+// Decide answers with every violated rule at once. The holder row is the
+// table's last, so an adapter can list them while every other row applies
+// (PlanReview.DecideListing).
 package gate

@@ -89,16 +89,13 @@ type DriverRequest struct {
 
 // DriverReview decides a driver-path change in the Plan's two steps.
 type DriverReview struct {
-	cfg      *Config
-	cl       *Cluster
-	req      DriverRequest
-	changed  bool
-	rollback bool
-	nodes    []NodeFacts
-	current  map[string]qualification.Tuple
-	pending  []NodeFacts
-	records  map[string]RecordEntry // named by the annotation, in order
-	names    []string
+	reviewBase
+	req     DriverRequest
+	changed bool
+	nodes   []NodeFacts
+	current map[string]qualification.Tuple
+	// pending (reviewBase) are the reached nodes it reloads or moves; names
+	// (reviewBase) the records the annotation names, in order.
 	// fresh are the nodes that take every version the object sets: it
 	// reloads them, or reaches them only now.
 	fresh map[string]bool
@@ -116,7 +113,8 @@ var (
 // it would reload or move.
 func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	ch := req.Change
-	r := &DriverReview{cfg: cfg, cl: cl, req: req, current: map[string]qualification.Tuple{}, records: map[string]RecordEntry{}, fresh: map[string]bool{}}
+	r := &DriverReview{req: req, current: map[string]qualification.Tuple{}, fresh: map[string]bool{}}
+	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
 	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator ||
 		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete
@@ -150,13 +148,18 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	return r
 }
 
+// driverBase fills what the driver path's rules read of every review.
+func (r *DriverReview) driverBase(cfg *Config, cl *Cluster) {
+	r.cfg, r.cl, r.user, r.now = cfg, cl, r.req.User, r.req.Now
+	r.recordPath, r.subject, r.act, r.missing = pathDriverRecords, "change", "making this change", missingDriverAnnotation
+}
+
 // nameRecords reads the records the object names in its annotation.
 func (r *DriverReview) nameRecords() {
 	r.rollback = r.req.Change.Annotations[AnnotationRollback] == "true"
 	for _, name := range strings.Split(r.req.Change.Annotations[AnnotationQualification], ",") {
 		if name = strings.TrimSpace(name); name != "" && !slices.Contains(r.names, name) {
 			r.names = append(r.names, name)
-			r.records[name] = r.cl.Records[name]
 		}
 	}
 }
@@ -204,9 +207,9 @@ func (r *DriverReview) review() Review {
 
 // Decide builds one Transition per reached node it reloads or moves, under
 // the named record that covers its hardware, and applies the rule table
-// and the upgrade policy rule (the budget, at the per-node step). A policy
-// edit alone is judged by the policy rule; a deletion, which removes the
-// driver, by the holders of the nodes it reached.
+// (the upgrade policy rule; the budget at the per-node step). A policy edit
+// alone is judged by the policy rule; a deletion, which removes the driver,
+// by the holders of the nodes it reached.
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
 	d := Decision{Object: ch.Object, Nodes: names(r.pending)}
@@ -215,70 +218,68 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 		d.Allowed = true
 		return d
 	}
-	var f findings
-	switch {
-	case r.step != nil:
-		if r.stepFactsRule(&f); r.step.Rollout.Missing != "" {
-			return r.cfg.finish(d, f, r.req.User, nil, nil)
-		}
-	case ch.Operation == OpDelete:
-	case ch.PolicyErr != nil:
-		f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
-	default:
-		policyRules(&f, ch.Policy, ch.PolicyPath)
+	r.kinds = kindsDriver
+	switch r.review() {
+	case ReviewDriverStep:
+		r.kinds = kindsDriverStep
+	case ReviewOperator:
+		r.kinds = kindsOperator
 	}
-	if len(r.pending) == 0 || ch.Operation == OpDelete {
+	r.unloading = ch.Operation == OpDelete
+	// Only a change that reloads or moves nodes uses records.
+	r.records = len(r.pending) > 0 && !r.unloading
+	r.perNode = r.step != nil
+	r.ts, r.unloads, r.uses = nil, nil, nil
+	switch {
+	case r.unloading:
 		for _, nf := range r.pending {
 			t := newTransition(r.cfg, nf, r.current[nf.Name], nil, false)
-			t.Path, t.HoldersPath, t.Unload = pathDriverRecords, pathDeletion, true
-			t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
-			holdersRule(t, &f)
+			t.Path, t.HoldersPath, t.Unload, t.CheckHolders = pathDriverRecords, pathDeletion, true, true
+			r.unloads = append(r.unloads, t)
 		}
-		return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
+	case r.records && len(r.names) > 0: // else RecordMissing says it all
+		r.transitions()
 	}
-	usable := r.recordRules(&f, &d)
-	if len(r.names) > 0 { // else RecordMissing says it all
-		var ts []*Transition
-		for _, nf := range r.pending {
-			cur := r.current[nf.Name]
-			after := r.after(nf.Name, cur)
-			t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)
-			t.After, t.ByHardware = &after, true
-			t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
-			t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath}
-			t.CheckHolders, t.Holders, t.HoldersErr, t.Drains = !r.operatorUpgrade(), holders[nf.Name], holdersErr, ch.Policy.DrainEnabled
-			if r.step != nil {
-				t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
-			}
-			ts = append(ts, t)
-		}
-		judge(r.review(), ts, &f)
-		r.proofRule(usable, &f, &d)
-		r.haltRule(&f, &d)
+	if st := r.step; st != nil && r.records {
+		// The step is judged on the fleet as its live reads see it (the
+		// in-flight nodes and the node itself written over the cache); the
+		// request on the cache.
+		r.fleetCl = r.cl.withNodes(r.cfg, append(slices.Clone(st.InFlight), st.Node)...)
 	}
-	r.rolloutRules(&f, &d)
+	r.beginListed(holders, holdersErr)
+	var f findings
+	applyTable(r, &f, &d)
+	if r.stopped {
+		// A step whose rollout cannot be read: break glass does not start it.
+		return r.cfg.finish(d, f, r.req.User, nil, nil)
+	}
 	return r.cfg.finish(d, f, r.req.User, ch.Annotations, ch.OldAnnotations)
 }
 
-// recordRules checks every named record and returns the usable ones.
-func (r *DriverReview) recordRules(f *findings, d *Decision) []*qualification.Record {
-	if len(r.names) == 0 {
-		f.add(recordMissing(r.cfg, pathDriverRecords, "", missingDriverAnnotation))
-		return nil
-	}
+// transitions builds one Transition per node the change reloads or moves,
+// under the loaded record that covers its hardware.
+func (r *DriverReview) transitions() {
+	ch := r.req.Change
 	var usable []*qualification.Record
-	var refs []string
 	for _, name := range r.names {
-		e, ok := r.cl.Records[name]
-		rec := r.cfg.useRecord(f, recordUse{name: name, entry: e, found: ok, user: r.req.User, now: r.req.Now,
-			path: pathDriverRecords, rollback: r.rollback, subject: "change", act: "making this change"})
-		if rec != nil {
-			refs = append(refs, rec.Ref())
-			usable = append(usable, rec)
+		if e, ok := r.cl.Records[name]; ok && e.Err == nil && e.Record != nil {
+			usable = append(usable, e.Record)
+			r.uses = append(r.uses, recordDest{e.Record, &e.Record.Target})
 		}
 	}
-	d.RecordRefs = refs
-	return usable
+	for _, nf := range r.pending {
+		cur := r.current[nf.Name]
+		after := r.after(nf.Name, cur)
+		t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)
+		t.After, t.ByHardware = &after, true
+		t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
+		t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath}
+		t.CheckHolders, t.Drains = !r.operatorUpgrade(), ch.Policy.DrainEnabled
+		if r.step != nil {
+			t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
+		}
+		r.ts = append(r.ts, t)
+	}
 }
 
 func coveringRecord(recs []*qualification.Record, ids []string) *qualification.Record {

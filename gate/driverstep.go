@@ -83,8 +83,9 @@ func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	ch := DriverChange{Object: fmt.Sprintf("Node %s driver reload (%s %s -> %s, rolling out %s)", st.Node.Name, LabelDriverUpgradeState, quoteOrNone(st.OldState), st.NewState, quoteOrNone(ro.Object)),
 		Annotations: ro.Annotations, OldDriver: f.Driver, NewDriver: ro.Driver, DriverPath: ro.DriverPath, DCGMPath: ro.DCGMPath,
 		Policy: ro.Policy, PolicyPath: pathDriverState, Reload: true}
-	r := &DriverReview{cfg: cfg, cl: cl, req: DriverRequest{Change: ch, User: st.User, Now: st.Now}, step: &st,
-		changed: true, current: map[string]qualification.Tuple{}, records: map[string]RecordEntry{}}
+	r := &DriverReview{req: DriverRequest{Change: ch, User: st.User, Now: st.Now}, step: &st,
+		changed: true, current: map[string]qualification.Tuple{}}
+	r.driverBase(cfg, cl)
 	cur := f.Current(cl)
 	if ro.DCGM != "" {
 		r.req.Change.OldDCGM, r.req.Change.NewDCGM = cur.DCGMExporter, ro.DCGM
@@ -96,20 +97,4 @@ func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	r.nameRecords()
 	r.nodes, r.pending, r.current[f.Name], r.fresh = []NodeFacts{f}, []NodeFacts{f}, cur, map[string]bool{f.Name: true}
 	return r
-}
-
-// stepFactsRule (review-level, per-node step): the rollout must be
-// readable. The budget (rule_budget.go) stands in for the policy rule: the
-// controller honours maxParallelUpgrades by the states it writes, which is
-// what the gate counts, so a policy of 0 (unlimited) is held to the budget
-// too.
-func (r *DriverReview) stepFactsRule(f *findings) {
-	st := r.step
-	if st.Rollout.Missing != "" {
-		src, what := fromNode, st.Rollout.Missing
-		if st.Rollout.MissingErr != nil {
-			src, what = fromAPI, what+" (for node "+st.Node.Name+"'s driver reload)"
-		}
-		f.add(factsMissing(st.Node.Name, pathDriverState, what, src, st.Rollout.MissingErr))
-	}
 }

@@ -39,8 +39,7 @@ type NodeRequest struct {
 
 // NodeReview decides a Node update in the same two steps as a Plan.
 type NodeReview struct {
-	cfg       *Config
-	cl        *Cluster
+	reviewBase
 	req       NodeRequest
 	exemption string
 	// own are the facts the writer's exemptions let it write (ownership.go).
@@ -55,7 +54,8 @@ type NodeReview struct {
 // PrepareNode finds what the change does: the mode labels it changes and the
 // Plans it pulls the node into.
 func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
-	r := &NodeReview{cfg: cfg, cl: cl, req: req}
+	r := &NodeReview{req: req}
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsNode, cfg, cl, req.User, req.Now
 	n, old := req.Node, req.OldNode
 	if r.exemption, r.own = cfg.nodeExemption(req.User, n, old); r.exemption != "" {
 		return r
@@ -83,6 +83,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		view := *cl
 		view.Nodes, view.Index = changed.nodes, changed
 		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
+		pr.kinds = r.kinds // the Plan's rows, applied for the Node's change
 		if len(pr.gpu) == 0 {
 			continue
 		}
@@ -106,18 +107,11 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 		d.Allowed, d.Exemption = true, r.exemption
 		return d
 	}
-	var f findings
-	if len(r.modeDiff) > 0 {
-		r.modeRules(&f, holders, holdersErr)
-	}
-	r.uncordonRule(&f)
-	r.identityRule(&f)
-	r.movedByRule(&f)
-	r.handoverRule(&f)
-	cordonUncordonRule(r.cfg, r.cl, r.req, isSUC(r.cfg, r.req.User), &f)
-	r.ownedFactRule(&f)
-	completionRule(r.cfg, r.cl, r.req, &f, &d)
-	haltUncordonRule(r.cfg, r.cl, r.req, &f, &d)
+	r.beginListed(holders, holdersErr)
+	r.finds, r.dec = findings{}, d
+	f := &r.finds
+	applyTable(r, f, &r.dec)
+	d = r.dec
 	for _, pr := range r.plans {
 		pd := pr.Decide(holders, holdersErr)
 		for _, b := range pd.Blockers {
@@ -126,5 +120,5 @@ func (r *NodeReview) Decide(holders map[string][]Holder, holdersErr error) Decis
 			f.add(b)
 		}
 	}
-	return r.cfg.finish(d, f, r.req.User, n.Annotations, r.req.OldNode.Annotations)
+	return r.cfg.finish(d, *f, r.req.User, n.Annotations, r.req.OldNode.Annotations)
 }

@@ -211,7 +211,7 @@ func cordonTime(n *corev1.Node) time.Time {
 // only that entry, without its field set: StripNode).
 func unschedulableManager(n *corev1.Node) string {
 	for _, m := range n.ManagedFields {
-		if m.FieldsV1 == nil || strings.Contains(string(m.FieldsV1.Raw), `"f:unschedulable"`) {
+		if m.FieldsV1 == nil || strings.Contains(m.FieldsV1.GetRawString(), `"f:unschedulable"`) {
 			return m.Manager
 		}
 	}

@@ -71,6 +71,7 @@ func PrepareSUCStep(cfg *Config, cl *Cluster, req SUCStepRequest) *SUCStep {
 	}
 	s.review = PrepareNodeStep(&strict, live, PlanRequest{Plan: req.Plan, User: req.User, Now: req.Now}, req.Node.Name)
 	s.review.object, s.review.sucStep = req.Object, true
+	s.review.kinds = kindsSUCStep
 	return s
 }
 

@@ -203,15 +203,6 @@ func factOfLabel(k string) *Fact {
 	return nil
 }
 
-func factNamed(name string) *Fact {
-	for i := range ownershipTable {
-		if ownershipTable[i].Name == name {
-			return &ownershipTable[i]
-		}
-	}
-	return nil
-}
-
 // changedLabels are the label keys a write sets, changes or removes, sorted.
 func changedLabels(n, old *corev1.Node) []string {
 	var out []string

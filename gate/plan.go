@@ -36,10 +36,9 @@ type PlanRequest struct {
 // PlanReview decides a Plan in two steps so the engine stays pure: Prepare
 // works out which GPU nodes SUC would upgrade; the adapter lists the GPU
 // holders of just those nodes (HolderNodes); Decide builds one Transition
-// per pending node, applies the rule table and the Plan's own rules.
+// per pending node and runs the rule table.
 type PlanReview struct {
-	cfg    *Config
-	cl     *Cluster
+	reviewBase
 	req    PlanRequest
 	object string
 
@@ -49,24 +48,31 @@ type PlanReview struct {
 	only   string
 	gpu    []string // selected GPU nodes, pending or not
 	nonGPU []string
-	// pending are the GPU nodes SUC would select (PlanSelector), whatever
-	// their tuple: SUC cordons, drains and runs its Job on each of them.
-	pending []NodeFacts
+	// pending (reviewBase) are the GPU nodes SUC would select
+	// (PlanSelector), whatever their tuple: SUC cordons, drains and runs its
+	// Job on each of them.
 	// op and dcgm are the cluster's GPU Operator and DCGM exporter versions.
 	op, dcgm string
 
 	recordName string
 	entry      RecordEntry
 	found      bool
-	rollback   bool
 
 	record *qualification.Record // as loaded; nil when it did not
 	dest   *qualification.Tuple  // the tuple the record moves nodes to
-	// pendingT are the transitions Decide built, one per pending node.
-	pendingT []*Transition
+	// rke2 is the RKE2 version the Plan installs, rke2Path where it is set;
+	// rke2Plan: the Plan installs RKE2 (isRKE2Plan); imageErr: its upgrade
+	// image does not parse.
+	rke2     string
+	rke2Path *field.Path
+	rke2Plan bool
+	imageErr error
 	// write: the review is of the Plan write itself (PreparePlan), not of a
 	// stored Plan for a node step or a Node change.
 	write bool
+	// nameBuf and useBuf back names and uses (one record).
+	nameBuf [1]string
+	useBuf  [1]recordDest
 	// sucStep: the review is of SUC's start of the node's Job
 	// (PrepareSUCStep), which the maintenance windows hold too.
 	sucStep bool
@@ -92,6 +98,7 @@ func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *Pl
 		sel = sel.anyHash()
 	}
 	r := preparePlan(cfg, cl, req, sel, node)
+	r.perNode = true
 	if err != nil {
 		r.selErr = err
 	}
@@ -102,7 +109,9 @@ func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *Pl
 // and restricted to node only when only is set.
 func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, only string) *PlanReview {
 	p := req.Plan
-	r := &PlanReview{cfg: cfg, cl: cl, req: req, object: "Plan " + p.Namespace + "/" + p.Name, only: only}
+	r := &PlanReview{req: req, object: "Plan " + p.Namespace + "/" + p.Name, only: only}
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsPlan, cfg, cl, req.User, req.Now
+	r.records, r.recordPath, r.subject, r.act, r.missing = true, pathRecord, "Plan", "applying this Plan", missingPlanAnnotation
 	if r.exemption = cfg.exemption("plans", req.User, p.Namespace, p.Labels); r.exemption != "" {
 		return r
 	}
@@ -160,11 +169,17 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	r.recordName = p.Annotations[AnnotationQualification]
 	r.entry, r.found = cl.Records[r.recordName]
 	r.rollback = p.Annotations[AnnotationRollback] == "true"
+	if r.recordName != "" {
+		r.nameBuf[0] = r.recordName
+		r.names = r.nameBuf[:]
+	}
 	if rec := r.entry.Record; r.recordName != "" && r.found && r.entry.Err == nil && rec != nil {
 		r.record, r.dest = rec, &rec.Target
 		if r.rollback && rec.Source != nil {
 			r.dest = rec.Source
 		}
+		r.useBuf[0] = recordDest{rec, r.dest}
+		r.uses = r.useBuf[:]
 	}
 	return r
 }
@@ -172,116 +187,70 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 // HolderNodes are the nodes whose GPU holders Decide needs.
 func (r *PlanReview) HolderNodes() []string { return names(r.pending) }
 
-// Decide applies every Plan rule and reports all violations together.
-// holders maps node name to its GPU holders; holdersErr is the adapter's
-// failure to list them, which fails the review closed.
+// Decide applies the rule table to the Plan and reports all violations
+// together. holders maps node name to its GPU holders; holdersErr is the
+// adapter's failure to list them, which fails the review closed.
 func (r *PlanReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
-	return r.judge(holders, holdersErr, false).finish()
+	r.beginListed(holders, holdersErr)
+	return r.decide()
 }
 
-// DecideBeforeHolders applies every Plan rule but the holder rule, so the
-// adapter can list the holders of HolderNodes meanwhile; JoinHolders then
-// gives Decide's decision, finding for finding and in the same order.
-func (r *PlanReview) DecideBeforeHolders() *PlanDecision { return r.judge(nil, nil, true) }
-
-// PlanDecision is a Plan review with its rules applied, the holder rule
-// perhaps still to come (DecideBeforeHolders).
-type PlanDecision struct {
-	r *PlanReview
-	d Decision
-	f findings
-	// deferred: the holder rule is still to apply, its findings to go at
-	// holdersAt.
-	deferred  bool
-	holdersAt findingsAt
+// DecideListing is Decide while the adapter lists the holders of
+// HolderNodes: list is called once, when the table reaches its last row, the
+// holder rule, so the listing is in flight while every other rule applies.
+func (r *PlanReview) DecideListing(list HolderListing) Decision {
+	r.begin(list)
+	return r.decide()
 }
 
-// JoinHolders applies the holder rule to the holders listed (holdersErr:
-// the listing failed, which fails the review closed) and decides.
-func (p *PlanDecision) JoinHolders(holders map[string][]Holder, holdersErr error) Decision {
-	if p.deferred {
-		for _, t := range p.r.pendingT {
-			t.Holders, t.HoldersErr = holders[t.Node.Name], holdersErr
-		}
-		var g findings
-		judgeRow(ReviewPlan, ruleTable[holdersRow], p.r.pendingT, &g)
-		p.f.insert(p.holdersAt, g)
-		p.deferred = false
-	}
-	return p.finish()
-}
-
-func (p *PlanDecision) finish() Decision {
-	if p.r.exemption != "" { // d is the answer as it stands, no rule applied
-		return p.d
-	}
-	return p.r.finish(p.d, p.f)
-}
-
-// judge applies the Plan's rules; with deferHolders, all but the holder
-// rule, whose place it keeps.
-func (r *PlanReview) judge(holders map[string][]Holder, holdersErr error, deferHolders bool) *PlanDecision {
-	pd := &PlanDecision{r: r, d: Decision{Object: r.object, Nodes: r.HolderNodes()}}
-	d, f := &pd.d, &pd.f
+func (r *PlanReview) decide() Decision {
+	d := Decision{Object: r.object, Nodes: r.HolderNodes()}
 	if r.exemption != "" {
 		d.Allowed, d.Exemption = true, r.exemption
 		d.Warnings = append(d.Warnings, fmt.Sprintf("gpu-upgrade-gate: exempt by %q; no rule was applied", r.exemption))
-		return pd
+		return d
 	}
+	r.finds, r.dec = findings{}, d
+	f := &r.finds
 	p := r.req.Plan
-	if r.selErr != nil {
-		f.add(selectorInvalid(p.Spec.NodeSelector, r.selErr))
-		return pd
+	if r.selErr == nil {
+		if p.Spec.NodeSelector == nil {
+			f.warn("spec.nodeSelector is absent: SUC selects no node for this Plan")
+		}
+		if len(r.gpu) == 0 {
+			return r.finish(d, *f)
+		}
+		r.transitions()
 	}
-	if p.Spec.NodeSelector == nil {
-		f.warn("spec.nodeSelector is absent: SUC selects no node for this Plan")
+	applyTable(r, f, &r.dec)
+	switch {
+	case r.stopped:
+	case len(r.pending) == 0:
+		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)
+	case r.dest != nil && allAtDestination(r.ts):
+		f.warn("every GPU node this Plan selects already runs the record's target tuple; SUC still cordons and upgrades each of them")
 	}
-	if len(r.gpu) == 0 {
-		return pd
-	}
-	planShapeRules(f, p, r.gpu, r.nonGPU)
-	r.windowRule(f)
-	r.recordRules(f, d)
-	version, versionPath := r.rke2Target(f)
-	if version != "" {
-		skewRule(f, r.cl.ServerVersion, version, versionPath)
-	}
+	return r.finish(r.dec, *f)
+}
+
+// transitions builds one Transition per pending node.
+func (r *PlanReview) transitions() {
+	r.rke2Plan = r.isRKE2Plan()
+	r.rke2, r.rke2Path = r.rke2Target()
 	var hw []string
 	if r.record != nil {
 		hw = r.record.NormalizedHardware()
 	}
 	ts := make([]Transition, len(r.pending)) // one allocation for all
-	r.pendingT = r.pendingT[:0]
+	r.ts = make([]*Transition, 0, len(r.pending))
 	for i, nf := range r.pending {
 		t := &ts[i]
 		*t = *newTransition(r.cfg, nf, nf.current(r.op, r.dcgm), r.record, r.rollback)
 		t.recordHardware = hw
-		t.Path, t.RecordPath, t.RKE2, t.RKE2Path = pathSelector, pathRecord, version, versionPath
-		t.CheckHolders, t.Holders, t.HoldersErr = true, holders[nf.Name], holdersErr
-		r.pendingT = append(r.pendingT, t)
+		t.Path, t.RecordPath, t.RKE2, t.RKE2Path = pathSelector, pathRecord, r.rke2, r.rke2Path
+		t.CheckHolders = true
+		r.ts = append(r.ts, t)
 	}
-	if deferHolders {
-		pd.deferred, pd.holdersAt = true, judgeAllBut(ReviewPlan, r.pendingT, f, holdersRow)
-	} else {
-		judge(ReviewPlan, r.pendingT, f)
-	}
-	r.waveRules(f, d)
-	r.inFlightRule(f)
-	r.proofRule(f, d)
-	r.rolloutRules(f, d)
-	r.cordonRule(f)
-	if r.sucStep {
-		r.cfg.outsideWindowRule(f, windowSUC, r.req.Now, r.only, pathWindow)
-	}
-	r.haltRule(f, d)
-	r.requesterRule(f)
-	switch {
-	case len(r.pending) == 0:
-		f.warn("SUC has already applied this Plan to every GPU node it selects (label %s=%s)", upgradev1.LabelPlanName(p.Name), p.Status.LatestHash)
-	case r.dest != nil && allAtDestination(r.pendingT):
-		f.warn("every GPU node this Plan selects already runs the record's target tuple; SUC still cordons and upgrades each of them")
-	}
-	return pd
 }
 
 func allAtDestination(ts []*Transition) bool {
@@ -301,48 +270,24 @@ func (r *PlanReview) finish(d Decision, f findings) Decision {
 	return r.cfg.finish(d, f, r.req.User, r.req.Plan.Annotations, old)
 }
 
-// recordRules: the record named by the Plan must exist, load, be qualified,
-// fresh, complete, and approved by someone other than the requester.
-func (r *PlanReview) recordRules(f *findings, d *Decision) {
-	if r.recordName == "" {
-		f.add(recordMissing(r.cfg, pathRecord, "", missingPlanAnnotation))
-		return
-	}
-	rec := r.cfg.useRecord(f, recordUse{name: r.recordName, entry: r.entry, found: r.found,
-		user: r.req.User, now: r.req.Now, path: pathRecord, rollback: r.rollback, subject: "Plan", act: "applying this Plan"})
-	if rec == nil {
-		return
-	}
-	d.Record = recordInfo(rec, r.recordName, r.cfg.MaxCanaryAge.Duration)
-	d.Record.Approval = r.cfg.approvalState(rec, r.entry.Attestation)
-	if exp, err := rec.Expiry(r.cfg.MaxCanaryAge.Duration); err == nil && r.req.Now.Before(exp) && exp.Sub(r.req.Now) <= r.cfg.ExpiryWarning.Duration {
-		f.warn("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(r.req.Now).Round(time.Minute))
-	}
-}
-
 // rke2Target is the RKE2 version the Plan installs: spec.version for an RKE2
-// Plan (which must match the record), else the record's target.
-func (r *PlanReview) rke2Target(f *findings) (string, *field.Path) {
+// Plan (the target rule holds it to the record), else the record's target.
+func (r *PlanReview) rke2Target() (string, *field.Path) {
 	spec := r.req.Plan.Spec
-	if !r.isRKE2Plan(f) || spec.Version == "" {
+	if !r.rke2Plan || spec.Version == "" {
 		if r.dest == nil {
 			return "", pathRecord
 		}
 		return r.dest.RKE2, pathRecord
-	}
-	if r.dest != nil && !SameComponent(ComponentRKE2, spec.Version, r.dest.RKE2) {
-		f.add(targetNotQualified("", pathVersion, spec.Version, targetPlanRKE2, spec.Version, r.record.ID, r.dest.RKE2))
-	}
-	if tag, ok := ImageVersion(spec.Upgrade.Image); ok && !SameComponent(ComponentRKE2, tag, spec.Version) {
-		f.add(targetNotQualified("", pathImage, spec.Upgrade.Image, targetImageTag, tag, spec.Version))
 	}
 	return spec.Version, pathVersion
 }
 
 // isRKE2Plan: the upgrade image is a configured RKE2 repository (on any
 // registry, so mirrors count), or spec.version parses as an RKE2 version
-// whatever the image, so an unknown spelling fails closed, never open.
-func (r *PlanReview) isRKE2Plan(f *findings) bool {
+// whatever the image, so an unknown spelling fails closed, never open. An
+// image that does not parse is the image rule's (imageErr).
+func (r *PlanReview) isRKE2Plan() bool {
 	spec := r.req.Plan.Spec
 	rke2 := false
 	if _, err := ParseRKE2(spec.Version); err == nil {
@@ -352,8 +297,7 @@ func (r *PlanReview) isRKE2Plan(f *findings) bool {
 		return rke2
 	}
 	img, err := ParseImage(spec.Upgrade.Image)
-	if err != nil {
-		f.add(imageInvalid(pathImage, spec.Upgrade.Image, err))
+	if r.imageErr = err; err != nil {
 		return rke2
 	}
 	return rke2 || r.cfg.isRKE2Image(img)

@@ -29,46 +29,49 @@ type RecordRequest struct {
 // (rule_attestation.go), whatever else the write does. Staleness only
 // warns: an old record is history, not an error.
 func DecideRecord(cfg *Config, req RecordRequest) Decision {
-	d := decideRecordData(cfg, req)
-	var f findings
-	cfg.attestation(req, &f)
-	if len(f.blockers) == 0 {
-		d.Warnings = append(d.Warnings, f.warnings...)
-		return revokes(req, d)
-	}
-	// A forged attestation is refused even where the edit would revoke.
-	forged := Decision{Object: d.Object, Record: d.Record}
-	f.blockers = append(f.blockers, d.Blockers...)
-	f.settle(&forged)
-	return forged
-}
-
-// decideRecordData judges what the record says.
-func decideRecordData(cfg *Config, req RecordRequest) Decision {
 	cm := req.ConfigMap
 	d := Decision{Object: "ConfigMap " + cm.Namespace + "/" + cm.Name}
-	path := field.NewPath("data").Key(qualification.ConfigMapKey)
+	r := &recordWriteReview{req: req}
+	r.kinds, r.cfg, r.user, r.now = kindsRecord, cfg, req.User, req.Now
 	var f findings
+	applyTable(r, &f, &d)
+	f.settle(&d)
+	if r.forged {
+		// A forged attestation is refused even where the edit would revoke.
+		return d
+	}
+	return revokes(req, d)
+}
+
+// recordWriteReview is a write of a record ConfigMap.
+type recordWriteReview struct {
+	reviewBase
+	req RecordRequest
+	// forged: the attestation rule refused the write.
+	forged bool
+}
+
+// dataRules judge what the record says (the record and evidence rows).
+func (r *recordWriteReview) dataRules(f *findings, d *Decision) {
+	cm := r.req.ConfigMap
+	path := field.NewPath("data").Key(qualification.ConfigMapKey)
 	rec, err := qualification.FromConfigMap(cm)
 	if err != nil {
 		for _, b := range recordInvalid(badRecord{where: path, what: fmt.Sprintf("record ConfigMap %s/%s", cm.Namespace, cm.Name), err: err}) {
 			f.add(b)
 		}
-		f.settle(&d)
-		return d
+		return
 	}
-	d.Record = recordInfo(rec, cm.Name, cfg.MaxCanaryAge.Duration)
-	d.Record.Approval = cfg.approvalState(rec, qualification.AttestationOf(cm))
+	d.Record = recordInfo(rec, cm.Name, r.cfg.MaxCanaryAge.Duration)
+	d.Record.Approval = r.cfg.approvalState(rec, qualification.AttestationOf(cm))
 	d.Record.Expires = ""
-	for _, p := range recordProblems(rec, cfg.freshness(req.Now)) {
+	for _, p := range recordProblems(rec, r.cfg.freshness(r.now)) {
 		if p.Kind == qualification.ProblemStale {
 			f.warn("record %s is stale and cannot qualify a Plan: %s", rec.ID, p.Err.Detail)
 			continue
 		}
 		f.add(recordProblem(p, path, cm.Name, rec.ID))
 	}
-	f.settle(&d)
-	return d
 }
 
 // revokes allows an edit that leaves a record unable to qualify anything
@@ -101,26 +104,43 @@ func recordInfo(rec *qualification.Record, configMap string, maxAge time.Duratio
 // about; load problems carry their line in the message instead.
 func ValidateRecord(entry RecordEntry, fr qualification.Freshness) Decision {
 	d := Decision{Object: "record"}
+	r := &validateRecordReview{entry: entry, fr: fr}
+	r.kinds = kindsValidateRecord
 	var f findings
-	freshnessLimits(&f, fr)
-	if entry.Err != nil || entry.Record == nil {
-		for _, b := range recordInvalid(badRecord{err: entry.Err}) {
+	applyTable(r, &f, &d)
+	f.settle(&d)
+	if r.stopped {
+		d.Allowed = false
+	}
+	return d
+}
+
+// validateRecordReview is the lint of one record file.
+type validateRecordReview struct {
+	reviewBase
+	entry RecordEntry
+	fr    qualification.Freshness
+}
+
+// recordRules (the record and evidence rows): the limits, the load (a
+// record that does not load ends the lint), every record problem.
+func (r *validateRecordReview) recordRules(f *findings, d *Decision) {
+	freshnessLimits(f, r.fr)
+	if r.entry.Err != nil || r.entry.Record == nil {
+		for _, b := range recordInvalid(badRecord{err: r.entry.Err}) {
 			f.add(b)
 		}
-		f.settle(&d)
-		d.Allowed = false
-		return d
+		r.stop()
+		return
 	}
-	rec := entry.Record
+	rec, entry := r.entry.Record, r.entry
 	d.Object = "record " + rec.ID
-	d.Record = recordInfo(rec, "", fr.MaxAge)
+	d.Record = recordInfo(rec, "", r.fr.MaxAge)
 	d.Record.Approval = fmt.Sprintf("not attested in a file (the record webhook attests it in the cluster); approving a ConfigMap whose data.%s is this file byte for byte names %s=%s", qualification.ConfigMapKey, qualification.AnnotationApprovedSHA256, entry.Attestation.DataSHA256)
 	if entry.Attestation.Author != "" {
 		d.Record.Approval = (&Config{}).approvalState(rec, entry.Attestation)
 	}
-	for _, p := range recordProblems(rec, fr) {
+	for _, p := range recordProblems(rec, r.fr) {
 		f.add(recordProblem(p, nil, "", rec.ID))
 	}
-	f.settle(&d)
-	return d
 }

@@ -64,6 +64,15 @@ func (c *Config) recordWriteOf(req RecordRequest) recordWrite {
 	return w
 }
 
+// attestationRule (record writes): the rules above.
+func attestationRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*recordWriteReview); ok {
+		n := len(f.blockers)
+		r.cfg.attestation(r.req, f)
+		r.forged = len(f.blockers) > n
+	}
+}
+
 // attestation applies the rules above to one record write.
 func (c *Config) attestation(req RecordRequest, f *findings) {
 	w := c.recordWriteOf(req)

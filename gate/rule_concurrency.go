@@ -14,8 +14,26 @@ const (
 	concurrencyReloading                             // another GPU node mid driver reload (per-node step)
 )
 
-// policyRules (review-level, driver path): the operator must upgrade one
-// node at a time.
+// concurrencyRule: one node at a time, by a Plan's spec.concurrency or the
+// driver path's upgrade policy (a deletion reloads nothing: no policy).
+func concurrencyRule(rv review, f *findings, _ *Decision) {
+	switch r := rv.(type) {
+	case *PlanReview:
+		if c := r.req.Plan.Spec.Concurrency; c != 1 {
+			f.add(concurrencyNotSerial("", pathConcurrency, c, concurrencyPlan))
+		}
+	case *DriverReview:
+		switch ch := r.req.Change; {
+		case ch.Operation == OpDelete:
+		case ch.PolicyErr != nil:
+			f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
+		default:
+			policyRules(f, ch.Policy, ch.PolicyPath)
+		}
+	}
+}
+
+// policyRules (driver path): the operator must upgrade one node at a time.
 func policyRules(f *findings, p DriverUpgradePolicy, path *field.Path) {
 	switch {
 	case !p.Present:

@@ -6,13 +6,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// cordonRule (review-level, Plans and SUC's per-node step): an upgrade
-// does not start on a GPU node someone other than SUC cordoned (a health
-// agent, the GPU Operator, a person after an incident): the node is out for
-// that reason, and SUC would uncordon it when its Job ends. An explicit
-// hand-over (AnnotationCordonHandover, written by someone other than the
-// rollout's requester) lets it proceed.
-func (r *PlanReview) cordonRule(f *findings) {
+// cordonedByOtherRule (review-level, Plans and SUC's per-node step): an
+// upgrade does not start on a GPU node someone other than SUC cordoned (a
+// health agent, the GPU Operator, a person after an incident): the node is
+// out for that reason, and SUC would uncordon it when its Job ends. An
+// explicit hand-over (AnnotationCordonHandover, written by someone other
+// than the rollout's requester) lets it proceed.
+func cordonedByOtherRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
 	requester := r.req.Plan.Annotations[AnnotationRequestedBy]
 	if requester == "" {
 		requester = r.req.User.Name
@@ -34,9 +38,18 @@ func (r *PlanReview) cordonRule(f *findings) {
 
 // cordonUncordonRule (review-level, Nodes and SUC's completion write): SUC
 // does not uncordon a GPU node someone else cordoned (unless handed over),
-// and a person does not uncordon one SUC's live Job is upgrading. suc: the
-// writer is SUC (the completion webhook sees no one else).
-func cordonUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, suc bool, f *findings) {
+// and a person does not uncordon one SUC's live Job is upgrading.
+func cordonUncordonRule(rv review, f *findings, _ *Decision) {
+	switch r := rv.(type) {
+	case *NodeReview:
+		uncordonCordoned(r.cfg, r.cl, r.req, isSUC(r.cfg, r.req.User), f)
+	case *completionReview:
+		uncordonCordoned(r.cfg, r.cl, r.req, true, f) // the completion webhook sees no one else
+	}
+}
+
+// uncordonCordoned judges an uncordon of req's node; suc: the writer is SUC.
+func uncordonCordoned(cfg *Config, cl *Cluster, req NodeRequest, suc bool, f *findings) {
 	n, old := req.Node, req.OldNode
 	if !old.Spec.Unschedulable || n.Spec.Unschedulable || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
 		return
@@ -65,8 +78,10 @@ func liveJob(cl *Cluster, node string) string {
 // handoverRule (review-level, Node writes): the cordon-handover annotation
 // names its writer, so the hand-over is audited and its writer is known
 // not to be the rollout's requester.
-func (r *NodeReview) handoverRule(f *findings) {
-	nodeAttestation(r.req, AnnotationCordonHandover, f)
+func handoverRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*NodeReview); ok {
+		nodeAttestation(r.req, AnnotationCordonHandover, f)
+	}
 }
 
 // nodeAttestation refuses a write that sets or changes annotation key on a

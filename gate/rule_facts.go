@@ -78,3 +78,23 @@ func FactsUnavailable(object string, err error) Decision {
 	d.Blockers = []Blocker{b}
 	return d
 }
+
+// stepFactsRule (the per-node driver step): the rollout must be readable,
+// or the step is judged no further. The budget (rule_budget.go) stands in
+// for the policy rule there: the controller honours maxParallelUpgrades by
+// the states it writes, which is what the gate counts, so a policy of 0
+// (unlimited) is held to the budget too.
+func stepFactsRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*DriverReview)
+	if !ok || r.step == nil {
+		return
+	}
+	if st := r.step; st.Rollout.Missing != "" {
+		src, what := fromNode, st.Rollout.Missing
+		if st.Rollout.MissingErr != nil {
+			src, what = fromAPI, what+" (for node "+st.Node.Name+"'s driver reload)"
+		}
+		f.add(factsMissing(st.Node.Name, pathDriverState, what, src, st.Rollout.MissingErr))
+		r.stop()
+	}
+}

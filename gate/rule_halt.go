@@ -13,34 +13,37 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// haltRule (review-level, Plans and SUC's per-node step): while a failure
-// halts a hardware's rollout, no forward Plan moves a node of it. A
-// rollback Plan is the way out and stays allowed.
-func (r *PlanReview) haltRule(f *findings, d *Decision) {
-	if r.rollback || len(r.pending) == 0 {
+// haltRule: while a failure halts a hardware's rollout, no forward move
+// (a Plan, SUC's per-node step, the driver path and its per-node step)
+// takes a node of it, for the hardware of each node the review moves and
+// of a Plan's record; a rollback is the way out and stays allowed. The
+// failed node stays cordoned (a Node's uncordon, SUC's completion write:
+// haltUncordonRule), and the halt record's own writes are judged by
+// DecideHaltRecordWrite's rules.
+func haltRule(rv review, f *findings, d *Decision) {
+	switch r := rv.(type) {
+	case *NodeReview:
+		haltUncordonRule(r.cfg, r.cl, r.req, f, d)
+		return
+	case *completionReview:
+		haltUncordonRule(r.cfg, r.cl, r.req, f, d)
+		return
+	case *haltWriteReview:
+		r.haltWriteRules(f, d)
+		return
+	}
+	b := rv.base()
+	if b.rollback || len(b.ts) == 0 {
 		return
 	}
 	var hws [][]string
-	if r.record != nil {
+	if r, ok := rv.(*PlanReview); ok && r.record != nil {
 		hws = append(hws, r.record.NormalizedHardware())
 	}
-	for _, nf := range r.pending {
+	for _, nf := range b.pending {
 		hws = appendIdentitySet(hws, nf.Identities)
 	}
-	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathRecord, f, d)
-}
-
-// haltRule (review-level, driver path and the per-node driver step): the
-// same, for each node the change reloads or moves.
-func (r *DriverReview) haltRule(f *findings, d *Decision) {
-	if r.rollback {
-		return
-	}
-	var hws [][]string
-	for _, nf := range r.pending {
-		hws = appendIdentitySet(hws, nf.Identities)
-	}
-	r.cfg.haltsHold(r.cl, hws, r.req.Now, pathDriverRecords, f, d)
+	b.cfg.haltsHold(b.cl, hws, b.now, b.recordPath, f, d)
 }
 
 // appendIdentitySet appends hw unless hws holds it already: the pending
@@ -214,23 +217,37 @@ func DecideHaltRecordWrite(cfg *Config, req HaltWriteRequest) Decision {
 	}
 	oldRec := cfg.ParseHaltRecord(old)
 	var f findings
-	if req.Operation == OpDelete {
+	r := &haltWriteReview{req: req, old: old, next: next, oldRec: &oldRec}
+	r.kinds, r.cfg, r.user = kindsHaltRecord, cfg, req.User
+	applyTable(r, &f, &d)
+	f.settle(&d)
+	return d
+}
+
+// haltWriteReview is a write of the halt record.
+type haltWriteReview struct {
+	reviewBase
+	req       HaltWriteRequest
+	old, next *corev1.ConfigMap
+	oldRec    *HaltRecord
+}
+
+// haltWriteRules judge the entries and clear annotations the write changes.
+func (r *haltWriteReview) haltWriteRules(f *findings, d *Decision) {
+	if r.req.Operation == OpDelete {
 		// An immutable record can never be written again: deleting it (and
 		// so failing closed until it is recreated) is the way out; a failure
 		// still visible halts again at the gate's next turn.
-		if immutable := old.Immutable != nil && *old.Immutable; !immutable && (oldRec.Err != nil || len(oldRec.Halts) > 0) {
-			f.add(rolloutHalted("", field.NewPath("metadata", "name"), fmt.Sprintf("halt record %s holds %d halt(s) or entries that do not parse", cfg.HaltRecordName(), len(oldRec.Halts)),
+		if immutable := r.old.Immutable != nil && *r.old.Immutable; !immutable && (r.oldRec.Err != nil || len(r.oldRec.Halts) > 0) {
+			f.add(rolloutHalted("", field.NewPath("metadata", "name"), fmt.Sprintf("halt record %s holds %d halt(s) or entries that do not parse", r.cfg.HaltRecordName(), len(r.oldRec.Halts)),
 				"it is deleted only when empty: clear each halt first (docs/proof.md)"))
 		}
-		f.settle(&d)
-		return d
+		return
 	}
-	self := req.Self != "" && req.User.Name == req.Self
-	haltDataRules(cfg, old, next, &oldRec, self, &f)
-	clearRules(cfg, old, next, &oldRec, req.User, self, &f, &d)
-	haltMetaRules(req.Operation == OpCreate, old, next, &f)
-	f.settle(&d)
-	return d
+	self := r.req.Self != "" && r.req.User.Name == r.req.Self
+	haltDataRules(r.cfg, r.old, r.next, r.oldRec, self, f)
+	clearRules(r.cfg, r.old, r.next, r.oldRec, r.req.User, self, f, d)
+	haltMetaRules(r.req.Operation == OpCreate, r.old, r.next, f)
 }
 
 // haltMetaRules: besides its data (the halt loop's) and its clear

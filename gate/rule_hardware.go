@@ -41,6 +41,14 @@ const (
 	hwDuplicate                  // a --pci-id value given twice
 )
 
+// typedHardwareRule (upgrade-check, the hardware row): --pci-id is well
+// formed and distinct.
+func typedHardwareRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*upgradeCheckReview); ok {
+		typedHardware(f, r.req.PCIIDs)
+	}
+}
+
 // hardwareUnknown builds every HardwareUnknown blocker.
 func hardwareUnknown(node string, path *field.Path, value string, p hwProblem) Blocker {
 	switch p {

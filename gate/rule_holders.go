@@ -4,6 +4,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// holdersRow (the reviews that reload drivers; the table's last row): waits
+// for the adapter's listing of the holders (in flight while every other row
+// applied), then judges each node the review moves or unloads.
+func holdersRow(rv review, f *findings, _ *Decision) {
+	b := rv.base()
+	b.awaitHolders()
+	judgeEach(holdersRule, b.ts, f)
+	judgeEach(holdersRule, b.unloads, f)
+}
+
 // holdersRule: a node whose upgrade step would take its GPUs away must hold
 // none, unless the request's own policy drains them first.
 func holdersRule(t *Transition, f *findings) {

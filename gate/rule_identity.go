@@ -7,14 +7,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// identityRule (review-level, Nodes): a person may not remove what makes a
+// identityRule (Nodes): a person may not remove what makes a
 // node a GPU node (gpunode.go: a configured vendor's NFD PCI label,
 // nvidia.com/gpu.present=true, a GFD label). NFD, GFD and the GPU Operator
 // own those labels, and their writes of them never reach the gate (their
 // exemptions list those facts, ownership.go); a node stripped of them
 // would drop out of the gate's view and the GPU Operator's, and its next
 // label change or uncordon would go unjudged.
-func (r *NodeReview) identityRule(f *findings) {
+func identityRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*NodeReview)
+	if !ok {
+		return
+	}
 	n, old := r.req.Node, r.req.OldNode
 	var gone []string // sorted only when there are some: a node has ~60 labels
 	for k, was := range old.Labels {

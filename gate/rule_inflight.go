@@ -2,9 +2,13 @@ package gate
 
 import "strings"
 
-// inFlightRule (review-level, Plans): SUC deletes running upgrade Jobs when
-// the version changes.
-func (r *PlanReview) inFlightRule(f *findings) {
+// inFlightRule (Plans): SUC deletes running upgrade Jobs when the version
+// changes.
+func inFlightRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
 	old := r.req.OldPlan
 	if r.req.Operation != "UPDATE" || old == nil || len(old.Status.Applying) == 0 {
 		return

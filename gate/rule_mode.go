@@ -7,8 +7,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// modeRules (review-level, Nodes): a GPU mode changes only on a cordoned
-// node without GPU holders, to a supported mode, with consistent labels.
+// modeRule (Nodes): a GPU mode changes only on a cordoned node without GPU
+// holders, to a supported mode, with consistent labels (modeRules); a node
+// mid-transition stays cordoned (uncordonRule).
+func modeRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*NodeReview)
+	if !ok {
+		return
+	}
+	if len(r.modeDiff) > 0 {
+		holders, err := r.awaitHolders()
+		r.modeRules(f, holders, err)
+	}
+	r.uncordonRule(f)
+}
+
 func (r *NodeReview) modeRules(f *findings, holders map[string][]Holder, holdersErr error) {
 	n, old := r.req.Node, r.req.OldNode
 	for _, k := range r.modeDiff {
@@ -41,7 +54,7 @@ func (r *NodeReview) modeRules(f *findings, holders map[string][]Holder, holders
 	}
 }
 
-// uncordonRule (review-level, Nodes): a node mid-transition stays cordoned.
+// uncordonRule: a node mid-transition stays cordoned.
 func (r *NodeReview) uncordonRule(f *findings) {
 	n, old := r.req.Node, r.req.OldNode
 	if old.Spec.Unschedulable && !n.Spec.Unschedulable && n.Labels[LabelWorkloadMode] != n.Labels[LabelExpectedWorkloadMode] {

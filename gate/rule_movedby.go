@@ -18,7 +18,11 @@ const AnnotationMovedBy = "gpu-upgrade-gate.io/moved-by"
 // movedByRule (review-level, Node writes): a write that pulls the node
 // into a GPU Plan names its writer in moved-by (with requireMover, the
 // default); a write of moved-by names its writer.
-func (r *NodeReview) movedByRule(f *findings) {
+func movedByRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*NodeReview)
+	if !ok {
+		return
+	}
 	n, old := r.req.Node, r.req.OldNode
 	v, set := n.Annotations[AnnotationMovedBy]
 	if v != old.Annotations[AnnotationMovedBy] || set != hasKey(old.Annotations, AnnotationMovedBy) {

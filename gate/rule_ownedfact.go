@@ -19,13 +19,14 @@ import (
 // gpu.deploy.*) stay people's and are judged by the rules that read them;
 // SUC's documented opt-out (plan.upgrade.cattle.io/<plan>=disabled) stays a
 // person's right, and so does removing a plan label: SUC then selects the
-// node again, which pulls it into the Plan and its rules (webhook/nodes.md). A GPU identity label a person removes is
-// GPUIdentityRemoved's (rule_identity.go), not reported twice.
-func (r *NodeReview) ownedFactRule(f *findings) {
-	n, old := r.req.Node, r.req.OldNode
-	if !r.gpu {
+// node again, which pulls it into the Plan and its rules (webhook/nodes.md).
+// A GPU identity label a person removes is GPUIdentityRemoved's (rule_identity.go), not reported twice.
+func ownedFactRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*NodeReview)
+	if !ok || !r.gpu {
 		return
 	}
+	n, old := r.req.Node, r.req.OldNode
 	for _, k := range changedLabels(n, old) {
 		fact := factOfLabel(k)
 		if fact == nil || fact.Input || slices.Contains(r.own, fact.Name) {

@@ -40,8 +40,30 @@ func JudgePlanStatus(cfg *Config, req PlanStatusRequest) Decision {
 	if isSUC(cfg, req.User) {
 		return d
 	}
-	old, cur := &req.Old.Status, &req.New.Status
+	r := &planStatusReview{req: req}
+	r.kinds, r.cfg, r.user = kindsPlanStatus, cfg, req.User
 	var f findings
+	applyTable(r, &f, &d)
+	if len(f.blockers) > 0 {
+		d.Allowed, d.Blockers = false, f.blockers
+	}
+	return d
+}
+
+// planStatusReview is a write of a Plan's status by other than SUC.
+type planStatusReview struct {
+	reviewBase
+	req PlanStatusRequest
+}
+
+// planStatusRule (Plan status writes): no field SUC writes changes.
+func planStatusRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*planStatusReview)
+	if !ok {
+		return
+	}
+	cfg, req := r.cfg, r.req
+	old, cur := &req.Old.Status, &req.New.Status
 	if !slices.Equal(old.Applying, cur.Applying) {
 		f.add(planStatusForged(req.User.Name, pathApplying, "["+strings.Join(old.Applying, ",")+"]", "["+strings.Join(cur.Applying, ",")+"]", cfg))
 	}
@@ -54,10 +76,6 @@ func JudgePlanStatus(cfg *Config, req PlanStatusRequest) Decision {
 	if old.LatestVersion != cur.LatestVersion {
 		f.add(planStatusForged(req.User.Name, pathLatestVersion, strconv.Quote(old.LatestVersion), strconv.Quote(cur.LatestVersion), cfg))
 	}
-	if len(f.blockers) > 0 {
-		d.Allowed, d.Blockers = false, f.blockers
-	}
-	return d
 }
 
 // conditionsSeen is a Plan's conditions as "Type=Status" pairs.

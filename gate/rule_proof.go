@@ -15,28 +15,34 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// proofRule (review-level, Plans and per-node steps): a node of the
-// record's hardware that already runs the destination tuple must be proven
-// before another node of that hardware starts, at every wave size. The
-// review's own pending nodes are not "previous": SUC is about to run them.
-// A rollback Plan is the way out of a failed rollout: the nodes still on
-// the source tuple were never moved, so they prove nothing and hold nothing.
-func (r *PlanReview) proofRule(f *findings, d *Decision) {
-	if r.dest == nil || r.rollback {
+// proofRule (Plans, per-node steps and the driver path): for each record
+// the review uses, a node of the record's hardware that already runs the
+// record's destination tuple must be proven before another node of that
+// hardware starts, at every wave size. The review's own pending nodes are
+// not "previous": they are about to move. A rollback is the way out of a
+// failed rollout: the nodes still on the source tuple were never moved, so
+// they prove nothing and hold nothing.
+func proofRule(rv review, f *findings, d *Decision) {
+	b := rv.base()
+	if b.rollback {
 		return
 	}
-	previousProofs(r.cfg, r.cl, r.record, r.dest, names(r.pending), r.req.Now, f, d)
+	for _, u := range b.uses {
+		previousProofs(b.cfg, b.cl, u.rec, u.dest, names(b.pending), b.now, f, d)
+	}
 }
 
-// proofRule (review-level, driver path): the same, for each usable record's
-// hardware: the nodes of that hardware already at its target are proven
-// before the operator reloads the next ones.
-func (r *DriverReview) proofRule(usable []*qualification.Record, f *findings, d *Decision) {
-	if r.rollback {
-		return
-	}
-	for _, rec := range usable {
-		previousProofs(r.cfg, r.cl, rec, &rec.Target, names(r.pending), r.req.Now, f, d)
+// uncordonProofRule (Nodes, SUC's completion write): a GPU node is handed
+// back or marked done only on its destination and proven (completionRule);
+// SUC's completion also only once the node runs the destination
+// (notReachedRule).
+func uncordonProofRule(rv review, f *findings, d *Decision) {
+	switch r := rv.(type) {
+	case *NodeReview:
+		completionRule(r.cfg, r.cl, r.req, f, d)
+	case *completionReview:
+		notReachedRule(r.cfg, r.cl, r.req, f)
+		completionRule(r.cfg, r.cl, r.req, f, d)
 	}
 }
 
@@ -286,13 +292,18 @@ func planDestination(cl *Cluster, p *upgradev1.Plan) (*qualification.Tuple, stri
 // continues untouched.
 func DecideCompletion(cfg *Config, cl *Cluster, req NodeRequest) Decision {
 	d := Decision{Object: "Node " + req.Node.Name, Nodes: []string{req.Node.Name}}
+	r := &completionReview{req: req}
+	r.kinds, r.cfg, r.cl, r.user, r.now = kindsCompletion, cfg, cl, req.User, req.Now
 	var f findings
-	notReachedRule(cfg, cl, req, &f)
-	completionRule(cfg, cl, req, &f, &d)
-	haltUncordonRule(cfg, cl, req, &f, &d)
-	cordonUncordonRule(cfg, cl, req, true, &f)
+	applyTable(r, &f, &d)
 	f.settle(&d)
 	return d
+}
+
+// completionReview is SUC's completion write of a node.
+type completionReview struct {
+	reviewBase
+	req NodeRequest
 }
 
 // noteProof records a proof the decision relied on, for the audit

@@ -137,6 +137,56 @@ func recordInvalid(b badRecord) []Blocker {
 	return []Blocker{required(CodeRecordInvalid, "", field.NewPath("record"), "no record was given; pass a record file")}
 }
 
+// recordRule (Plans and the driver path, one function for the record,
+// evidence, approval and selfapproved rows): every record the object names
+// exists, loads, qualifies, is fresh and complete, and is approved by
+// someone other than the requester. A record about to expire is warned of
+// on every path that uses one (before, only a Plan's review warned).
+func recordRule(rv review, f *findings, d *Decision) {
+	switch r := rv.(type) {
+	case *recordWriteReview:
+		r.dataRules(f, d)
+		return
+	case *validateRecordReview:
+		r.recordRules(f, d)
+		return
+	case *upgradeCheckReview:
+		r.recordRules(f, d)
+		return
+	}
+	b := rv.base()
+	if !b.records {
+		return
+	}
+	if len(b.names) == 0 {
+		f.add(recordMissing(b.cfg, b.recordPath, "", b.missing))
+		return
+	}
+	_, plan := rv.(*PlanReview) // a Plan names one record, the driver path several
+	var refs []string
+	for _, name := range b.names {
+		e, ok := b.cl.Records[name]
+		rec := b.cfg.useRecord(f, recordUse{name: name, entry: e, found: ok, user: b.user, now: b.now,
+			path: b.recordPath, rollback: b.rollback, subject: b.subject, act: b.act})
+		if rec == nil {
+			continue
+		}
+		if !plan {
+			refs = append(refs, rec.Ref())
+		}
+		if plan {
+			d.Record = recordInfo(rec, name, b.cfg.MaxCanaryAge.Duration)
+			d.Record.Approval = b.cfg.approvalState(rec, e.Attestation)
+		}
+		if exp, err := rec.Expiry(b.cfg.MaxCanaryAge.Duration); err == nil && b.now.Before(exp) && exp.Sub(b.now) <= b.cfg.ExpiryWarning.Duration {
+			f.warn("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(b.now).Round(time.Minute))
+		}
+	}
+	if !plan {
+		d.RecordRefs = refs
+	}
+}
+
 // recordUse is one named record and who asks to use it.
 type recordUse struct {
 	name     string

@@ -17,12 +17,13 @@ import (
 // changes its spec (a new rollout) or drops the annotation, must carry it;
 // an edit that leaves the spec and a missing annotation alone (an existing
 // Plan's labels, say) is not held, so Plans from before keep working.
-func (r *PlanReview) requesterRule(f *findings) {
-	p, o := r.req.Plan, r.req.OldPlan
-	v, set := p.Annotations[AnnotationRequestedBy]
-	if !r.write {
+func requesterRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok || !r.write {
 		return
 	}
+	p, o := r.req.Plan, r.req.OldPlan
+	v, set := p.Annotations[AnnotationRequestedBy]
 	if !set {
 		switch {
 		case !r.cfg.RequireRequester:

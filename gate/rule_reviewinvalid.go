@@ -10,7 +10,26 @@ import (
 // malformed object, a kind that does not match the resource): denied with
 // ReviewInvalid, never allowed. The engine itself never emits it.
 func InvalidReview(object string, err error) Decision {
-	return Decision{Object: object, Blockers: []Blocker{reviewInvalid(err)}}
+	d := Decision{Object: object}
+	r := &invalidReview{err: err}
+	r.kinds = kindsAdmission
+	var f findings
+	applyTable(r, &f, &d)
+	d.Blockers = f.blockers
+	return d
+}
+
+// invalidReview is a request the adapter cannot read.
+type invalidReview struct {
+	reviewBase
+	err error
+}
+
+// reviewInvalidRule (admission): the adapter's reading error, as is.
+func reviewInvalidRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*invalidReview); ok {
+		f.add(reviewInvalid(r.err))
+	}
 }
 
 // reviewInvalid builds every ReviewInvalid blocker.

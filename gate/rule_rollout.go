@@ -144,69 +144,84 @@ func rolloutInFlightBlocker(r rolloutInFlight) Blocker {
 		r.what, nodeList(r.nodes))
 }
 
-// rolloutRules (Plans and SUC's per-node step): RolloutInFlight on the
-// request, the budget on both. A Plan that starts nothing is held by
-// neither, a rollback Plan's request by neither.
-func (r *PlanReview) rolloutRules(f *findings, d *Decision) {
-	if len(r.pending) == 0 {
+// rolloutRule (Plans and the driver path): RolloutInFlight on the request.
+// A review that moves nothing is not held, nor a rollback (the way out of a
+// failed rollout), nor a per-node step (the budget holds those).
+func rolloutRule(rv review, f *findings, _ *Decision) {
+	b := rv.base()
+	if len(b.pending) == 0 || b.unloading || b.perNode || b.rollback {
 		return
 	}
-	p := r.req.Plan
-	fs := r.cfg.scanFleet(r.cl)
-	if r.only == "" && !r.rollback {
-		r.cfg.rolloutRule(f, r.cl, fs, p)
+	var self *upgradev1.Plan
+	if r, ok := rv.(*PlanReview); ok {
+		self = r.req.Plan
 	}
-	if r.rollback && r.only == "" {
-		// The way out of a failed rollout: the failed node is out already,
-		// and SUC's Job start of each node still holds the budget.
-		return
-	}
-	bc := budgetCheck{candidates: r.pending, path: pathSelector}
-	if r.only != "" {
-		bc.own, bc.node, bc.view.sucStep = []string{r.only}, r.only, p
-	} else if stored := r.cl.plan(p.Namespace, p.Name); stored != nil {
-		// The stored status, never the request's: SUC alone writes it.
-		bc.own = stored.Status.Applying
-	}
-	r.cfg.budgetRule(f, r.cl, fs, r.req.Now, d, bc)
+	cl, fs := b.fleet()
+	b.cfg.rolloutRule(f, cl, fs, self)
 }
 
-// rolloutRules (driver path and its per-node step): RolloutInFlight on the
-// request, the maintenance windows and the budget on both (a rollback's
-// request: none of them). An upgrade of
-// the operator itself reloads no driver: it is held by RolloutInFlight only.
-func (r *DriverReview) rolloutRules(f *findings, d *Decision) {
-	if len(r.pending) == 0 || r.req.Change.Operation == OpDelete {
+// holdsBudget: the review takes nodes out and is held by the budget (and,
+// on the driver path, the maintenance windows). A rollback's request is
+// not, the way out of a failed rollout (the failed node is out already);
+// its per-node steps are.
+func (b *reviewBase) holdsBudget() bool {
+	return len(b.pending) > 0 && !b.unloading && !(b.rollback && !b.perNode)
+}
+
+// outsideWindowRule (the driver path and its per-node step, SUC's start of
+// a GPU node's Job): the step starts inside a configured maintenance window.
+func outsideWindowRule(rv review, f *findings, _ *Decision) {
+	switch r := rv.(type) {
+	case *PlanReview:
+		if r.sucStep {
+			r.cfg.outsideWindowRule(f, windowSUC, r.now, r.only, pathWindow)
+		}
+	case *DriverReview:
+		if r.holdsBudget() {
+			path, node := r.budgetPath()
+			r.cfg.outsideWindowRule(f, windowDriver, r.now, node, path)
+		}
+	}
+}
+
+// budgetRule (Plans, their per-node steps and the driver path): the nodes
+// the review takes out stay within the disruption budget.
+func budgetRule(rv review, f *findings, d *Decision) {
+	b := rv.base()
+	if !b.holdsBudget() {
 		return
 	}
-	// The step is judged on the fleet as its live reads see it (the
-	// in-flight nodes and the node itself written over the cache); the
-	// request on the cache.
-	cl := r.cl
+	cl, fs := b.fleet()
+	bc := budgetCheck{candidates: b.pending}
+	switch r := rv.(type) {
+	case *PlanReview:
+		p := r.req.Plan
+		bc.path = pathSelector
+		if r.only != "" {
+			bc.own, bc.node, bc.view.sucStep = []string{r.only}, r.only, p
+		} else if stored := r.cl.plan(p.Namespace, p.Name); stored != nil {
+			// The stored status, never the request's: SUC alone writes it.
+			bc.own = stored.Status.Applying
+		}
+	case *DriverReview:
+		bc.path, bc.node = r.budgetPath()
+		if r.step != nil {
+			bc.own, bc.view.driverStep = []string{bc.node}, true
+		}
+	}
+	b.cfg.budgetRule(f, cl, fs, b.now, d, bc)
+}
+
+// budgetPath is the field and node the driver path's budget and window
+// blockers name.
+func (r *DriverReview) budgetPath() (*field.Path, string) {
 	if st := r.step; st != nil {
-		cl = r.cl.withNodes(r.cfg, append(slices.Clone(st.InFlight), st.Node)...)
+		return pathDriverState, st.Node.Name
 	}
-	fs := r.cfg.scanFleet(cl)
-	if r.step == nil && !r.rollback {
-		r.cfg.rolloutRule(f, cl, fs, nil)
+	if path := r.req.Change.DriverPath; path != nil {
+		return path, ""
 	}
-	if r.operatorUpgrade() || r.rollback && r.step == nil {
-		// A rollback is the way out of a failed rollout; its per-node
-		// steps still hold the window and the budget.
-		return
-	}
-	path, node := r.req.Change.DriverPath, ""
-	if path == nil {
-		path = pathObjectName
-	}
-	bc := budgetCheck{candidates: r.pending}
-	if st := r.step; st != nil {
-		path, node = pathDriverState, st.Node.Name
-		bc.own, bc.view.driverStep = []string{node}, true
-	}
-	bc.node, bc.path = node, path
-	r.cfg.outsideWindowRule(f, windowDriver, r.req.Now, node, path)
-	r.cfg.budgetRule(f, cl, fs, r.req.Now, d, bc)
+	return pathObjectName, ""
 }
 
 // plan is the stored Plan namespace/name, nil when there is none.

@@ -4,25 +4,36 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
 
 // The Plan's shape (review-level): rules that read only the Plan and its
 // selection. One builder per code: SelectorInvalid, MixedPlan,
 // UnpinnedVersion, CordonRequired (ConcurrencyNotSerial: rule_concurrency.go).
 
-func planShapeRules(f *findings, p *upgradev1.Plan, gpu, nonGPU []string) {
-	if len(nonGPU) > 0 {
-		f.add(mixedPlan(gpu, nonGPU))
+// shapeRule (Plans): a selector SUC can read (else the review ends here),
+// GPU nodes only, a pinned version.
+func shapeRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
+	p := r.req.Plan
+	if r.selErr != nil {
+		f.add(selectorInvalid(p.Spec.NodeSelector, r.selErr))
+		r.stop()
+		return
+	}
+	if len(r.nonGPU) > 0 {
+		f.add(mixedPlan(r.gpu, r.nonGPU))
 	}
 	if p.Spec.Version == "" {
 		f.add(unpinnedVersion(p.Spec.Channel))
 	}
-	if p.Spec.Concurrency != 1 {
-		f.add(concurrencyNotSerial("", pathConcurrency, p.Spec.Concurrency, concurrencyPlan))
-	}
-	if !p.Spec.Cordon && p.Spec.Drain == nil {
+}
+
+// cordonRule (Plans): SUC cordons (or drains) each node it upgrades.
+func cordonRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*PlanReview); ok && !r.req.Plan.Spec.Cordon && r.req.Plan.Spec.Drain == nil {
 		f.add(cordonRequired())
 	}
 }

@@ -6,9 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// skewRule (review-level, Plans): no kubelet newer than the API server.
-func skewRule(f *findings, serverVersion, version string, path *field.Path) {
-	target, err := ParseRKE2(version)
+// skewRule (Plans): no kubelet newer than the API server.
+func skewRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok || r.rke2 == "" {
+		return
+	}
+	serverVersion, path := r.cl.ServerVersion, r.rke2Path
+	target, err := ParseRKE2(r.rke2)
 	if err != nil {
 		return // the version rule or the record rules report it
 	}

@@ -37,6 +37,28 @@ const (
 
 // targetNotQualified builds every TargetNotQualified blocker; args are the
 // values the kind's sentence names, in order.
+// planTargetRule (Plans): an RKE2 Plan's spec.version is the record's
+// RKE2 target, and its image tag is spec.version.
+func planTargetRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
+	spec := r.req.Plan.Spec
+	if spec.Version == "" || !r.rke2Plan {
+		return
+	}
+	if r.dest != nil && !SameComponent(ComponentRKE2, spec.Version, r.dest.RKE2) {
+		f.add(targetNotQualified("", pathVersion, spec.Version, targetPlanRKE2, spec.Version, r.record.ID, r.dest.RKE2))
+	}
+	if spec.Upgrade == nil {
+		return
+	}
+	if tag, ok := ImageVersion(spec.Upgrade.Image); ok && !SameComponent(ComponentRKE2, tag, spec.Version) {
+		f.add(targetNotQualified("", pathImage, spec.Upgrade.Image, targetImageTag, tag, spec.Version))
+	}
+}
+
 func targetNotQualified(node string, path *field.Path, value any, p targetProblem, args ...any) Blocker {
 	switch p {
 	case targetTyped:

@@ -6,11 +6,15 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
 
-// waveRules (review-level, Plans): one canary at a time; a wider wave only
+// waveRule (Plans): one canary at a time; a wider wave only
 // after a proven canary, and within one failure domain. Every pending node
 // counts, including one already at the destination: SUC still cordons,
 // drains and runs its Job.
-func (r *PlanReview) waveRules(f *findings, d *Decision) {
+func waveRule(rv review, f *findings, d *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
 	n := len(r.pending)
 	if n > r.cfg.WaveSize {
 		f.add(multipleCanaries(r.HolderNodes(), r.cfg.WaveSize, r.req.Plan.Name))

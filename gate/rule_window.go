@@ -40,8 +40,12 @@ func (w *WindowsConfig) validate(path *field.Path) field.ErrorList {
 
 var pathWindow = field.NewPath("spec", "window")
 
-// windowRule (review-level, Plans): a GPU Plan carries a window SUC accepts.
-func (r *PlanReview) windowRule(f *findings) {
+// windowRule (Plans): a GPU Plan carries a window SUC accepts.
+func windowRule(rv review, f *findings, _ *Decision) {
+	r, ok := rv.(*PlanReview)
+	if !ok {
+		return
+	}
 	w := r.req.Plan.Spec.Window
 	if w == nil {
 		if r.cfg.Windows.RequirePlanWindow {

@@ -48,8 +48,38 @@ var (
 // to a default.
 func UpgradeCheck(req UpgradeCheckRequest) Decision {
 	d := Decision{Object: "GPU upgrade of " + strings.Join(req.PCIIDs, ",")}
+	r := &upgradeCheckReview{req: req}
+	r.kinds = kindsUpgradeCheck
+	if rec := req.Record.Record; req.Record.Err == nil && rec != nil {
+		cur, tgt := FlagPaths()
+		after := req.Target
+		var scratch findings // typedHardwareRule reports them
+		t := newTransition(nil, NodeFacts{Identities: typedHardware(&scratch, req.PCIIDs)}, req.Current, rec, false)
+		t.After, t.Typed = &after, true
+		t.Path, t.RecordPath, t.CurrentPath, t.AfterPath = cur[ComponentKernel], pathQualification, cur, tgt
+		t.Dest = &rec.Target // typed values are checked against the target, never a source
+		r.ts = []*Transition{t}
+	}
 	var f findings
-	freshnessLimits(&f, req.Freshness)
+	applyTable(r, &f, &d)
+	f.settle(&d)
+	if r.stopped {
+		d.Allowed = false
+	}
+	return d
+}
+
+// upgradeCheckReview is upgrade-check's one typed transition.
+type upgradeCheckReview struct {
+	reviewBase
+	req UpgradeCheckRequest
+}
+
+// recordRules (the record and evidence rows): the limits, the load (a
+// record that does not load ends the check), every record problem.
+func (r *upgradeCheckReview) recordRules(f *findings, d *Decision) {
+	req := r.req
+	freshnessLimits(f, req.Freshness)
 	if req.Record.Err != nil || req.Record.Record == nil {
 		err := req.Record.Err
 		if err == nil {
@@ -58,24 +88,14 @@ func UpgradeCheck(req UpgradeCheckRequest) Decision {
 		for _, b := range recordInvalid(badRecord{where: pathQualification, what: "the record", err: err}) {
 			f.add(b)
 		}
-		f.settle(&d)
-		d.Allowed = false
-		return d
+		r.stop()
+		return
 	}
 	rec := req.Record.Record
 	d.Record = recordInfo(rec, "", req.Freshness.MaxAge)
 	for _, p := range recordProblems(rec, req.Freshness) {
 		f.add(recordProblem(p, pathQualification, rec.ID, rec.ID))
 	}
-	cur, tgt := FlagPaths()
-	after := req.Target
-	t := newTransition(nil, NodeFacts{Identities: typedHardware(&f, req.PCIIDs)}, req.Current, rec, false)
-	t.After, t.Typed = &after, true
-	t.Path, t.RecordPath, t.CurrentPath, t.AfterPath = cur[ComponentKernel], pathQualification, cur, tgt
-	t.Dest = &rec.Target // typed values are checked against the target, never a source
-	judge(ReviewUpgradeCheck, []*Transition{t}, &f)
-	f.settle(&d)
-	return d
 }
 
 // typedHardware reads --pci-id: well formed and distinct; it returns the

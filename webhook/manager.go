@@ -441,7 +441,7 @@ func stripNode(obj any, taints, annotations []string) (any, error) {
 	}
 	if n.Spec.Unschedulable {
 		for _, m := range n.ManagedFields {
-			if m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.Raw, []byte(`"f:unschedulable"`)) {
+			if m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.GetRawBytes(), []byte(`"f:unschedulable"`)) {
 				out.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: m.Manager, Operation: m.Operation, Time: m.Time}}
 			}
 		}

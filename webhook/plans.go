@@ -39,14 +39,15 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	tr.mark("engine")
-	// The holder listing is a round trip to the API server: the rules that
-	// do not read holders run while it is in flight.
+	// The holder listing is a round trip to the API server: the holder row
+	// is the table's last, so every other rule runs while it is in flight.
 	listed := s.listHolders(ctx, tr, r.HolderNodes())
-	pd := r.DecideBeforeHolders()
-	tr.mark("rules")
-	holders, herr := listed()
-	tr.mark("wait")
-	d := pd.JoinHolders(holders, herr)
+	d := r.DecideListing(func() (map[string][]gate.Holder, error) {
+		tr.mark("rules")
+		holders, herr := listed()
+		tr.mark("wait")
+		return holders, herr
+	})
 	tr.mark("decide")
 	return d, nil
 }

@@ -15,11 +15,12 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 )
 
-// TestDecideBeforeHoldersIsDecide: the webhook applies the holder rule
-// after the others (the listing is in flight meanwhile); its decision must
-// be Decide's, blocker for blocker and warning for warning, in order, for
-// every Plan write of the fleet, whatever the listing answers.
-func TestDecideBeforeHoldersIsDecide(t *testing.T) {
+// TestDecideListingIsDecide: the webhook lists the holders while the rule
+// table runs (DecideListing; the holder row is the table's last, so it
+// waits for the listing only there); its decision must be Decide's, with
+// the holders at hand, blocker for blocker and warning for warning, in
+// order, for every Plan write of the fleet, whatever the listing answers.
+func TestDecideListingIsDecide(t *testing.T) {
 	f := benchFleet()
 	cl := f.Cluster(nil)
 	now := benchDay.Add(time.Hour)
@@ -58,27 +59,35 @@ func TestDecideBeforeHoldersIsDecide(t *testing.T) {
 					holders := l.holders(one.HolderNodes())
 					want := one.Decide(holders, l.err)
 					split := gate.PreparePlan(f.Config, cl, req)
-					pending := split.DecideBeforeHolders()
-					got := pending.JoinHolders(holders, l.err)
+					// The listing, in flight meanwhile as the webhook's is.
+					listed := make(chan map[string][]gate.Holder, 1)
+					go func() { listed <- l.holders(split.HolderNodes()) }()
+					calls := 0
+					got := split.DecideListing(func() (map[string][]gate.Holder, error) {
+						calls++
+						return <-listed, l.err
+					})
 					what := fmt.Sprintf("%s %s by %s", req.Operation, req.Plan.Name, u.Name)
 					// The sentences first: a difference shows short.
 					require.Equal(t, want.Message(), got.Message(), what)
 					require.Equal(t, want.Warnings, got.Warnings, what)
 					require.True(t, reflect.DeepEqual(want, got), what)
+					require.LessOrEqual(t, calls, 1, "the listing is waited for once: %s", what)
 					if !want.Allowed {
 						denied++
 					}
-					// A holder blocker with others after it: appending the
-					// holder rule's findings instead would differ here.
+					// The holder row runs last: its blockers come after every
+					// other rule's.
 					codes := want.Codes()
-					if i := slices.Index(codes, gate.CodeGPUHolders); i >= 0 && i < len(codes)-1 {
+					if i := slices.Index(codes, gate.CodeGPUHolders); i >= 0 {
+						require.Equal(t, len(codes)-1, i, "%s: %v", what, codes)
 						held++
 					}
 				}
 			}
 		})
 	}
-	// The comparison saw the holder rule speak before other rules.
+	// The comparison saw the holder rule speak.
 	require.NotZero(t, held)
 	require.NotZero(t, denied)
 }
