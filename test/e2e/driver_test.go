@@ -339,12 +339,17 @@ func TestDriverStep(t *testing.T) {
 	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
 	assert.Contains(t, err.Error(), "already out: gpu-v100-01 (driver upgrade state pod-restart-required)")
 	assert.Equal(t, "drain-required", stateOf(t, "gpu-v100-02"), "a refused step leaves the node where it was")
-	// A person writing the state is judged the same way.
-	requireDenied(t, operatorStep(t, alice, "gpu-v100-02", "pod-restart-required"), gate.CodeDisruptionBudgetExceeded)
+	// A person may not write the state at all: it is the GPU Operator's
+	// (gate/ownership.go), whatever the budget says.
+	requireDenied(t, operatorStep(t, alice, "gpu-v100-02", "pod-restart-required"), gate.CodeOwnedFactWritten)
 	for _, s := range []string{"validation-required", "uncordon-required"} {
 		require.NoError(t, operatorStep(t, op, "gpu-v100-01", s))
 		requireDenied(t, operatorStep(t, op, "gpu-v100-02", "pod-restart-required"), gate.CodeDisruptionBudgetExceeded)
 	}
+	// The operator uncordons the node it cordoned at uncordon-required
+	// (played here: the upgrade controller's own write), so it is no
+	// longer out once done.
+	require.NoError(t, patchNode(op, "gpu-v100-01", `{"spec":{"unschedulable":false}}`))
 	require.NoError(t, operatorStep(t, op, "gpu-v100-01", "upgrade-done"))
 	require.NoError(t, operatorStep(t, op, "gpu-v100-02", "pod-restart-required"), "the controller's retry passes once gpu-v100-01 is done")
 	require.NoError(t, operatorStep(t, op, "gpu-v100-02", "upgrade-done"))

@@ -174,7 +174,7 @@ var allCodes = []gate.Code{gate.CodeMixedPlan, gate.CodeUnpinnedVersion, gate.Co
 	gate.CodeSelfApproved, gate.CodeHardwareUnknown, gate.CodeHardwareNotQualified, gate.CodeFactsMissing, gate.CodeTargetNotQualified, gate.CodeSourceMismatch,
 	gate.CodeRKE2Downgrade, gate.CodeMinorSkip, gate.CodeVersionSkew, gate.CodeComponentDowngrade, gate.CodeMultipleCanaries, gate.CodeCanaryNotProven,
 	gate.CodeCrossFailureDomain, gate.CodeGPUHolders, gate.CodeVersionEditInFlight, gate.CodeVersionInvalid, gate.CodeModeChangeNotCordoned,
-	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeOwnedFactWritten, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
+	gate.CodeModeUnsupported, gate.CodeModeLabelsInconsistent, gate.CodeUncordonDuringTransition, gate.CodeGPUIdentityRemoved, gate.CodeOwnedFactWritten, gate.CodeCordonedByOther, gate.CodeMovedByMissing, gate.CodeNodeAttestationForged, gate.CodeReviewInvalid, gate.CodeImageInvalid, gate.CodePlanStatusForged,
 	gate.CodeRequesterMismatch, gate.CodeRequesterMissing,
 	gate.CodePreviousNodeUnproven, gate.CodeUncordonBeforeProof, gate.CodeRecordNotApproved, gate.CodeAttestationForged,
 	gate.CodeRolloutInFlight, gate.CodeDisruptionBudgetExceeded, gate.CodeWindowInvalid, gate.CodeOutsideWindow}
