@@ -70,11 +70,12 @@ func TestRolloutInFlightThroughAPIServer(t *testing.T) {
 		wave.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"budget-wave": "next"}}
 		require.NoError(t, alice.Create(ctx, wave), "it selects no node yet: it starts nothing")
 		defer removePlan(t, wave)
-		label := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"budget-wave":"next"}}}`))
+		// alice names herself as the mover (MovedByMissing is not what this case is about).
+		label := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"budget-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"alice"}}}`))
 		eventuallyWrite(t, func() error {
 			return alice.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v100-02"}}, label, client.DryRunAll)
 		}, gate.CodeRolloutInFlight)
-		err := patchNode(alice, "gpu-v100-02", `{"metadata":{"labels":{"budget-wave":"next"}}}`)
+		err := patchNode(alice, "gpu-v100-02", `{"metadata":{"labels":{"budget-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"alice"}}}`)
 		requireDenied(t, err, gate.CodeRolloutInFlight)
 		assert.Contains(t, err.Error(), "Plan system-upgrade/budget-wave: [RolloutInFlight] Plan system-upgrade/budget-first is in flight")
 	})

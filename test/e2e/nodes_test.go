@@ -91,7 +91,7 @@ func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
 	requireDenied(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"bob"}}}`), gate.CodeNodeAttestationForged)
 	require.NoError(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"alice"}}}`), "one canary is fine")
 	defer patchNode(env.Admin, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":null}}}`)
-	err := patchNode(alice, "gpu-h200-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`)
+	err := patchNode(alice, "gpu-h200-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"alice"}}}`)
 	requireDenied(t, err, gate.CodeHardwareNotQualified)
 	assert.Contains(t, err.Error(), "Plan system-upgrade/label-wave: [HardwareNotQualified]")
 	// Opting a node out of the Plan is always allowed.
