@@ -43,7 +43,12 @@ func TestOwnedFactsAttack2(t *testing.T) {
 
 	before := nodeRequests(t)
 	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-02", `{"metadata":{"labels":{"`+madeUp+`":"true"}}}`), "nfd-master writes its own labels")
-	defer patchNode(env.Admin, "gpu-v100-02", `{"metadata":{"labels":{"`+madeUp+`":null}}}`)
+	// The label's owner removes it: a person's removal of an NFD label is
+	// itself refused, and a made-up identity left behind would make
+	// gpu-v100-02 unqualified hardware for every later test.
+	defer func() {
+		require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-02", `{"metadata":{"labels":{"`+madeUp+`":null}}}`), "nfd-master removes its own label")
+	}()
 	assert.Equal(t, before, nodeRequests(t), "nfd-master's write of an NFD label never reaches the webhook")
 }
 
