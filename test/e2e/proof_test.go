@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -175,13 +176,27 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	})
 	suc, _ := as(t, sucUser)
 
-	// SUC cordons the node and runs its Job: never reviewed by the
-	// completions webhook (match conditions).
+	// SUC's Job for the node (played: SUC's controller creates it with its
+	// own labels, the Job controller starts it) cordons the node from its
+	// Pod: the gate knows the cordon is SUC's by that Job, which ran no
+	// later than the cordon (CordonedByOther otherwise). The cordon is never
+	// reviewed by the completions webhook (match conditions).
+	one := int32(1)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "apply-canary-06-on-" + node,
+		Labels: map[string]string{upgradev1.LabelPlan: p.Name, upgradev1.LabelNode: node}},
+		Spec: batchv1.JobSpec{Parallelism: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade:" + strings.ReplaceAll(testenv.Target.RKE2, "+", "-")}}}}}}
+	require.NoError(t, env.Admin.Create(ctx, job))
+	t.Cleanup(func() {
+		require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))))
+	})
 	before := webhookRequests(t, "/validate/completions")
 	require.NoError(t, patchNode(suc, node, `{"spec":{"unschedulable":true}}`))
 	assert.Equal(t, before, webhookRequests(t, "/validate/completions"), "SUC's cordon reached the completions webhook")
 
-	// The Job completed (played here): the node runs the target tuple.
+	// The Job completed (played here, as the Job controller would mark it):
+	// the node runs the target tuple.
+	require.NoError(t, env.FinishJob(ctx, job, true))
 	var n corev1.Node
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
 	n.Status.NodeInfo.KernelVersion, n.Status.NodeInfo.KubeletVersion = testenv.Target.Kernel, testenv.Target.RKE2
@@ -212,6 +227,8 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 
 	// Proof arrives: SUC's retry passes.
 	require.NoError(t, proveNode(ctx, node, now.Add(-2*time.Hour)))
+	// The allocation check counts only when it ran after the Job completed.
+	require.NoError(t, reproveAllocation(ctx, node))
 	eventuallyWrite(t, completion)
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: node}, &n))
 	assert.False(t, n.Spec.Unschedulable)
