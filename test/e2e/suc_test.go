@@ -245,6 +245,10 @@ func gateReviewed(e controlplane.AuditEvent) bool {
 func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 	proc := needSUC(t)
 	ctx := context.Background()
+	// The audit log holds every earlier test's writes too (some play SUC's
+	// ServiceAccount on purpose, e.g. TestOwnedFactsAttack7's mode switch):
+	// count only this test's.
+	began := time.Now()
 	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{v100Spec("suc-v100-a", nil), {Name: "suc-cpu-1", Tuple: testenv.Source, Zone: "zone-a"}}))
 	alice, _ := as(t, "alice")
 	// One GPU rollout at a time (RolloutInFlight): the Plan beside it is a CPU one.
@@ -256,7 +260,6 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 	// Scheduled after the Plan was admitted; the request check could not see it.
 	holder := testenv.Holder("suc-train", "suc-v100-a")
 	require.NoError(t, env.Admin.Create(ctx, holder))
-	start := time.Now()
 	for _, p := range []*upgradev1.Plan{pa, pc} {
 		release(t, p)
 	}
@@ -281,7 +284,7 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 	require.NoError(t, err)
 	counts := map[string]int{}
 	for _, e := range events {
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" {
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || e.Verb == "get" || e.Verb == "list" || e.Verb == "watch" || e.RequestReceivedTimestamp.Before(began) {
 			continue
 		}
 		what := e.ObjectRef.Resource
@@ -301,12 +304,12 @@ func TestSUCJobGuardPausesOnlyThatNode(t *testing.T) {
 			if strings.HasPrefix(what, "suc ") && !reviewedBy(e, webhook.WebhookCompletions) {
 				// A reviewed SUC write is a Job start of one of these Plans,
 				// or its completion write of a node (the proof, docs/proof.md).
-				assert.Equal(t, "jobs", e.ObjectRef.Resource, "%s %s", what, e.ObjectRef.Name)
+				assert.Equal(t, "jobs", e.ObjectRef.Resource, "%s %s at %s", what, e.ObjectRef.Name, e.RequestReceivedTimestamp)
 			}
 		}
 		counts[what]++
 	}
-	t.Logf("SUC's and kubelets' writes in the audit log so far (this test began %s ago): %v", time.Since(start).Round(time.Second), counts)
+	t.Logf("SUC's and kubelets' writes in the audit log since this test began (%s ago): %v", time.Since(began).Round(time.Second), counts)
 	for _, w := range []string{"suc update nodes", "suc update plans/status", "suc create jobs", "kubelet patch nodes"} {
 		assert.Positive(t, counts[w], "SUC/kubelet wrote %q unreviewed", w)
 	}
