@@ -71,7 +71,15 @@ func needSUC(t *testing.T) *testenv.SUC {
 		var plans upgradev1.PlanList
 		require.NoError(t, env.Admin.List(context.Background(), &plans, client.InNamespace(testenv.SUCNamespace)))
 		for i := range plans.Items {
-			removePlan(t, &plans.Items[i])
+			p := &plans.Items[i]
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(context.Background(), p)))
+			// SUC's Jobs carry no owner reference: a Job still running for a
+			// deleted Plan keeps its node out (in flight, in the budget) until
+			// SUC's Job handler sees the Plan gone and deletes it, which it does
+			// only on the Job's next event. Delete them as SUC would.
+			require.NoError(t, env.Admin.DeleteAllOf(context.Background(), &batchv1.Job{}, client.InNamespace(testenv.SUCNamespace),
+				client.MatchingLabels{upgradev1.LabelPlan: p.Name}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+			removePlan(t, p)
 		}
 	})
 	t.Cleanup(func() {
