@@ -81,6 +81,8 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	// The Job fails (played: no Job controller runs here).
 	eventually(t, 60*time.Second, "SUC starts halt-fwd's Job on halt-v100-a", func() bool { return running(jobFor(t, "halt-fwd", "halt-v100-a")) })
 	failed := jobFor(t, "halt-fwd", "halt-v100-a")
+	// The Job's Pod cordons the node first (played, as SUC's ServiceAccount).
+	require.NoError(t, env.CordonAsSUCJob(ctx, "halt-v100-a"))
 	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
 	next.Annotations[gate.AnnotationRequestedBy] = "dave"
 	require.NoError(t, env.FinishJob(ctx, failed, false))
@@ -137,10 +139,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	// cordoned until proven; the rollback Plan is allowed.
 	var n corev1.Node
 	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "halt-v100-a"}, &n))
-	if !n.Spec.Unschedulable {
-		n.Spec.Unschedulable = true // SUC cordons first; make sure for the check below
-		require.NoError(t, env.Admin.Update(ctx, &n))
-	}
+	require.True(t, n.Spec.Unschedulable, "SUC's Job cordoned it")
 	uncordon := n.DeepCopy()
 	uncordon.Spec.Unschedulable = false
 	err = alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll)
@@ -149,11 +148,22 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	back := plan("halt-back", "v100-r580", "halt-v100-a")
 	back.Annotations[gate.AnnotationRollback] = "true"
 	back.Spec.Version = testenv.Source.RKE2
-	require.NoError(t, alice.Create(ctx, back, client.DryRunAll), "the record's rollback Plan for the failed node")
+	// With SUC's Job gone (its TTL), nothing the gate reads says the cordon
+	// was SUC's: the rollback is held until someone other than its requester
+	// hands the node over (issue 22, docs/rollout.md).
+	requireDenied(t, alice.Create(ctx, back.DeepCopy(), client.DryRunAll), gate.CodeCordonedByOther)
+	require.NoError(t, patchNode(bob, "halt-v100-a", `{"metadata":{"annotations":{"`+gate.AnnotationCordonHandover+`":"bob"}}}`), "bob hands the failed node over")
+	eventuallyWrite(t, func() error { return alice.Create(ctx, back.DeepCopy(), client.DryRunAll) })
+	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "halt-v100-a"}, &n))
+	uncordon = n.DeepCopy()
+	uncordon.Spec.Unschedulable = false
 	require.NoError(t, proveNode(ctx, "halt-v100-a", time.Now().Add(-time.Hour)))
 	eventually(t, 30*time.Second, "the proven node's uncordon is allowed", func() bool {
 		return alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll) == nil
 	})
+	// Back in service: a cordoned node counts as out in the budget (issue 22),
+	// so the next Plan below needs it uncordoned.
+	require.NoError(t, patchNode(alice, "halt-v100-a", `{"spec":{"unschedulable":false}}`), "the proven node goes back to tenants")
 
 	// The failed rollout is withdrawn; the requester cannot clear, bob can.
 	require.NoError(t, env.Admin.Delete(ctx, fwd))
