@@ -81,6 +81,9 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	// The Job fails (played: no Job controller runs here).
 	eventually(t, 60*time.Second, "SUC starts halt-fwd's Job on halt-v100-a", func() bool { return running(jobFor(t, "halt-fwd", "halt-v100-a")) })
 	failed := jobFor(t, "halt-fwd", "halt-v100-a")
+	// The Job's pod cordons the node first (played: no kubelet runs it), so
+	// the cordon is SUC's, not another's (CordonedByOther).
+	require.NoError(t, env.CordonAsSUCJob(ctx, "halt-v100-a"), "the cordon of SUC's Job")
 	next := sucPlan("halt-next", "v100-r580", "halt-v100-b")
 	next.Annotations[gate.AnnotationRequestedBy] = "dave"
 	require.NoError(t, env.FinishJob(ctx, failed, false))
@@ -137,10 +140,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	// cordoned until proven; the rollback Plan is allowed.
 	var n corev1.Node
 	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: "halt-v100-a"}, &n))
-	if !n.Spec.Unschedulable {
-		n.Spec.Unschedulable = true // SUC cordons first; make sure for the check below
-		require.NoError(t, env.Admin.Update(ctx, &n))
-	}
+	require.True(t, n.Spec.Unschedulable, "SUC's Job cordoned it")
 	uncordon := n.DeepCopy()
 	uncordon.Spec.Unschedulable = false
 	err = alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll)
