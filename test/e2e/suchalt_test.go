@@ -154,6 +154,9 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 	eventually(t, 30*time.Second, "the proven node's uncordon is allowed", func() bool {
 		return alice.Update(ctx, uncordon.DeepCopy(), client.DryRunAll) == nil
 	})
+	// Back in service: a node still cordoned would count against the budget
+	// of the next Plan.
+	require.NoError(t, patchNode(alice, "halt-v100-a", `{"spec":{"unschedulable":false}}`), "the proven node's uncordon")
 
 	// The failed rollout is withdrawn; the requester cannot clear, bob can.
 	require.NoError(t, env.Admin.Delete(ctx, fwd))
