@@ -77,6 +77,7 @@ func TestOwnedFactsAttack5(t *testing.T) {
 // reaches the gate and the mode rules refuse it, as they refuse a person's.
 // The same identity's plan label and cordon pass unreviewed.
 func TestOwnedFactsAttack7(t *testing.T) {
+	needSUC(t) // SUC's own RBAC gives its ServiceAccount the cordon (installSUCRBAC)
 	suc := sucServiceAccount(t)
 	err := patchNode(suc, "gpu-v100-holder", `{"metadata":{"labels":{"nvidia.com/gpu.workload.config":"vm-passthrough"}}}`)
 	requireDenied(t, err, gate.CodeModeChangeNotCordoned, gate.CodeGPUHolders)
