@@ -161,7 +161,8 @@ func (h cordonHolder) String() string { return h.actor }
 // cordonHolderOf says who cordoned n: a health agent (its configured
 // annotation or taint), the GPU Operator (a driver upgrade state in
 // progress), SUC (a Job of a Plan for this node that ran, created no later
-// than the cordon when the cordon is dated), the field manager of
+// than the cordon when the cordon is dated; or a recorded halt naming the
+// node, whose failed upgrade SUC cordoned it for), the field manager of
 // spec.unschedulable when the object carries managedFields, else someone
 // other than SUC.
 func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
@@ -184,6 +185,15 @@ func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
 	for _, j := range sucJobsFor(cl, n.Name) {
 		if jobRan(j) && (cordoned.IsZero() || !j.CreationTimestamp.Time.After(cordoned)) {
 			h.actor, h.suc = "SUC's Job "+j.Namespace+"/"+j.Name, true
+			return h
+		}
+	}
+	// A halt that names the node: its upgrade failed and the gate keeps it
+	// cordoned until proven; the cordon is the failed rollout's even once
+	// its Job is gone (a TTL deletes it), so its rollback may start.
+	for _, key := range sortedKeys(cl.Halts.Halts) {
+		if hl := cl.Halts.Halts[key]; hl.Node == n.Name {
+			h.actor, h.suc = "SUC's failed upgrade of it (halt: "+hl.Signal+")", true
 			return h
 		}
 	}

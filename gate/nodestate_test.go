@@ -172,6 +172,16 @@ func TestCordonedByOther(t *testing.T) {
 			incident(s.node("gpu-v100-01"))
 			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{runningJob("gpu-v100-canary", "gpu-v100-01", testNow.Add(-time.Minute))}
 		}},
+		{name: "safe: the failed node of a halt, its Job gone: the rollback Plan", mutate: func(s *scenario) {
+			incident(s.node("gpu-v100-01"))
+			halted(s)
+			s.req.Plan.Annotations[AnnotationRollback] = "true"
+			s.req.Plan.Spec.Version = tupleSource.RKE2
+		}},
+		{name: "the failed node of a halt: a forward Plan is still refused, by the halt", mutate: func(s *scenario) {
+			incident(s.node("gpu-v100-01"))
+			halted(s)
+		}, want: []Code{CodeRolloutHalted}},
 		{name: "cordoned before SUC's Job was created: not SUC's cordon", mutate: func(s *scenario) {
 			n := s.node("gpu-v100-01")
 			incident(n)

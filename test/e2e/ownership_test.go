@@ -52,20 +52,29 @@ func TestOwnedFactsAttack2(t *testing.T) {
 	assert.Equal(t, before, nodeRequests(t), "nfd-master's write of an NFD label never reaches the webhook")
 }
 
-// TestOwnedFactsAttack5: a person overwrites GFD's driver-version label:
-// refused; GFD's write (through nfd-master, the identity that applies GFD's
-// labels) passes.
+// TestOwnedFactsAttack5: a person overwrites GFD's driver-version label
+// with the target driver (which would hide SourceMismatch until GFD
+// relabels): refused; GFD's write (through nfd-master, the identity that
+// applies GFD's labels) passes. The forged value must differ from the node's:
+// an unchanged label is no write, and the API server rightly sends no review.
 func TestOwnedFactsAttack5(t *testing.T) {
 	alice, _ := as(t, "alice")
 	var n = getNode(t, "gpu-v100-04")
 	driver := n.Labels["nvidia.com/cuda.driver-version.full"]
 	require.NotEmpty(t, driver)
-	err := patchNode(alice, "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"580.126.20"}}}`)
+	forged := testenv.Target.Driver
+	require.NotEqual(t, driver, forged, "the forged driver must change the label")
+	before := nodeRequests(t)
+	err := patchNode(alice, "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+forged+`"}}}`)
 	requireDenied(t, err, gate.CodeOwnedFactWritten)
 	assert.Contains(t, err.Error(), "let GFD rewrite it")
+	assert.Greater(t, nodeRequests(t), before, "a person's write of a GFD label reaches the webhook")
+	assert.Equal(t, driver, getNode(t, "gpu-v100-04").Labels["nvidia.com/cuda.driver-version.full"], "the refused write left the label")
 
-	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"580.126.20"}}}`), "GFD's label as nfd-master writes it")
+	before = nodeRequests(t)
+	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+forged+`"}}}`), "GFD's label as nfd-master writes it")
 	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+driver+`"}}}`))
+	assert.Equal(t, before, nodeRequests(t), "nfd-master's write of a GFD label never reaches the webhook")
 }
 
 // TestOwnedFactsAttack7: SUC's ServiceAccount (what a CPU-only Plan's Job
@@ -73,6 +82,7 @@ func TestOwnedFactsAttack5(t *testing.T) {
 // reaches the gate and the mode rules refuse it, as they refuse a person's.
 // The same identity's plan label and cordon pass unreviewed.
 func TestOwnedFactsAttack7(t *testing.T) {
+	needSUC(t) // SUC's own RBAC gives its ServiceAccount the cordon (installSUCRBAC)
 	suc := sucServiceAccount(t)
 	err := patchNode(suc, "gpu-v100-holder", `{"metadata":{"labels":{"nvidia.com/gpu.workload.config":"vm-passthrough"}}}`)
 	requireDenied(t, err, gate.CodeModeChangeNotCordoned, gate.CodeGPUHolders)
