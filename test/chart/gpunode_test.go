@@ -42,14 +42,21 @@ match condition: the node is a GPU node before or after the change.
 // this fails (TestCoherence then checks every rendered variant against
 // gate.Config.GPUNodeCondition for its own vendors).
 func TestGPUNodeTemplateIsGenerated(t *testing.T) {
+	requireGenerated(t, "_gpunode.tpl", gpuNodeTemplate(t), "gate/gpunode.go", "TestGPUNodeTemplateIsGenerated")
+}
+
+// requireGenerated holds the chart template file to what its Go source
+// generates (want), and rewrites it under -update: one check for every
+// generated template.
+func requireGenerated(t *testing.T, file, want, source, test string) {
+	t.Helper()
 	dir, err := Dir()
 	require.NoError(t, err)
-	path := filepath.Join(dir, "templates", "_gpunode.tpl")
-	want := gpuNodeTemplate(t)
+	path := filepath.Join(dir, "templates", file)
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
 	}
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.Equal(t, want, string(got), "%s is not what gate/gpunode.go generates: run go test ./test/chart -run TestGPUNodeTemplateIsGenerated -update", path)
+	require.Equal(t, want, string(got), "%s is not what %s generates: run go test ./test/chart -run %s -update", path, source, test)
 }

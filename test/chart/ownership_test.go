@@ -47,16 +47,7 @@ fact a Node exemption may list (config.exemptions[].facts), as CEL over k.
 // ones gate's ownership table defines; TestCoherence then checks each
 // rendered Node match condition against gate.Config.NodeExemptCondition.
 func TestOwnershipTemplateIsGenerated(t *testing.T) {
-	dir, err := Dir()
-	require.NoError(t, err)
-	path := filepath.Join(dir, "templates", "_ownership.tpl")
-	want := ownershipTemplate(t)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, string(got), "%s is not what gate/ownership.go generates: run go test ./test/chart -run TestOwnershipTemplateIsGenerated -update", path)
+	requireGenerated(t, "_ownership.tpl", ownershipTemplate(t), "gate/ownership.go", "TestOwnershipTemplateIsGenerated")
 }
 
 // TestValuesSchemaFactsAreTheTables: the facts an exemption may list in

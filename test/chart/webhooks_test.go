@@ -2,8 +2,6 @@ package chart
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -170,17 +168,9 @@ func flow[S ~string](xs []S) string {
 // this fails (TestWebhookTable then checks every rendered variant against
 // the table).
 func TestWebhooksTemplateIsGenerated(t *testing.T) {
-	dir, err := Dir()
-	require.NoError(t, err)
-	path := filepath.Join(dir, "templates", "_webhooks.tpl")
 	want, err := webhooksTemplate()
 	require.NoError(t, err)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
-	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, want, string(got), "%s is not what webhook/table.go generates: run go test ./test/chart -run TestWebhooksTemplateIsGenerated -update", path)
+	requireGenerated(t, "_webhooks.tpl", want, "webhook/table.go", "TestWebhooksTemplateIsGenerated")
 }
 
 // TestWebhookTable: adding a row to the webhook table is enough. For every
