@@ -86,6 +86,14 @@ func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
 	require.NoError(t, alice.Create(ctx, wave))
 	defer removePlan(t, wave)
 
+	// The gate's Plan cache sees the new Plan a moment after its create:
+	// until then the label is no pull into a Plan (a dry run, so nothing
+	// is written meanwhile).
+	eventuallyWrite(t, func() error {
+		n := &corev1.Node{}
+		n.Name = "gpu-v100-01"
+		return alice.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"gpu-wave":"next"}}}`)), client.DryRunAll)
+	}, gate.CodeMovedByMissing)
 	// Who pulls a node into a Plan names themselves (MovedByMissing).
 	requireDenied(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"}}}`), gate.CodeMovedByMissing)
 	requireDenied(t, patchNode(alice, "gpu-v100-01", `{"metadata":{"labels":{"gpu-wave":"next"},"annotations":{"gpu-upgrade-gate.io/moved-by":"bob"}}}`), gate.CodeNodeAttestationForged)
