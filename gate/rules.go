@@ -70,6 +70,10 @@ type Rule struct {
 	// codes (a write they deny stays denied whatever else break glass
 	// overrides); docs/install.md lists them (TestBreakGlassCodesDocumented).
 	NoBreakGlass bool
+	// Docs documents each of Codes for this row: its one-line meaning, an
+	// example message and what to do (CodeDoc). The README's code table,
+	// the contracts' code lists and docs/codes.md are generated from them.
+	Docs map[Code]CodeDoc
 }
 
 var (
@@ -89,10 +93,12 @@ var (
 // function that builds its blocker and the rule that adds it (a Judge over
 // one *Transition, or an Apply over the review, reading what it needs from
 // rv.base() or the review's own type); a row here, at the place its
-// blockers should be reported; and a line in the README's code table and in
-// the contract of every webhook that runs a review the row names.
-// TestDocumentedCodes, TestEveryCodeIsInTheTable and TestRowsAppliedPerReview
-// fail until they agree. No review calls a rule itself.
+// blockers should be reported, with its Docs; then regenerate the README's
+// code table, the contracts' code lists and docs/codes.md:
+// go test ./webhook -run TestCodeDocsAreGenerated -update.
+// TestCodeDocs, TestCodeDocsAreGenerated, TestEveryCodeIsInTheTable and
+// TestRowsAppliedPerReview fail until they agree. No review calls a rule
+// itself.
 var ruleTable []Rule
 
 // rowKinds is each row's Reviews as a set of bits (reviewBit); stepsByKinds
@@ -165,78 +171,291 @@ func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 func rules() []Rule {
 	return []Rule{
 		// A per-node driver step whose rollout cannot be read is judged no further.
-		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: []Review{ReviewDriverStep}, Apply: stepFactsRule},
+		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: []Review{ReviewDriverStep}, Apply: stepFactsRule,
+			Docs: map[Code]CodeDoc{
+				CodeFactsMissing: {Meaning: "the per-node driver step's rollout (the operator's upgrade policy, the node's driver object) cannot be read; the step is judged no further"},
+			}},
 		// The object itself (review-level). An invalid selector ends the review.
-		{Name: "shape", Codes: []Code{CodeSelectorInvalid, CodeMixedPlan, CodeUnpinnedVersion}, Reviews: planPaths, Apply: shapeRule},
+		{Name: "shape", Codes: []Code{CodeSelectorInvalid, CodeMixedPlan, CodeUnpinnedVersion}, Reviews: planPaths, Apply: shapeRule,
+			Docs: map[Code]CodeDoc{
+				CodeSelectorInvalid: {Meaning: "`spec.nodeSelector` does not convert to a label selector (SUC would fail on it too); the review stops there",
+					Example: "[SelectorInvalid] spec.nodeSelector is not a valid label selector: \"Near\" is not a valid label selector operator; fix the selector (SUC would fail on it too)"},
+				CodeMixedPlan: {Meaning: "the Plan selects GPU and non-GPU nodes",
+					Example: "[MixedPlan] the Plan selects 1 GPU node(s) (gpu-v100-01) and 1 non-GPU node(s) (cpu-01); give GPU nodes their own serialized Plan and exclude them from this one (e.g. nvidia.com/gpu.present DoesNotExist)"},
+				CodeUnpinnedVersion: {Meaning: "`spec.version` is empty (a channel moves under a record)",
+					Example: "[UnpinnedVersion] spec.version is empty and spec.channel \"https://update.rke2.io/v1-release/channels/stable\" moves under a qualified record; pin spec.version to the record's qualified version"},
+			}},
 		// The per-node driver step is held by the budget instead (rule_budget.go).
-		{Name: "concurrency", Codes: []Code{CodeConcurrencyNotSerial}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}, Apply: concurrencyRule},
-		{Name: "shape", Codes: []Code{CodeCordonRequired}, Reviews: planPaths, Apply: cordonRule},
-		{Name: "window", Codes: []Code{CodeWindowInvalid}, Reviews: planPaths, Apply: windowRule},
+		{Name: "concurrency", Codes: []Code{CodeConcurrencyNotSerial}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}, Apply: concurrencyRule,
+			Docs: map[Code]CodeDoc{
+				CodeConcurrencyNotSerial: {Meaning: "a Plan's `spec.concurrency` is not 1, or the GPU Operator's driver upgrade policy does not take one node at a time (`autoUpgrade: true`, `maxParallelUpgrades: 1`); at the per-node driver step the budget holds instead (`DisruptionBudgetExceeded`)",
+					Example: "[ConcurrencyNotSerial] concurrency is 3; GPU Plans must upgrade one node at a time: set spec.concurrency: 1",
+					Fix:     "set `spec.concurrency: 1` on the Plan; on the driver path `upgradePolicy.autoUpgrade: true` and `maxParallelUpgrades: 1`"},
+			}},
+		{Name: "shape", Codes: []Code{CodeCordonRequired}, Reviews: planPaths, Apply: cordonRule,
+			Docs: map[Code]CodeDoc{
+				CodeCordonRequired: {Meaning: "a GPU Plan sets neither `cordon: true` nor `drain`",
+					Example: "[CordonRequired] neither spec.cordon: true nor spec.drain is set, so new GPU work could land on a node mid-upgrade; set spec.cordon: true (or a drain)"},
+			}},
+		{Name: "window", Codes: []Code{CodeWindowInvalid}, Reviews: planPaths, Apply: windowRule,
+			Docs: map[Code]CodeDoc{
+				CodeWindowInvalid: {Meaning: "a GPU Plan has no `spec.window` (unless `windows.requirePlanWindow: false`), or one SUC would not parse (value and expected form named)",
+					Example: "[WindowInvalid] spec.window.days[0] \"Saturday\" does not parse as SUC reads it: expected a day: 0-6 (0 is Sunday) or su, sun, sunday, mo, ... in lower case; fix it (SUC would refuse the Plan and run nothing)",
+					Fix:     "add a `spec.window` in SUC's form, e.g. `{days: [sa, su], startTime: \"02:00\", endTime: \"06:00\", timeZone: Europe/Berlin}`, or fix the field the message names"},
+			}},
 		// Who may write a record's author and approval annotations
 		// (a forged write is refused first, whatever its data).
-		{Name: "attestation", Codes: []Code{CodeAttestationForged}, Reviews: []Review{ReviewRecord}, Apply: attestationRule},
+		{Name: "attestation", Codes: []Code{CodeAttestationForged}, Reviews: []Review{ReviewRecord}, Apply: attestationRule,
+			Docs: map[Code]CodeDoc{
+				CodeAttestationForged: {Meaning: "a record write whose author or approval annotations are not the requester's own: data written under another author, an approval by someone other than the user it names, by the author, of other data, or in the write that changes the data",
+					Example: "[AttestationForged] \"carol\" wrote the data of record ConfigMap gpu-upgrade-gate/v100-r580 (gpu-upgrade-gate.io/author), so cannot approve it; a second person must (two-person rule)",
+					Fix:     "each person writes only their own annotation: the author writes the data with `gpu-upgrade-gate.io/author: <their username>`; a second person, named in `approvedBy`, then sets `approved-by` and `approved-sha256` in a write of their own (docs/install.md#approving-a-record)"},
+			}},
 		// The record (review-level: once per named record, one function for
 		// the record, evidence, approval and selfapproved rows).
-		{Name: "record", Codes: []Code{CodeRecordMissing}, Reviews: changePaths, Apply: recordRule},
-		{Name: "record", Codes: []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete}, Reviews: recordUsers, Apply: recordRule},
+		{Name: "record", Codes: []Code{CodeRecordMissing}, Reviews: changePaths, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeRecordMissing: {Meaning: "the object names no record (annotation `gpu-upgrade-gate.io/qualification`), or no record ConfigMap of that name is in the gate's namespace",
+					Example: "[RecordMissing] no ConfigMap gpu-upgrade-gate/v100-r999 labelled gpu-upgrade-gate.io/qualification=true holds a record; create it, or fix the annotation",
+					Fix:     "annotate the object with `gpu-upgrade-gate.io/qualification: <record ConfigMap>` (one per hardware identity on the driver path), or create that record"},
+			}},
+		{Name: "record", Codes: []Code{CodeRecordInvalid, CodeRecordNotQualified, CodeCanaryIncomplete}, Reviews: recordUsers, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeRecordInvalid: {Meaning: "the record does not load or validate, including a target or source version that does not parse, or a rollback asked of a record without `source` (every problem listed)",
+					Example: "[RecordInvalid] driver version \"580-beta\" is not valid: expected 2 to 4 dot-separated numbers, e.g. 580.126.20; fix the record and have it reviewed again"},
+				CodeRecordNotQualified: {Meaning: "the record's `state` is not `qualified`",
+					Example: "[RecordNotQualified] record v100-r580-canary-1: state: Unsupported value: \"draft\": supported values: \"qualified\"",
+					Fix:     "qualify the record only when its canary passed: set `state: qualified`, then have the changed data approved again"},
+				CodeCanaryIncomplete: {Meaning: "a canary check of the record is not `true` (e.g. `allocationPassed`, `monitoringPassed`, `rollbackPassed`)",
+					Example: "[CanaryIncomplete] record v100-r580-canary-1: canary.monitoringPassed: Invalid value: false: expected true: the record does not prove GPU monitoring (DCGM metrics and alerts) on the canary; run the canary until it passes"},
+			}},
 		// A stale record ConfigMap is history: its webhook only warns.
-		{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck, ReviewValidateRecord}, Apply: recordRule},
-		{Name: "evidence", Codes: []Code{CodeEvidenceFromFuture}, Reviews: recordUsers, Apply: recordRule},
-		{Name: "approval", Codes: []Code{CodeRecordNotApproved}, Reviews: changePaths, Apply: recordRule},
-		{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths, Apply: recordRule},
+		{Name: "evidence", Codes: []Code{CodeEvidenceStale}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewUpgradeCheck, ReviewValidateRecord}, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeEvidenceStale: {Meaning: "the record's canary completed longer ago than `maxCanaryAge` (720h by default, ceiling 2160h); a record ConfigMap write only warns",
+					Example: "[EvidenceStale] record v100-driver-580-130: canary.completedAt: Invalid value: \"2026-11-20T12:00:00Z\": canary completed 2026-11-20T12:00:00Z, 721h0m0s before now; at most 720h0m0s is allowed: run the canary again and renew the record"},
+			}},
+		{Name: "evidence", Codes: []Code{CodeEvidenceFromFuture}, Reviews: recordUsers, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeEvidenceFromFuture: {Meaning: "the record's `canary.completedAt` lies further ahead of the gate's clock than `clockSkew` (5m by default)",
+					Example: "[EvidenceFromFuture] record v100-r580-canary-1: canary.completedAt: Invalid value: \"2026-11-20T12:00:00Z\": canary completed 2026-11-20T12:00:00Z, 1h0m0s after now (2026-11-20T11:00:00Z); at most 5m0s of clock skew is allowed: fix the clock or the record",
+					Fix:     "fix the clock that wrote `completedAt`, or the record"},
+			}},
+		{Name: "approval", Codes: []Code{CodeRecordNotApproved}, Reviews: changePaths, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeRecordNotApproved: {Meaning: "the record's ConfigMap carries no attested approval of its data: no `gpu-upgrade-gate.io/author`, no approval, approved by its author, `approved-sha256` not the data's (the data changed), or `approvedBy` not the attested approver (nor mapped by `approverAliases`)",
+					Example: "[RecordNotApproved] record v100-r580-canary-1 (ConfigMap gpu-upgrade-gate/v100-r580) is not approved: nobody has approved its data yet; a second person, named in the record's approvedBy, approves exactly this data with `kubectl annotate configmap -n gpu-upgrade-gate v100-r580 gpu-upgrade-gate.io/approved-by=bob gpu-upgrade-gate.io/approved-sha256=a1b8ae48670dd4cbf9c1ec36a18164a41eb97e890c3748b3d5301585594db34b --overwrite` (docs/install.md#approving-a-record)",
+					Fix:     "a second person, named in the record's `approvedBy`, runs the `kubectl annotate` the message spells (it approves exactly the data stored; docs/install.md#approving-a-record)"},
+			}},
+		{Name: "selfapproved", Codes: []Code{CodeSelfApproved}, Reviews: changePaths, Apply: recordRule,
+			Docs: map[Code]CodeDoc{
+				CodeSelfApproved: {Meaning: "the requester is the record's attested approver, or with `separation: three-person` its attested author, usernames compared exactly (two-person rule: the author may apply what a second person approved)",
+					Example: "[SelfApproved] \"alice\" approved record v100-r580-canary-1 and is also applying this Plan; someone other than its approver (its author may) must apply it (two-person rule)",
+					Fix:     "someone other than the approver applies it (the record's author may, unless `separation: three-person`)"},
+			}},
 		// The RKE2 version the Plan installs: its image, spec.version against
 		// the record, and against the API server's.
-		{Name: "image", Codes: []Code{CodeImageInvalid}, Reviews: planPaths, Apply: imageRule},
-		{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: planPaths, Apply: planTargetRule},
-		{Name: "skew", Codes: []Code{CodeVersionSkew}, Reviews: planPaths, Apply: skewRule},
+		{Name: "image", Codes: []Code{CodeImageInvalid}, Reviews: planPaths, Apply: imageRule,
+			Docs: map[Code]CodeDoc{
+				CodeImageInvalid: {Meaning: "a GPU Plan's `spec.upgrade.image` is not a valid image reference",
+					Example: "[ImageInvalid] image \"rancher/RKE2-upgrade\" is not a valid image reference (invalid reference format: repository name (rancher/RKE2-upgrade) must be lowercase); expected [registry[:port]/]repository[:tag][@sha256:<64 hex>] in lower case, e.g. rancher/rke2-upgrade:v1.36.1-rke2r1; fix spec.upgrade.image",
+					Fix:     "fix `spec.upgrade.image`: `[registry[:port]/]repository[:tag][@sha256:<64 hex>]`, lower case"},
+			}},
+		{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: planPaths, Apply: planTargetRule,
+			Docs: map[Code]CodeDoc{
+				CodeTargetNotQualified: {Meaning: "an RKE2 Plan's `spec.version`, or a tag on its upgrade image, differs from the record's RKE2 target"},
+			}},
+		{Name: "skew", Codes: []Code{CodeVersionSkew}, Reviews: planPaths, Apply: skewRule,
+			Docs: map[Code]CodeDoc{
+				CodeVersionSkew: {Meaning: "the Plan's RKE2 version is newer than the API server's (a kubelet never runs ahead of the control plane)",
+					Example: "[VersionSkew] RKE2 v1.36.1+rke2r1 is newer than the API server v1.35; a kubelet may never be newer than the control plane: upgrade the servers first"},
+			}},
 		// One transition per node the review moves.
-		{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule, Apply: typedHardwareRule},
-		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule},
-		{Name: "version", Codes: []Code{CodeVersionInvalid}, Reviews: movePaths, Judge: versionRule},
-		{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: movePaths, Judge: targetRule},
-		{Name: "source", Codes: []Code{CodeSourceMismatch}, Reviews: movePaths, Judge: sourceRule},
-		{Name: "rke2", Codes: []Code{CodeRKE2Downgrade, CodeMinorSkip}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewUpgradeCheck}, Judge: rke2Rule},
-		{Name: "downgrade", Codes: []Code{CodeComponentDowngrade}, Reviews: movePaths, Judge: downgradeRule},
-		{Name: "nochange", Codes: []Code{CodeNoChange}, Reviews: []Review{ReviewUpgradeCheck}, Judge: noChangeRule},
+		{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule, Apply: typedHardwareRule,
+			Docs: map[Code]CodeDoc{
+				CodeHardwareUnknown: {Meaning: "a GPU node has no subsystem-qualified identity label (NFD PCI), or an `upgrade-check --pci-id` is missing, malformed or given twice",
+					Example: "[HardwareUnknown] GPU node gpu-v100-01 has no subsystem-qualified GPU identity label, so its hardware cannot be matched to a record; install the chart's NodeFeatureRule (nodeFeatureRule.enabled=true), which publishes feature.node.kubernetes.io/pci-<vendor>_<device>_<subvendor>_<subdevice>.present labels without changing NFD's deviceLabelFields"},
+				CodeHardwareNotQualified: {Meaning: "a node's GPU identity set differs from the record's, or no record the object names covers its hardware",
+					Example: "[HardwareNotQualified] node gpu-h200-01 has GPU hardware 10de:2335/10de:18bf but record v100-r580-canary-1 qualifies 10de:1db6/10de:124a; select only nodes of the qualified hardware, or qualify this hardware on its own canary"},
+			}},
+		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule,
+			Docs: map[Code]CodeDoc{
+				CodeFactsMissing: {Meaning: "a fact the rules need cannot be read (names the node and the fact, or the failed read), including while the caches are not ready; in `upgrade-check`, a version not typed",
+					Example: "[FactsMissing] node gpu-v100-01: cannot read driver (label nvidia.com/cuda.driver-version.full from GPU Feature Discovery); the gate decides only on facts it can read: make sure those sources publish them",
+					Fix:     "make the source the message names publish the fact (NFD, GFD, the GPU Operator's workloads, the node's status), or retry when the API server answers; the gate never allows what it cannot check"},
+			}},
+		{Name: "version", Codes: []Code{CodeVersionInvalid}, Reviews: movePaths, Judge: versionRule,
+			Docs: map[Code]CodeDoc{
+				CodeVersionInvalid: {Meaning: "a version in the request or in a node's facts does not parse (value and expected form named); a record's own versions are `RecordInvalid`",
+					Example: "[VersionInvalid] driver version \"580-beta\" is not valid: expected 2 to 4 dot-separated numbers, e.g. 580.126.20; write it in that form"},
+			}},
+		{Name: "target", Codes: []Code{CodeTargetNotQualified}, Reviews: movePaths, Judge: targetRule,
+			Docs: map[Code]CodeDoc{
+				CodeTargetNotQualified: {Meaning: "a node's tuple after the change is not the record's target (on the driver path: none of the named records')",
+					Example: "[TargetNotQualified] node gpu-h200-01 would run kernel=6.8.0-134-generic rke2=v1.35.3+rke2r3 driver=580-beta gpuOperator=v26.3.3 dcgmExporter=4.5.3-4.8.2-distroless, which record h200-driver-580-130 does not qualify: driver 580-beta (want 580.130.00); set the versions to a record's target, or name a record that qualifies this tuple"},
+			}},
+		{Name: "source", Codes: []Code{CodeSourceMismatch}, Reviews: movePaths, Judge: sourceRule,
+			Docs: map[Code]CodeDoc{
+				CodeSourceMismatch: {Meaning: "the record has a `source` tuple and a node that would move does not run it",
+					Example: "[SourceMismatch] node gpu-v100-01 does not run record v100-driver-580-130's source tuple: driver 580.126.20 (want 580.130.00); upgrade it to the source tuple first, or use a record whose source it runs"},
+			}},
+		{Name: "rke2", Codes: []Code{CodeRKE2Downgrade, CodeMinorSkip}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewUpgradeCheck}, Judge: rke2Rule,
+			Docs: map[Code]CodeDoc{
+				CodeRKE2Downgrade: {Meaning: "the RKE2 version is lower than a node's kubelet",
+					Example: "[RKE2Downgrade] node gpu-v100-01 runs RKE2 v1.37.2+rke2r1 and would move to v1.36.1+rke2r1; RKE2 cannot be downgraded: restore from an etcd snapshot instead"},
+				CodeMinorSkip: {Meaning: "the RKE2 version is more than one minor above a node's",
+					Example: "[MinorSkip] node gpu-v100-01 runs Kubernetes 1.34 and v1.36.1+rke2r1 is 1.36; upgrade one minor at a time (next: 1.35)"},
+			}},
+		{Name: "downgrade", Codes: []Code{CodeComponentDowngrade}, Reviews: movePaths, Judge: downgradeRule,
+			Docs: map[Code]CodeDoc{
+				CodeComponentDowngrade: {Meaning: "kernel, driver, GPU Operator or DCGM exporter would go back without a proven rollback",
+					Example: "[ComponentDowngrade] node gpu-h200-01 runs driver 580.126.20 and the change moves it back to 570.86.15; a rollback is allowed only as a proven rollback (a gpu-upgrade-gate.io/v1alpha1 record with source, rollbackPassed: true, and the object annotated gpu-upgrade-gate.io/rollback=true)",
+					Fix:     "roll back only as a proven rollback: a record with `source` (the older tuple) and `canary.rollbackPassed: true`, and the object annotated `gpu-upgrade-gate.io/rollback: \"true\"`"},
+			}},
+		{Name: "nochange", Codes: []Code{CodeNoChange}, Reviews: []Review{ReviewUpgradeCheck}, Judge: noChangeRule,
+			Docs: map[Code]CodeDoc{
+				CodeNoChange: {Meaning: "CLI `upgrade-check` only: the current tuple equals the target",
+					Example: "[NoChange] the current tuple already equals the target: at least one kernel, RKE2, driver, GPU Operator, or DCGM exporter target must change",
+					Fix:     "type a target that changes at least one component"},
+			}},
 		// Across the review's transitions and the cluster (review-level).
-		{Name: "wave", Codes: []Code{CodeMultipleCanaries, CodeCanaryNotProven, CodeCrossFailureDomain}, Reviews: planPaths, Apply: waveRule},
-		{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths, Apply: inFlightRule},
+		{Name: "wave", Codes: []Code{CodeMultipleCanaries, CodeCanaryNotProven, CodeCrossFailureDomain}, Reviews: planPaths, Apply: waveRule,
+			Docs: map[Code]CodeDoc{
+				CodeMultipleCanaries: {Meaning: "a Plan holds more pending GPU nodes than the wave size (`waveSize`, default 1)",
+					Example: "[MultipleCanaries] the Plan would upgrade 2 GPU nodes (gpu-v100-01,gpu-v100-02) but the wave size is 1; narrow spec.nodeSelector (e.g. kubernetes.io/hostname In [one node]) or label nodes plan.upgrade.cattle.io/gpu-v100-canary=disabled"},
+				CodeCanaryNotProven: {Meaning: "a wave wider than one node before a canary of the same hardware runs the target and is proven (docs/proof.md)",
+					Example: "[CanaryNotProven] a wave of 2 GPU nodes needs a proven canary first, but no Ready, schedulable node of hardware 10de:1db6/10de:124a runs the target tuple and is proven (docs/proof.md) yet; upgrade one canary node, prove it, then widen the wave"},
+				CodeCrossFailureDomain: {Meaning: "a wave's pending nodes span more than one zone (`topology.kubernetes.io/zone`)",
+					Example: "[CrossFailureDomain] the wave spans zones zone-a,zone-b,zone-c; keep one wave within one topology.kubernetes.io/zone so a bad tuple cannot take out every zone"},
+			}},
+		{Name: "inflight", Codes: []Code{CodeVersionEditInFlight}, Reviews: planPaths, Apply: inFlightRule,
+			Docs: map[Code]CodeDoc{
+				CodeVersionEditInFlight: {Meaning: "a Plan's version changes while its `status.applying` is non-empty",
+					Example: "[VersionEditInFlight] the version changes from \"v1.36.0+rke2r1\" to \"v1.36.1+rke2r1\" while SUC is upgrading gpu-v100-01; SUC would delete those running Jobs mid-upgrade: wait until status.applying is empty",
+					Fix:     "wait until `status.applying` is empty, then change the version"},
+			}},
 		// What SUC alone writes in a Plan's status (review-level).
-		{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}, Apply: planStatusRule},
+		{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}, Apply: planStatusRule,
+			Docs: map[Code]CodeDoc{
+				CodePlanStatusForged: {Meaning: "someone but SUC changes a Plan's status (`plans/status`: `applying`, `conditions`, `latestHash`, `latestVersion`), which the budget, `RolloutInFlight` and `VersionEditInFlight` rely on",
+					Example: "[PlanStatusForged] user \"alice\" changes status.applying from [] to [gpu-v100-01] but is not SUC (a ServiceAccount of group system:serviceaccounts:system-upgrade); the gate relies on SUC's own record of its rollout (it holds version edits while nodes are applying and a second rollout while one is in flight): leave a Plan's status to SUC (to stop an upgrade, edit or delete the Plan)",
+					Fix:     "leave a Plan's status to SUC; to stop an upgrade, edit or delete the Plan"},
+			}},
 		// GPU mode and identity of a Node (review-level).
-		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}, Apply: modeRule},
-		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule},
+		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}, Apply: modeRule,
+			Docs: map[Code]CodeDoc{
+				CodeModeChangeNotCordoned: {Meaning: "a node's GPU mode label changes while the node is not cordoned",
+					Example: "[ModeChangeNotCordoned] label nvidia.com/gpu.workload.config changes from \"container\" to \"vm-passthrough\" on node gpu-v100-01, which is not cordoned; cordon it first (kubectl cordon gpu-v100-01), check it has no GPU holders, then change the mode"},
+				CodeModeUnsupported: {Meaning: "a GPU mode label is set to a mode the gate does not support",
+					Example: "[ModeUnsupported] label nvidia.com/gpu.workload.config=\"vm-vgpu\" on node gpu-v100-01 is not supported; use one of container, vm-passthrough"},
+				CodeModeLabelsInconsistent: {Meaning: "the node's two mode labels (`kube-dc.com/gpu.expected-workload-mode`, `nvidia.com/gpu.workload.config`) would disagree",
+					Example: "[ModeLabelsInconsistent] workload-mode vm-passthrough needs nvidia.com/gpu.workload.config=vm-passthrough but the node would have \"container\"; change both labels together"},
+				CodeUncordonDuringTransition: {Meaning: "a node is uncordoned while its mode labels still disagree (mid mode transition)",
+					Example: "[UncordonDuringTransition] node gpu-v100-01 is mid-transition (workload-mode \"pod-hami\", expected \"vm-passthrough\"); keep it cordoned until both labels agree"},
+			}},
+		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule,
+			Docs: map[Code]CodeDoc{
+				CodeGPUIdentityRemoved: {Meaning: "a person removes or changes a label that makes a node a GPU node (NFD PCI, `nvidia.com/gpu.present`, GFD's); NFD, GFD and the GPU Operator own them",
+					Example: "[GPUIdentityRemoved] label feature.node.kubernetes.io/pci-10de_1db6_10de_124a.present=\"true\" is removed on GPU node gpu-v100-01; it marks the node's GPUs for the gate and the GPU Operator, and NFD, GFD or the GPU Operator own it: change NFD's configuration or NodeFeatureRule instead, or break glass",
+					Fix:     "change NFD's configuration or the NodeFeatureRule instead, or break glass"},
+			}},
 		// Who moved a node into a Plan, who handed a cordon over: attested by
 		// the Node write itself, as requested-by is by the Plan's.
-		{Name: "movedby", Codes: []Code{CodeMovedByMissing}, Reviews: []Review{ReviewNode}, Apply: movedByRule},
-		{Name: "cordon", Codes: []Code{CodeNodeAttestationForged}, Reviews: []Review{ReviewNode}, Apply: handoverRule},
+		{Name: "movedby", Codes: []Code{CodeMovedByMissing}, Reviews: []Review{ReviewNode}, Apply: movedByRule,
+			Docs: map[Code]CodeDoc{
+				CodeMovedByMissing: {Meaning: "a person's write pulls a GPU node into a GPU Plan without `gpu-upgrade-gate.io/moved-by: <their username>` in the same write (`requireMover`, default true): a halt of the node names who moved it, who may not clear it",
+					Example: "[MovedByMissing] this write pulls GPU node gpu-v100-01 into GPU Plan(s) system-upgrade/gpu-v100-canary without naming who moves it (a halt of the node names them, and they may not clear it); add your username in the same write: metadata.annotations: {gpu-upgrade-gate.io/moved-by: \"alice\"}"},
+			}},
+		{Name: "cordon", Codes: []Code{CodeNodeAttestationForged}, Reviews: []Review{ReviewNode}, Apply: handoverRule,
+			Docs: map[Code]CodeDoc{
+				CodeNodeAttestationForged: {Meaning: "a Node's `gpu-upgrade-gate.io/moved-by` or `gpu-upgrade-gate.io/cordon-handover` annotation is set, changed or removed to anything but the writer's username",
+					Example: "[NodeAttestationForged] annotation gpu-upgrade-gate.io/cordon-handover on GPU node gpu-v100-02 is set to \"dave\" by \"carol\"; it names who wrote it (the gate reads it as an audited fact), so set it to \"carol\"",
+					Fix:     "set the annotation to your own username (the gate reads it as an audited fact)"},
+			}},
 		// Who cordoned a GPU node (nodestate.go): SUC does not uncordon a node
 		// someone else took out, nor a person one SUC is upgrading.
-		{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewNode, ReviewCompletion}, Apply: cordonUncordonRule},
+		{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewNode, ReviewCompletion}, Apply: cordonUncordonRule,
+			Docs: map[Code]CodeDoc{
+				CodeCordonedByOther: {Meaning: "SUC would uncordon a GPU node someone else cordoned, or a person would uncordon a node SUC's Job is upgrading"},
+			}},
 		// Who may write each fact of a GPU node (ownership.go, review-level).
-		{Name: "ownedfact", Codes: []Code{CodeOwnedFactWritten}, Reviews: []Review{ReviewNode}, Apply: ownedFactRule},
+		{Name: "ownedfact", Codes: []Code{CodeOwnedFactWritten}, Reviews: []Review{ReviewNode}, Apply: ownedFactRule,
+			Docs: map[Code]CodeDoc{
+				CodeOwnedFactWritten: {Meaning: "on a GPU node (or a write that makes one) a label the ownership table (docs/ownership.md) gives an owner (NFD, GFD, the GPU Operator's state labels, SUC's plan labels but `disabled`, `kubernetes.io/hostname`) is written by an identity no exemption lets write it",
+					Example: "[OwnedFactWritten] label kubernetes.io/hostname changed from \"gpu-v100-01\" to \"elsewhere\" on GPU node gpu-v100-01 by alice: it is one of the hostname, owned by the kubelet (system:node:<name>), at registration; SUC maps status.applying back to nodes through it; configured writers: no configured exemption lists hostname. Instead re-register the node (the kubelet's --hostname-override); never relabel it, or break glass (docs/ownership.md)",
+					Fix:     "do what the message's \"Instead\" says (ask the owner through its own configuration), or break glass (docs/ownership.md)"},
+			}},
 		// Proof of the nodes already upgraded (review-level).
-		{Name: "proof", Codes: []Code{CodePreviousNodeUnproven}, Reviews: changePaths, Apply: proofRule},
-		{Name: "proof", Codes: []Code{CodeUncordonBeforeProof}, Reviews: []Review{ReviewNode, ReviewCompletion}, Apply: uncordonProofRule},
+		{Name: "proof", Codes: []Code{CodePreviousNodeUnproven}, Reviews: changePaths, Apply: proofRule,
+			Docs: map[Code]CodeDoc{
+				CodePreviousNodeUnproven: {Meaning: "a GPU node of the same hardware already runs the destination tuple but is not proven (each missing proof named with the value seen, e.g. `allocatable nvidia.com/gpu 6 of 8`, `soak 12m of 30m`)",
+					Example: "[PreviousNodeUnproven] node gpu-v100-02 already runs the destination tuple of record v100-r580-canary-1 but is not proven: allocatable nvidia.com/gpu 6 of 8; wait until it is (or fix it: see docs/proof.md), then retry"},
+			}},
+		{Name: "proof", Codes: []Code{CodeUncordonBeforeProof}, Reviews: []Review{ReviewNode, ReviewCompletion}, Apply: uncordonProofRule,
+			Docs: map[Code]CodeDoc{
+				CodeUncordonBeforeProof: {Meaning: "a GPU node at the destination tuple of a Plan that selects it is uncordoned, or marked done, before it is proven (by SUC's completion or a person); or SUC completes a node that does not run the Plan's destination yet",
+					Example: "[UncordonBeforeProof] node gpu-v100-01 runs the destination tuple of Plan system-upgrade/gpu-v100-canary (record v100-r580-canary-1) but is not proven, so it may not uncordon yet: no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node; no allocation check (gpu-upgrade-gate.io/allocation-check=true) Succeeded after 2025-11-04T09:12:33Z: none on the node; it stays cordoned until the proof holds (run the allocation check: docs/proof.md)",
+					Fix:     "leave the node cordoned until each missing proof the message names holds (run the allocation check: docs/proof.md); SUC's next retry then completes it"},
+			}},
 		// One GPU rollout at a time, within the disruption budget, in a
 		// maintenance window (review-level).
-		{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}, Apply: rolloutRule},
-		{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep, ReviewSUCStep}, Apply: outsideWindowRule},
-		{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths, Apply: budgetRule},
+		{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}, Apply: rolloutRule,
+			Docs: map[Code]CodeDoc{
+				CodeRolloutInFlight: {Meaning: "another GPU rollout is in flight: a Plan with GPU nodes pending or in `status.applying`, or GPU nodes in a driver upgrade state other than `upgrade-done` (not the Plan's own edit, SUC's steps within it, or a rollback)",
+					Example: "[RolloutInFlight] Plan system-upgrade/gpu-h200 is in flight on GPU node(s) gpu-h200-01 (applying); GPU nodes take one rollout at a time: wait until it has finished (every node it selects done, status.applying empty, driver states upgrade-done), or delete or opt out what should not run, then retry; a rollback (annotation gpu-upgrade-gate.io/rollback: \"true\") is not held",
+					Fix:     "wait until the named rollout has finished (every node it selects done, `status.applying` empty, driver states `upgrade-done`), or delete or opt out what should not run, then retry (docs/rollout.md)"},
+			}},
+		{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep, ReviewSUCStep}, Apply: outsideWindowRule,
+			Docs: map[Code]CodeDoc{
+				CodeOutsideWindow: {Meaning: "a driver-path change, the per-node driver step or SUC's start of a GPU node's Job falls outside every configured maintenance window (`windows.maintenance`)",
+					Example: "[OutsideWindow] node gpu-v100-01's upgrade (SUC's Job) would start at 2026-11-21T12:00:00Z, outside every maintenance window in the gate's config (windows.maintenance); the next opens at Sun 2026-11-22 02:00 CET, time zone Europe/Berlin (windows.maintenance[0]: su 02:00-06:00 Europe/Berlin); retry then (SUC retries on its own; the Plan's spec.window alone does not open the gate's windows)",
+					Fix:     "wait for the next window the message names; SUC and the GPU Operator retry a refused step on their own"},
+			}},
+		{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths, Apply: budgetRule,
+			Docs: map[Code]CodeDoc{
+				CodeDisruptionBudgetExceeded: {Meaning: "taking one more GPU node out would exceed `budget.maxUnavailable` (default 1; tighter per hardware or zone), counting every GPU node out for any reason (applying, mid driver upgrade, cordoned, NotReady, out-of-service, running a SUC Job; each named with why)",
+					Example: "[DisruptionBudgetExceeded] taking GPU node gpu-v100-01 out now would make 2 GPU nodes unavailable at once across all GPU nodes, above the budget of 1 (budget.maxUnavailable); already out: gpu-h200-01 (NotReady); wait until they are back (Ready, uncordoned, proven, driver upgrade-done) and retry",
+					Fix:     "wait until the nodes the message names are back (Ready, uncordoned, proven, driver `upgrade-done`) and retry (docs/rollout.md#out)"},
+			}},
 		// Who cordoned a GPU node (nodestate.go): an upgrade does not start on
 		// a node someone else took out.
-		{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewPlan}, Apply: cordonedByOtherRule},
+		{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewPlan}, Apply: cordonedByOtherRule,
+			Docs: map[Code]CodeDoc{
+				CodeCordonedByOther: {Meaning: "an upgrade would start (a Plan, a label change, SUC's Job start) on a GPU node someone other than SUC cordoned (a health agent, the GPU Operator, a person: named) and nobody handed it over",
+					Example: "[CordonedByOther] GPU node gpu-v100-01 was cordoned by a health agent (annotation quarantineHealthEventIsCordoned), not by SUC for this upgrade, so it may not start the upgrade of Plan system-upgrade/gpu-v100-canary on it: it is out for that reason; wait until whoever cordoned it is done, or have someone other than the rollout's requester alice hand it over: kubectl annotate node gpu-v100-01 gpu-upgrade-gate.io/cordon-handover=<your username> (docs/rollout.md)",
+					Fix:     "wait until whoever cordoned the node is done, or have someone other than the requester hand it over: `kubectl annotate node <node> gpu-upgrade-gate.io/cordon-handover=<their username>` (docs/rollout.md#out)"},
+			}},
 		// A halted rollout (review-level): forward moves, the failed node's
 		// uncordon, and the halt record's own writes.
 		// A halt ends only by its audited clear, and the requester it names is
 		// who may not clear it: break glass overrides neither.
-		{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true, Apply: haltRule},
-		{Name: "requester", Codes: []Code{CodeRequesterMismatch, CodeRequesterMissing}, Reviews: []Review{ReviewPlan}, NoBreakGlass: true, Apply: requesterRule},
+		{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true, Apply: haltRule,
+			Docs: map[Code]CodeDoc{
+				CodeRolloutHalted: {Meaning: "a failure of a node moving to a destination tuple (SUC Job failed, `upgrade-failed`, a GPU-health condition, a half-applied tuple, not back within `halts.recoveryTimeout`) halted its hardware's rollout: forward moves of that hardware and the failed node's uncordon are refused until someone other than the requester clears it; also a halt record write other than a reviewed clear",
+					Example: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded) (seen 2026-11-21T11:59:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1); no node of this hardware moves forward until the halt is cleared (break glass does not override a halt): roll node gpu-v100-01 back (the record's rollback Plan stays allowed) and prove it; then someone other than alice clears the halt: kubectl annotate configmap -n gpu-upgrade-gate gpu-upgrade-gate-halts gpu-upgrade-gate.io/clear-10de_1db6_10de_124a=\"<reason>\" (docs/proof.md)",
+					Fix:     "roll the failed node back (the record's rollback Plan stays allowed) and prove it; then someone other than the rollout's requester clears the halt with the `kubectl annotate` the message spells (docs/proof.md#halts); break glass does not override it"},
+			}},
+		{Name: "requester", Codes: []Code{CodeRequesterMismatch, CodeRequesterMissing}, Reviews: []Review{ReviewPlan}, NoBreakGlass: true, Apply: requesterRule,
+			Docs: map[Code]CodeDoc{
+				CodeRequesterMismatch: {Meaning: "a GPU Plan's `gpu-upgrade-gate.io/requested-by` annotation is not the user writing it (the halt names the requester from it)",
+					Example: "[RequesterMismatch] annotation gpu-upgrade-gate.io/requested-by is \"bob\" but this write is from \"alice\"; set it to \"alice\" (a halt of this rollout names its requester, who may not clear it)",
+					Fix:     "set `gpu-upgrade-gate.io/requested-by` to your own username in the write"},
+				CodeRequesterMissing: {Meaning: "a GPU Plan CREATE, or an UPDATE that changes its spec (a new rollout) or removes the annotation, lacks `gpu-upgrade-gate.io/requested-by: <your username>` (`requireRequester`, default true)",
+					Example: "[RequesterMissing] a GPU Plan is created without annotation gpu-upgrade-gate.io/requested-by, which names who asked for the rollout (a halt of it may not be cleared by them); add it with your username: metadata.annotations: {gpu-upgrade-gate.io/requested-by: \"alice\"}"},
+			}},
 		// The adapter's answer to a review it cannot read.
-		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule},
+		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule,
+			Docs: map[Code]CodeDoc{
+				CodeReviewInvalid: {Meaning: "the AdmissionReview itself is malformed, or its resource, kind or operation is not what the webhook reviews",
+					Example: "[ReviewInvalid] resource plans.upgrade.cattle.io holds kind Plan.upgrade.cattle.io, got \"/v1, Kind=ConfigMap\"; send a well-formed AdmissionReview of the resource this endpoint reviews"},
+			}},
 		// Last, so the adapter's listing of the holders is in flight while
 		// every other row applies: the one row that waits for it.
-		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: reloadPaths, Apply: holdersRow},
+		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: reloadPaths, Apply: holdersRow,
+			Docs: map[Code]CodeDoc{
+				CodeGPUHolders: {Meaning: "a node the change takes GPUs from (an upgrade, a GPU mode change, a driver reload or removal) runs GPU workloads",
+					Example: "[GPUHolders] node gpu-v100-02 runs 1 GPU holder(s): Job ml/train [nvidia.com/gpu]; stop or migrate them (or drain the node) before upgrading it"},
+			}},
 	}
 }
 
