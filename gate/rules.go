@@ -243,7 +243,7 @@ func rules() []Rule {
 			}},
 		{Name: "approval", Codes: []Code{CodeRecordNotApproved}, Reviews: changePaths, Apply: recordRule,
 			Docs: map[Code]CodeDoc{
-				CodeRecordNotApproved: {Meaning: "the record's ConfigMap carries no attested approval of its data: no `gpu-upgrade-gate.io/author`, no approval, approved by its author, `approved-sha256` not the data's (the data changed), or `approvedBy` not the attested approver (nor mapped by `approverAliases`)",
+				CodeRecordNotApproved: {Meaning: "the record's ConfigMap carries no attested approval of its data: no `gpu-upgrade-gate.io/author`, no approval, approved by its author, `approved-sha256` not the data's (the data changed), or `approvedBy` not the attested approver (nor mapped by `approverAliases`); the message gives the `kubectl annotate` that approves it",
 					Example: "[RecordNotApproved] record v100-r580-canary-1 (ConfigMap gpu-upgrade-gate/v100-r580) is not approved: nobody has approved its data yet; a second person, named in the record's approvedBy, approves exactly this data with `kubectl annotate configmap -n gpu-upgrade-gate v100-r580 gpu-upgrade-gate.io/approved-by=bob gpu-upgrade-gate.io/approved-sha256=a1b8ae48670dd4cbf9c1ec36a18164a41eb97e890c3748b3d5301585594db34b --overwrite` (docs/install.md#approving-a-record)",
 					Fix:     "a second person, named in the record's `approvedBy`, runs the `kubectl annotate` the message spells (it approves exactly the data stored; docs/install.md#approving-a-record)"},
 			}},
@@ -381,19 +381,19 @@ func rules() []Rule {
 		// Who may write each fact of a GPU node (ownership.go, review-level).
 		{Name: "ownedfact", Codes: []Code{CodeOwnedFactWritten}, Reviews: []Review{ReviewNode}, Apply: ownedFactRule,
 			Docs: map[Code]CodeDoc{
-				CodeOwnedFactWritten: {Meaning: "on a GPU node (or a write that makes one) a label the ownership table (docs/ownership.md) gives an owner (NFD, GFD, the GPU Operator's state labels, SUC's plan labels but `disabled`, `kubernetes.io/hostname`) is written by an identity no exemption lets write it",
+				CodeOwnedFactWritten: {Meaning: "on a GPU node (or a write that makes one) a label the ownership table (docs/ownership.md) gives an owner (NFD, GFD, the GPU Operator's state labels, SUC's plan labels but `disabled`, `kubernetes.io/hostname`) is written by an identity no exemption lets write it (a removed plan label or `disabled` stays yours)",
 					Example: "[OwnedFactWritten] label kubernetes.io/hostname changed from \"gpu-v100-01\" to \"elsewhere\" on GPU node gpu-v100-01 by alice: it is one of the hostname, owned by the kubelet (system:node:<name>), at registration; SUC maps status.applying back to nodes through it; configured writers: no configured exemption lists hostname. Instead re-register the node (the kubelet's --hostname-override); never relabel it, or break glass (docs/ownership.md)",
 					Fix:     "do what the message's \"Instead\" says (ask the owner through its own configuration), or break glass (docs/ownership.md)"},
 			}},
 		// Proof of the nodes already upgraded (review-level).
 		{Name: "proof", Codes: []Code{CodePreviousNodeUnproven}, Reviews: changePaths, Apply: proofRule,
 			Docs: map[Code]CodeDoc{
-				CodePreviousNodeUnproven: {Meaning: "a GPU node of the same hardware already runs the destination tuple but is not proven (each missing proof named with the value seen, e.g. `allocatable nvidia.com/gpu 6 of 8`, `soak 12m of 30m`)",
+				CodePreviousNodeUnproven: {Meaning: "a GPU node of the same hardware already runs the destination tuple but is not proven (each missing proof named with the value seen, e.g. `allocatable nvidia.com/gpu 6 of 8`, `soak 12m of 30m`); at every wave size, at the per-node step, and on the driver path",
 					Example: "[PreviousNodeUnproven] node gpu-v100-02 already runs the destination tuple of record v100-r580-canary-1 but is not proven: allocatable nvidia.com/gpu 6 of 8; wait until it is (or fix it: see docs/proof.md), then retry"},
 			}},
 		{Name: "proof", Codes: []Code{CodeUncordonBeforeProof}, Reviews: []Review{ReviewNode, ReviewCompletion}, Apply: uncordonProofRule,
 			Docs: map[Code]CodeDoc{
-				CodeUncordonBeforeProof: {Meaning: "a GPU node at the destination tuple of a Plan that selects it is uncordoned, or marked done, before it is proven (by SUC's completion or a person); or SUC completes a node that does not run the Plan's destination yet",
+				CodeUncordonBeforeProof: {Meaning: "a GPU node at the destination tuple of a Plan that selects it is uncordoned, or marked done, before it is proven (by SUC's completion or a person); or SUC completes a node that does not run the Plan's destination yet (facts that lag, a Plan that moved part of the tuple), naming each component with the value seen and the value expected",
 					Example: "[UncordonBeforeProof] node gpu-v100-01 runs the destination tuple of Plan system-upgrade/gpu-v100-canary (record v100-r580-canary-1) but is not proven, so it may not uncordon yet: no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node; no allocation check (gpu-upgrade-gate.io/allocation-check=true) Succeeded after 2025-11-04T09:12:33Z: none on the node; it stays cordoned until the proof holds (run the allocation check: docs/proof.md)",
 					Fix:     "leave the node cordoned until each missing proof the message names holds (run the allocation check: docs/proof.md); SUC's next retry then completes it"},
 			}},
@@ -401,19 +401,19 @@ func rules() []Rule {
 		// maintenance window (review-level).
 		{Name: "rollout", Codes: []Code{CodeRolloutInFlight}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewOperator}, Apply: rolloutRule,
 			Docs: map[Code]CodeDoc{
-				CodeRolloutInFlight: {Meaning: "another GPU rollout is in flight: a Plan with GPU nodes pending or in `status.applying`, or GPU nodes in a driver upgrade state other than `upgrade-done` (not the Plan's own edit, SUC's steps within it, or a rollback)",
+				CodeRolloutInFlight: {Meaning: "another GPU rollout is in flight: a Plan with GPU nodes pending or in `status.applying`, or GPU nodes in a driver upgrade state other than `upgrade-done` (names it and its nodes; not the Plan's own edit, SUC's steps within it, or a rollback)",
 					Example: "[RolloutInFlight] Plan system-upgrade/gpu-h200 is in flight on GPU node(s) gpu-h200-01 (applying); GPU nodes take one rollout at a time: wait until it has finished (every node it selects done, status.applying empty, driver states upgrade-done), or delete or opt out what should not run, then retry; a rollback (annotation gpu-upgrade-gate.io/rollback: \"true\") is not held",
 					Fix:     "wait until the named rollout has finished (every node it selects done, `status.applying` empty, driver states `upgrade-done`), or delete or opt out what should not run, then retry (docs/rollout.md)"},
 			}},
 		{Name: "window", Codes: []Code{CodeOutsideWindow}, Reviews: []Review{ReviewDriver, ReviewDriverStep, ReviewSUCStep}, Apply: outsideWindowRule,
 			Docs: map[Code]CodeDoc{
-				CodeOutsideWindow: {Meaning: "a driver-path change, the per-node driver step or SUC's start of a GPU node's Job falls outside every configured maintenance window (`windows.maintenance`)",
+				CodeOutsideWindow: {Meaning: "a driver-path change, the per-node driver step or SUC's start of a GPU node's Job falls outside every configured maintenance window (`windows.maintenance`), naming the next one with its time zone",
 					Example: "[OutsideWindow] node gpu-v100-01's upgrade (SUC's Job) would start at 2026-11-21T12:00:00Z, outside every maintenance window in the gate's config (windows.maintenance); the next opens at Sun 2026-11-22 02:00 CET, time zone Europe/Berlin (windows.maintenance[0]: su 02:00-06:00 Europe/Berlin); retry then (SUC retries on its own; the Plan's spec.window alone does not open the gate's windows)",
 					Fix:     "wait for the next window the message names; SUC and the GPU Operator retry a refused step on their own"},
 			}},
 		{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths, Apply: budgetRule,
 			Docs: map[Code]CodeDoc{
-				CodeDisruptionBudgetExceeded: {Meaning: "taking one more GPU node out would exceed `budget.maxUnavailable` (default 1; tighter per hardware or zone), counting every GPU node out for any reason (applying, mid driver upgrade, cordoned, NotReady, out-of-service, running a SUC Job; each named with why)",
+				CodeDisruptionBudgetExceeded: {Meaning: "taking one more GPU node out would exceed `budget.maxUnavailable` (default 1; tighter per hardware or zone), counting every GPU node out for any reason (applying, mid driver upgrade, cordoned, NotReady, out-of-service, running a SUC Job matched by the Job's labels, half way between a stored Plan's record's source and target; each named with why); on Plans, SUC's Job start and the driver path and step",
 					Example: "[DisruptionBudgetExceeded] taking GPU node gpu-v100-01 out now would make 2 GPU nodes unavailable at once across all GPU nodes, above the budget of 1 (budget.maxUnavailable); already out: gpu-h200-01 (NotReady); wait until they are back (Ready, uncordoned, proven, driver upgrade-done) and retry",
 					Fix:     "wait until the nodes the message names are back (Ready, uncordoned, proven, driver `upgrade-done`) and retry (docs/rollout.md#out)"},
 			}},
@@ -421,7 +421,7 @@ func rules() []Rule {
 		// a node someone else took out.
 		{Name: "cordon", Codes: []Code{CodeCordonedByOther}, Reviews: []Review{ReviewPlan}, Apply: cordonedByOtherRule,
 			Docs: map[Code]CodeDoc{
-				CodeCordonedByOther: {Meaning: "an upgrade would start (a Plan, a label change, SUC's Job start) on a GPU node someone other than SUC cordoned (a health agent, the GPU Operator, a person: named) and nobody handed it over",
+				CodeCordonedByOther: {Meaning: "an upgrade would start (a Plan, a label change, SUC's Job start) on a GPU node someone other than SUC cordoned (a health agent, the GPU Operator, a person: named) and nobody handed it over (a hand-over, `gpu-upgrade-gate.io/cordon-handover: <username>` by someone other than the requester, lets it proceed)",
 					Example: "[CordonedByOther] GPU node gpu-v100-01 was cordoned by a health agent (annotation quarantineHealthEventIsCordoned), not by SUC for this upgrade, so it may not start the upgrade of Plan system-upgrade/gpu-v100-canary on it: it is out for that reason; wait until whoever cordoned it is done, or have someone other than the rollout's requester alice hand it over: kubectl annotate node gpu-v100-01 gpu-upgrade-gate.io/cordon-handover=<your username> (docs/rollout.md)",
 					Fix:     "wait until whoever cordoned the node is done, or have someone other than the requester hand it over: `kubectl annotate node <node> gpu-upgrade-gate.io/cordon-handover=<their username>` (docs/rollout.md#out)"},
 			}},
@@ -431,7 +431,7 @@ func rules() []Rule {
 		// who may not clear it: break glass overrides neither.
 		{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true, Apply: haltRule,
 			Docs: map[Code]CodeDoc{
-				CodeRolloutHalted: {Meaning: "a failure of a node moving to a destination tuple (SUC Job failed, `upgrade-failed`, a GPU-health condition, a half-applied tuple, not back within `halts.recoveryTimeout`) halted its hardware's rollout: forward moves of that hardware and the failed node's uncordon are refused until someone other than the requester clears it; also a halt record write other than a reviewed clear",
+				CodeRolloutHalted: {Meaning: "a failure of a node moving to a destination tuple (SUC Job failed, `upgrade-failed`, a GPU-health condition, a half-applied tuple, Ready or the validator not back within `halts.recoveryTimeout`) halted its hardware's rollout, counted from the moment the gate sees the signal: every forward Plan, driver change and per-node step of that hardware, and the failed node's uncordon before it is back on the source and proven, are refused (naming the node, the signal and when it was seen) until someone other than the requester clears it; also a write of the halt record that adds, rewrites or removes a halt other than by the gate after a clear, and a halt record that does not parse (fail closed)",
 					Example: "[RolloutHalted] the rollout of hardware 10de:1db6/10de:124a is halted: node gpu-v100-01: SUC Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 failed (BackoffLimitExceeded) (seen 2026-11-21T11:59:00Z, Plan system-upgrade/gpu-v100-canary, record v100-r580-canary-1); no node of this hardware moves forward until the halt is cleared (break glass does not override a halt): roll node gpu-v100-01 back (the record's rollback Plan stays allowed) and prove it; then someone other than alice clears the halt: kubectl annotate configmap -n gpu-upgrade-gate gpu-upgrade-gate-halts gpu-upgrade-gate.io/clear-10de_1db6_10de_124a=\"<reason>\" (docs/proof.md)",
 					Fix:     "roll the failed node back (the record's rollback Plan stays allowed) and prove it; then someone other than the rollout's requester clears the halt with the `kubectl annotate` the message spells (docs/proof.md#halts); break glass does not override it"},
 			}},

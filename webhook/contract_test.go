@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,64 +20,6 @@ import (
 
 var backticked = regexp.MustCompile("`([A-Za-z0-9]+)`")
 
-// readmeCodes are the codes in the first column of the README's code table.
-func readmeCodes(t *testing.T) []gate.Code {
-	data, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	var out []gate.Code
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.HasPrefix(line, "| code |"):
-			in = true
-		case in && !strings.HasPrefix(line, "|"):
-			return out
-		case in:
-			first := strings.SplitN(strings.TrimPrefix(line, "|"), "|", 2)[0]
-			for _, m := range backticked.FindAllStringSubmatch(first, -1) {
-				out = append(out, gate.Code(m[1]))
-			}
-		}
-	}
-	require.True(t, in, "README.md has no \"| code |\" table")
-	return out
-}
-
-// contractCodes are the codes of a contract's **Codes** paragraph.
-func contractCodes(t *testing.T, file string) []gate.Code {
-	data, err := os.ReadFile(file)
-	require.NoError(t, err)
-	_, rest, found := strings.Cut(string(data), "\n**Codes**")
-	require.True(t, found, "%s has no **Codes** paragraph", file)
-	para, _, _ := strings.Cut(rest, "\n\n")
-	var out []gate.Code
-	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
-		out = append(out, gate.Code(m[1]))
-	}
-	return out
-}
-
-// TestDocumentedCodes holds the docs to the rule table: the README's code
-// table lists exactly the codes the table can emit, and each webhook's
-// contract lists exactly the codes of the reviews that webhook runs. It
-// fails when a code is added without docs, and when a documented code can
-// no longer be emitted.
-func TestDocumentedCodes(t *testing.T) {
-	all := gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewRecord, gate.ReviewUpgradeCheck, gate.ReviewValidateRecord, gate.ReviewPlanStatus, gate.ReviewAdmission)
-	readme := readmeCodes(t)
-	assert.ElementsMatch(t, all, readme, "README.md code table vs the rule table")
-	for _, c := range readme {
-		assert.Equal(t, 1, countOf(readme, c), "README lists %s more than once", c)
-	}
-	for _, w := range Webhooks {
-		t.Run(w.Name, func(t *testing.T) {
-			require.NotEmpty(t, w.Contract, "%s names no contract", w.Name)
-			require.NotEmpty(t, w.Reviews, "%s names no reviews", w.Name)
-			assert.ElementsMatch(t, gate.CodesOf(w.Reviews...), contractCodes(t, w.Contract), "%s vs the codes its reviews can emit", w.Contract)
-		})
-	}
-}
-
 // TestReadmeLinksEveryContract: the README's list of contracts links the
 // contract of every row of the webhook table.
 func TestReadmeLinksEveryContract(t *testing.T) {
@@ -88,10 +31,6 @@ func TestReadmeLinksEveryContract(t *testing.T) {
 	for _, w := range Webhooks {
 		assert.Contains(t, para, "(webhook/"+w.Contract+")", "README's contract list vs %s", w.Name)
 	}
-}
-
-func countOf(cs []gate.Code, c gate.Code) int {
-	return len(slices.DeleteFunc(slices.Clone(cs), func(x gate.Code) bool { return x != c }))
 }
 
 // TestDocumentedAuditKeys: every audit annotation key the engine writes (the
@@ -146,4 +85,24 @@ func TestBreakGlassCodesDocumented(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, gate.NoBreakGlassCodes(), documented)
+}
+
+// TestReadmeConfigTableComplete: the README's configuration table has a row
+// for every key of the config file (gate.Config's JSON names), so a key
+// added to the config cannot stay undocumented.
+func TestReadmeConfigTableComplete(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, found := strings.Cut(string(data), "Configuration (`--config`")
+	require.True(t, found, "README.md has no Configuration section")
+	table, _, _ := strings.Cut(rest, "\n\n###")
+	typ := reflect.TypeOf(gate.Config{})
+	require.Positive(t, typ.NumField())
+	for i := range typ.NumField() {
+		key, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		assert.Contains(t, table, "\n| `"+key+"` |", "README's configuration table has no row for config key %q", key)
+	}
 }

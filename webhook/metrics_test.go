@@ -18,7 +18,7 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/metrics.txt")
+var update = flag.Bool("update", false, "rewrite testdata/metrics.txt (TestMetricNames) and the docs generated from the rule and webhook tables (TestCodeDocsAreGenerated)")
 
 // metricsList is the gate's metric names, which the chart's dashboard and
 // alerts are checked against (hack/tools/promtool, with Prometheus's parser).
