@@ -10,8 +10,11 @@
 //     (Judge over one transition, Apply over the review: review.go); every
 //     review runs the table once, in its order (applyTable), which is the
 //     order blockers are reported in. CodesOf says which codes a review can
-//     emit. The README's code table and each webhook's contract are tested
-//     against it, and it against the reviews (TestRowsAppliedPerReview).
+//     emit. Each row documents its codes (Docs: codedoc.go, a one-line
+//     meaning, an example message, what to do); the README's code table,
+//     each webhook contract's code list and docs/codes.md are generated
+//     from them (go test ./webhook -run TestCodeDocsAreGenerated -update),
+//     and the table is tested against the reviews (TestRowsAppliedPerReview).
 //   - rule_<name>.go: one rule (or a small family): where it applies and
 //     the one function that builds each code's blocker, with the message
 //     contract "[Code] what is wrong, with the values seen; what to do" and
