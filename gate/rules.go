@@ -8,7 +8,7 @@ import (
 
 // Review names one review path of the engine. A webhook or command runs one
 // or more of them; its contract documents the codes they can emit
-// (CodesOf), and TestDocumentedCodes holds the docs to this table.
+// (CodesOf), generated from this table (TestCodeDocsAreGenerated).
 type Review string
 
 const (

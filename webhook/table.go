@@ -64,7 +64,7 @@ type Webhook struct {
 	Operations []admissionv1.Operation
 	Scope      admissionregistrationv1.ScopeType
 	// Reviews are the engine reviews decide runs; Contract (a file next to
-	// this one) lists exactly their codes (TestDocumentedCodes).
+	// this one) lists exactly their codes (TestCodeDocsAreGenerated generates the list).
 	Reviews  []gate.Review
 	Contract string
 	decide   func(*Server, context.Context, admission.Request) (gate.Decision, error)

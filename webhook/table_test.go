@@ -17,7 +17,7 @@ import (
 // TestWebhookTableRows: every row of the webhook table is complete and is
 // what the server serves at its path; the chart's side is test/chart's
 // TestWebhookTable and TestWebhooksTemplateIsGenerated, the contract's codes
-// TestDocumentedCodes. A new review path is a row, its decide function and
+// TestCodeDocsAreGenerated. A new review path is a row, its decide function and
 // its contract.
 func TestWebhookTableRows(t *testing.T) {
 	s := &Server{Log: logr.Discard()}

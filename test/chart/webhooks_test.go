@@ -178,7 +178,7 @@ func TestWebhooksTemplateIsGenerated(t *testing.T) {
 // order, whose path the server registers, with the row's rules, selectors
 // (namespaces from the rendered configuration), failure policy and match
 // conditions (the CEL ones as written, the value ones present); the
-// contract and its codes are webhook's TestDocumentedCodes.
+// contract and its codes are webhook's TestCodeDocsAreGenerated.
 func TestWebhookTable(t *testing.T) {
 	rec := &registrations{}
 	(&webhook.Server{}).Register(rec)
