@@ -174,8 +174,12 @@ review, a Plan's blocker starts "Plan namespace/name:".
 			fmt.Fprintf(&sb, "**Denied when** %s.\n\n", s.Meanings[0])
 		} else {
 			sb.WriteString("**Denied when**\n\n")
-			for _, m := range s.Meanings {
-				fmt.Fprintf(&sb, "- %s;\n", m)
+			for i, m := range s.Meanings {
+				end := ";"
+				if i == len(s.Meanings)-1 {
+					end = "."
+				}
+				fmt.Fprintf(&sb, "- %s%s\n", m, end)
 			}
 			sb.WriteString("\n")
 		}
