@@ -43,6 +43,9 @@ const (
 	ReviewSUCStep Review = "suc-step"
 	// ReviewHaltRecord: a write of the halt record (DecideHaltRecordWrite).
 	ReviewHaltRecord Review = "halt-record"
+	// ReviewSubscription: a write of an OLM Subscription of the GPU
+	// Operator's package (DecideSubscription).
+	ReviewSubscription Review = "subscription"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -157,7 +160,7 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -232,6 +235,10 @@ func rules() []Rule {
 		// who may not clear it: break glass overrides neither.
 		{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true, Apply: haltRule},
 		{Name: "requester", Codes: []Code{CodeRequesterMismatch, CodeRequesterMissing}, Reviews: []Review{ReviewPlan}, NoBreakGlass: true, Apply: requesterRule},
+		// How OLM may approve the GPU Operator's upgrades: a standing
+		// setting, not one write, so no break glass (the config switch is
+		// the documented way out).
+		{Name: "subscription", Codes: []Code{CodeOperatorAutoApproval}, Reviews: []Review{ReviewSubscription}, NoBreakGlass: true, Apply: subscriptionRule},
 		// The adapter's answer to a review it cannot read.
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule},
 		// Last, so the adapter's listing of the holders is in flight while
