@@ -82,6 +82,6 @@ func subscriptionRule(rv review, f *findings, d *Decision) {
 // operatorAutoApproval builds every OperatorAutoApproval blocker.
 func operatorAutoApproval(cfg *Config, pkg, seen string) Blocker {
 	return forbidden(CodeOperatorAutoApproval, "", pathInstallPlanApproval,
-		"is %s for OLM package %s (the GPU Operator), expected exactly %q: under any other value OLM creates each new operator version's InstallPlan already approved, and every GPU node moves to it with no record; set spec.installPlanApproval: %s, then approve each InstallPlan with the %s annotation naming the records that qualify the new version (webhook/operator.md); to accept unreviewed operator upgrades instead, set allowAutomaticOperatorApproval: true in the gate's configuration",
-		seen, qualification.Clip(pkg), ApprovalManual, ApprovalManual, AnnotationQualification)
+		"%s is %s for OLM package %s (the GPU Operator), expected exactly %q: under any other value OLM creates each new operator version's InstallPlan already approved, and every GPU node moves to it with no record; set spec.installPlanApproval: %s, then approve each InstallPlan with the %s annotation naming the records that qualify the new version (webhook/operator.md); to accept unreviewed operator upgrades instead, set allowAutomaticOperatorApproval: true in the gate's configuration",
+		pathInstallPlanApproval, seen, qualification.Clip(pkg), ApprovalManual, ApprovalManual, AnnotationQualification)
 }

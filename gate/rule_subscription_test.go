@@ -48,9 +48,8 @@ func TestOperatorAutoApproval(t *testing.T) {
 			}
 			require.False(t, d.Allowed)
 			require.Equal(t, []Code{CodeOperatorAutoApproval}, d.Codes())
-			msg := d.Blockers[0].Err.Error()
-			assert.Contains(t, msg, "spec.installPlanApproval")
-			assert.Contains(t, msg, "is "+tc.seen+" for OLM package gpu-operator-certified")
+			msg := d.Message()
+			assert.Contains(t, d.Message(), "[OperatorAutoApproval] spec.installPlanApproval is "+tc.seen+" for OLM package gpu-operator-certified", "the denial names the field and the value")
 			assert.Contains(t, msg, "set spec.installPlanApproval: Manual")
 			assert.Contains(t, msg, AnnotationQualification)
 		})
