@@ -58,6 +58,10 @@ const (
 	// CodeCordonedByOther: an upgrade would start on, or SUC would
 	// uncordon, a GPU node someone other than SUC cordoned (nodestate.go).
 	CodeCordonedByOther Code = "CordonedByOther"
+	// CodeOperatorAutoApproval: a Subscription of the GPU Operator's OLM
+	// package that lets OLM approve its InstallPlans itself (anything but
+	// installPlanApproval: Manual), unless allowAutomaticOperatorApproval.
+	CodeOperatorAutoApproval Code = "OperatorAutoApproval"
 )
 
 // Node codes.

@@ -105,6 +105,16 @@ type Config struct {
 	// ClusterServiceVersions before ".v<version>": approving an InstallPlan
 	// that installs one upgrades the operator.
 	GPUOperatorCSV string `json:"gpuOperatorCSV"`
+	// GPUOperatorPackage is the GPU Operator's OLM package (a Subscription's
+	// spec.name): its Subscription must say installPlanApproval: Manual
+	// (rule_subscription.go).
+	GPUOperatorPackage string `json:"gpuOperatorPackage"`
+	// AllowAutomaticOperatorApproval admits that Subscription with
+	// Automatic approval. It gives up the review of GPU Operator upgrades
+	// through OLM: OLM creates each new version's InstallPlan approved, and
+	// the chart then does not send OLM's creation of it to the gate
+	// (webhook/operator.md).
+	AllowAutomaticOperatorApproval bool `json:"allowAutomaticOperatorApproval"`
 	// GPURuntimeClasses are RuntimeClass names whose Pods hold GPUs with or
 	// without a GPU resource (the GPU Operator's "nvidia").
 	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
@@ -164,6 +174,8 @@ func DefaultConfig() *Config {
 		RequireMover:   true,
 		Separation:     SeparationTwoPerson,
 		Enforcement:    DefaultEnforcementConfig(),
+
+		GPUOperatorPackage: "gpu-operator-certified",
 	}
 }
 
@@ -297,6 +309,9 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.GPUOperator.validate(field.NewPath("gpuOperator"))...)
 	if msgs := validation.IsDNS1123Subdomain(c.GPUOperatorCSV); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(field.NewPath("gpuOperatorCSV"), c.GPUOperatorCSV, msgs[0]+" (the CSV name before .v<version>, e.g. gpu-operator-certified)"))
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.GPUOperatorPackage); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("gpuOperatorPackage"), c.GPUOperatorPackage, msgs[0]+" (the OLM package a Subscription names in spec.name, e.g. gpu-operator-certified)"))
 	}
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
 	for i, e := range c.Exemptions {

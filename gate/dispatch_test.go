@@ -73,6 +73,9 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			cfg := DefaultConfig()
 			return DecideHaltRecordWrite(cfg, HaltWriteRequest{Operation: OpCreate, New: haltCM(cfg, nil, nil), User: UserInfo{Name: "bob"}})
 		}},
+		{"subscription", []Review{ReviewSubscription}, func(t *testing.T) Decision {
+			return DecideSubscription(DefaultConfig(), SubscriptionRequest{Object: "Subscription gpu-operator/gpu-operator-certified", Package: "gpu-operator-certified", Changed: true, User: UserInfo{Name: "alice"}})
+		}},
 		{"upgrade-check", []Review{ReviewUpgradeCheck}, func(t *testing.T) Decision {
 			rec, err := qualification.Load(strings.NewReader(ucRecord))
 			require.NoError(t, err)
@@ -126,7 +129,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		})
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission} {
+		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

@@ -43,6 +43,9 @@ const (
 	ReviewSUCStep Review = "suc-step"
 	// ReviewHaltRecord: a write of the halt record (DecideHaltRecordWrite).
 	ReviewHaltRecord Review = "halt-record"
+	// ReviewSubscription: a write of an OLM Subscription of the GPU
+	// Operator's package (DecideSubscription).
+	ReviewSubscription Review = "subscription"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -163,7 +166,7 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -442,6 +445,15 @@ func rules() []Rule {
 					Fix:     "set `gpu-upgrade-gate.io/requested-by` to your own username in the write"},
 				CodeRequesterMissing: {Meaning: "a GPU Plan CREATE, or an UPDATE that changes its spec (a new rollout) or removes the annotation, lacks `gpu-upgrade-gate.io/requested-by: <your username>` (`requireRequester`, default true)",
 					Example: "[RequesterMissing] a GPU Plan is created without annotation gpu-upgrade-gate.io/requested-by, which names who asked for the rollout (a halt of it may not be cleared by them); add it with your username: metadata.annotations: {gpu-upgrade-gate.io/requested-by: \"alice\"}"},
+			}},
+		// How OLM may approve the GPU Operator's upgrades: a standing
+		// setting, not one write, so no break glass (the config switch is
+		// the documented way out).
+		{Name: "subscription", Codes: []Code{CodeOperatorAutoApproval}, Reviews: []Review{ReviewSubscription}, NoBreakGlass: true, Apply: subscriptionRule,
+			Docs: map[Code]CodeDoc{
+				CodeOperatorAutoApproval: {Meaning: "a Subscription of the GPU Operator's OLM package (`gpuOperatorPackage`) does not say `installPlanApproval: Manual`, so OLM would create each new operator version's InstallPlan already approved and move every GPU node to it unreviewed (`allowAutomaticOperatorApproval` admits it, giving that review up)",
+					Example: "[OperatorAutoApproval] spec.installPlanApproval is \"Automatic\" for OLM package gpu-operator-certified (the GPU Operator), expected exactly \"Manual\": under any other value OLM creates each new operator version's InstallPlan already approved, and every GPU node moves to it with no record; set spec.installPlanApproval: Manual, then approve each InstallPlan with the gpu-upgrade-gate.io/qualification annotation naming the records that qualify the new version (webhook/operator.md); to accept unreviewed operator upgrades instead, set allowAutomaticOperatorApproval: true in the gate's configuration",
+					Fix:     "set `spec.installPlanApproval: Manual`, then approve each InstallPlan with the `gpu-upgrade-gate.io/qualification` annotation naming the records that qualify the new version"},
 			}},
 		// The adapter's answer to a review it cannot read.
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule,

@@ -80,7 +80,7 @@ func TestBreakGlassCodesDocumented(t *testing.T) {
 	para, _, _ := strings.Cut(rest, "\n\n")
 	var documented []gate.Code
 	for _, m := range backticked.FindAllStringSubmatch(para, -1) {
-		if c := gate.Code(m[1]); slices.Contains(gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewAdmission), c) {
+		if c := gate.Code(m[1]); slices.Contains(gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewSubscription, gate.ReviewAdmission), c) {
 			documented = append(documented, c)
 		}
 	}

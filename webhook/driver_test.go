@@ -1,12 +1,14 @@
 package webhook
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -115,4 +117,110 @@ func TestInstallPlanChange(t *testing.T) {
 	var ch gate.DriverChange
 	err := s.installPlanChange(installPlanRequest(t, "gpu-operator", true, false, int64(3)), &ch)
 	assert.ErrorContains(t, err, "spec.clusterServiceVersionNames", "a malformed list is a bad request, never an allow")
+}
+
+// withCSVs rewrites one side of an InstallPlan review: its approval and CSVs.
+func withCSVs(t *testing.T, raw runtime.RawExtension, approved any, csvs ...any) runtime.RawExtension {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, u.UnmarshalJSON(raw.Raw))
+	u.Object["spec"] = map[string]any{"approval": "Automatic", "approved": approved, "clusterServiceVersionNames": csvs}
+	out, err := u.MarshalJSON()
+	require.NoError(t, err)
+	return runtime.RawExtension{Raw: out}
+}
+
+// TestInstallPlanCreatedApproved: an InstallPlan created already approved
+// (OLM under automatic approval) is an approval, and so is an approved
+// plan whose operator CSV changes; created unapproved, or edited keeping
+// its CSV, it moves nothing.
+func TestInstallPlanCreatedApproved(t *testing.T) {
+	s := &Server{Config: gate.DefaultConfig()}
+	create := func(approved bool, csvs ...any) admission.Request {
+		req := installPlanRequest(t, "gpu-operator", approved, false, csvs...)
+		req.Operation, req.OldObject = admissionv1.Create, runtime.RawExtension{}
+		return req
+	}
+	update := func(oldApproved bool, oldCSV string, newCSV string) admission.Request {
+		req := installPlanRequest(t, "gpu-operator", true, oldApproved)
+		req.Object = withCSVs(t, req.Object, true, newCSV)
+		req.OldObject = withCSVs(t, req.OldObject, oldApproved, oldCSV)
+		return req
+	}
+	for _, tc := range []struct {
+		name string
+		req  admission.Request
+		want string
+	}{
+		{"created approved: OLM's automatic approval", create(true, "gpu-operator-certified.v26.6.0"), "v26.6.0"},
+		{"created unapproved: waits for a person", create(false, "gpu-operator-certified.v26.6.0"), ""},
+		{"created approved, another operator", create(true, "nfd.v4.17.0"), ""},
+		{"approved plan whose operator CSV changes", update(true, "gpu-operator-certified.v26.3.3", "gpu-operator-certified.v26.6.0"), "v26.6.0"},
+		{"approved plan edited, same CSV", update(true, "gpu-operator-certified.v26.6.0", "gpu-operator-certified.v26.6.0"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch gate.DriverChange
+			require.NoError(t, s.installPlanChange(tc.req, &ch))
+			assert.Equal(t, tc.want, ch.NewOperator)
+		})
+	}
+	req := create(true, "gpu-operator-certified.v26.6.0")
+	req.Object = withCSVs(t, req.Object, "yes", "gpu-operator-certified.v26.6.0")
+	var ch gate.DriverChange
+	assert.ErrorContains(t, s.installPlanChange(req, &ch), "spec.approved", "an approval that is not a boolean is a bad request, never an allow")
+}
+
+func subscriptionRequest(t *testing.T, op admissionv1.Operation, pkg string, approval any, old map[string]any) admission.Request {
+	t.Helper()
+	raw := func(spec map[string]any) runtime.RawExtension {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+			"metadata": map[string]any{"name": "gpu-operator-certified", "namespace": "gpu-operator"}, "spec": spec}}
+		b, err := u.MarshalJSON()
+		require.NoError(t, err)
+		return runtime.RawExtension{Raw: b}
+	}
+	spec := map[string]any{"name": pkg, "channel": "v26.3", "source": "certified-operators", "sourceNamespace": "openshift-marketplace"}
+	if approval != nil {
+		spec["installPlanApproval"] = approval
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "gpu-operator", Name: "gpu-operator-certified",
+		Kind: metav1.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "Subscription"}, Object: raw(spec)}}
+	if old != nil {
+		req.OldObject = raw(old)
+	}
+	return req
+}
+
+// TestDecideSubscription: the adapter reads the package and approval, and
+// judges a spec change only; the rule itself is gate's
+// (TestOperatorAutoApproval).
+func TestDecideSubscription(t *testing.T) {
+	s := &Server{Config: gate.DefaultConfig()}
+	manual := map[string]any{"name": "gpu-operator-certified", "channel": "v26.3", "source": "certified-operators", "sourceNamespace": "openshift-marketplace", "installPlanApproval": "Manual"}
+	automatic := map[string]any{"name": "gpu-operator-certified", "channel": "v26.3", "source": "certified-operators", "sourceNamespace": "openshift-marketplace", "installPlanApproval": "Automatic"}
+	for _, tc := range []struct {
+		name    string
+		req     admission.Request
+		refused bool
+	}{
+		{"created without installPlanApproval", subscriptionRequest(t, admissionv1.Create, "gpu-operator-certified", nil, nil), true},
+		{"created Automatic", subscriptionRequest(t, admissionv1.Create, "gpu-operator-certified", "Automatic", nil), true},
+		{"created Manual", subscriptionRequest(t, admissionv1.Create, "gpu-operator-certified", "Manual", nil), false},
+		{"another package, Automatic", subscriptionRequest(t, admissionv1.Create, "nfd", "Automatic", nil), false},
+		{"switched from Manual to Automatic", subscriptionRequest(t, admissionv1.Update, "gpu-operator-certified", "Automatic", manual), true},
+		{"switched from Automatic to Manual", subscriptionRequest(t, admissionv1.Update, "gpu-operator-certified", "Manual", automatic), false},
+		{"Automatic, spec unchanged (a label written)", subscriptionRequest(t, admissionv1.Update, "gpu-operator-certified", "Automatic", automatic), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := s.decideOperator(context.Background(), tc.req)
+			require.NoError(t, err)
+			assert.Equal(t, !tc.refused, d.Allowed, d.Message())
+			if tc.refused {
+				assert.Equal(t, []gate.Code{gate.CodeOperatorAutoApproval}, d.Codes())
+				assert.Equal(t, "Subscription gpu-operator/gpu-operator-certified", d.Object)
+			}
+		})
+	}
+	_, err := s.decideOperator(context.Background(), subscriptionRequest(t, admissionv1.Create, "gpu-operator-certified", int64(1), nil))
+	assert.ErrorContains(t, err, "spec.installPlanApproval", "a value that is not a string is a bad request, never an allow")
 }

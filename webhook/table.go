@@ -244,11 +244,12 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"refusal keeps the node where it is; the operator retries on its own.",
 }, {
 	Name: WebhookOperator, Path: PathOperator, Metric: "operator", Contract: "operator.md",
-	Reviews: []gate.Review{gate.ReviewOperator, gate.ReviewAdmission},
+	Reviews: []gate.Review{gate.ReviewOperator, gate.ReviewSubscription, gate.ReviewAdmission},
 	decide:  (*Server).decideOperator,
 	Resources: []Resource{
 		resourceOf(appsv1.SchemeGroupVersion, "deployments", appsv1.SchemeGroupVersion.WithKind("Deployment")),
-		{GroupVersionResource: InstallPlanGVK.GroupVersion().WithResource("installplans"), Kind: InstallPlanGVK, Operations: []admissionv1.Operation{opUpdate}},
+		resourceOf(InstallPlanGVK.GroupVersion(), "installplans", InstallPlanGVK),
+		resourceOf(SubscriptionGVK.GroupVersion(), "subscriptions", SubscriptionGVK),
 	},
 	Operations: []admissionv1.Operation{opCreate, opUpdate}, Scope: admissionregistrationv1.NamespacedScope, Namespaces: GPUOperatorNamespace,
 	MatchConditions: []MatchCondition{
@@ -258,9 +259,12 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "An upgrade of the GPU Operator itself, in its namespace only: a new image\n" +
 		"of its Deployment (helm upgrade; or the Deployment deleted and created\n" +
-		"again), or the approval of an OLM InstallPlan for its CSV. OLM's own\n" +
-		"Deployment write after an approved InstallPlan stays away (the approval\n" +
-		"was the reviewed step).",
+		"again), or the approval of an OLM InstallPlan for its CSV, at its creation\n" +
+		"too (OLM creates it approved under automatic approval); and the spec of a\n" +
+		"Subscription of its OLM package, which must say installPlanApproval: Manual.\n" +
+		"OLM's own Deployment write after an approved InstallPlan stays away (the\n" +
+		"approval was the reviewed step), and so does its creation of an approved\n" +
+		"InstallPlan when config.allowAutomaticOperatorApproval gives that review up.",
 }, {
 	Name: WebhookJobs, Path: PathJobs, Metric: "jobs", Contract: "jobs.md",
 	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewAdmission},

@@ -67,7 +67,10 @@ func TestHandlerChecksTheRow(t *testing.T) {
 		{name: "plans/status at the Plan status path", path: PathPlanStatus, group: "upgrade.cattle.io", res: "plans", sub: "status", kind: "Plan", op: admissionv1.Update},
 		{name: "a plain Plan write at the Plan status path", path: PathPlanStatus, group: "upgrade.cattle.io", res: "plans", kind: "Plan", op: admissionv1.Update, wantErr: `subresource ""`},
 		{name: "an InstallPlan approval", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Update},
-		{name: "an InstallPlan created", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Create, wantErr: `operation "CREATE"`},
+		{name: "an InstallPlan created (approved at creation is an approval)", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Create},
+		{name: "a Subscription created", path: PathOperator, group: "operators.coreos.com", res: "subscriptions", kind: "Subscription", op: admissionv1.Create},
+		{name: "an InstallPlan deleted", path: PathOperator, group: "operators.coreos.com", res: "installplans", kind: "InstallPlan", op: admissionv1.Delete, wantErr: `operation "DELETE"`},
+		{name: "a Subscription sent as an InstallPlan", path: PathOperator, group: "operators.coreos.com", res: "subscriptions", kind: "InstallPlan", op: admissionv1.Update, wantErr: "holds kind"},
 		{name: "the operator Deployment created", path: PathOperator, group: "apps", res: "deployments", kind: "Deployment", op: admissionv1.Create},
 		{name: "a Pod sent to the Node path", path: PathNodes, res: "nodes", kind: "Pod", op: admissionv1.Update, wantErr: "holds kind Node"},
 	}

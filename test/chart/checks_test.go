@@ -740,7 +740,7 @@ func (r *rendered) checkWebhooks() []string {
 			admissionregistrationv1.Fail, nil},
 		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"driverstep.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
-		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans", namespaced, u}},
+		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans,subscriptions", namespaced, cu}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 	} {
@@ -822,9 +822,12 @@ func (r *rendered) checkWebhooks() []string {
 				bad("the driver step webhook must match only moves into a reload state, got %v", w.MatchConditions)
 			}
 		case "operator.gpu-upgrade-gate.io":
+			// An InstallPlan approved at its creation is an approval (OLM under
+			// automatic approval); a Subscription only of the operator's package.
 			if !strings.Contains(conds, "object.metadata.name == '"+r.e.gpuOperator[1]+"'") || !strings.Contains(conds, "clusterServiceVersionNames") ||
-				!strings.Contains(conds, "!oldObject.?spec.?approved.orValue(false)") {
-				bad("the operator webhook must match only the operator Deployment's image and InstallPlan approvals, got %v", w.MatchConditions)
+				!strings.Contains(conds, "(request.operation == 'CREATE' || !oldObject.?spec.?approved.orValue(false) ||") ||
+				!strings.Contains(conds, "request.resource.resource == 'subscriptions' ?") || !strings.Contains(conds, "object.?spec.?name.orValue('') == '") {
+				bad("the operator webhook must match only the operator Deployment's image, InstallPlan approvals (at creation too) and the operator package's Subscriptions, got %v", w.MatchConditions)
 			}
 		default:
 			if len(w.MatchConditions) > 0 {

@@ -145,17 +145,31 @@ Operator webhook: a new image of the operator's Deployment, or the approval
 of an InstallPlan for its CSV.
 */}}
 {{- define "gug.operatorVersionChanges" -}}
+{{- $csv := include "gug.celString" (printf "%s.v" .Values.config.gpuOperatorCSV) -}}
 request.resource.resource == 'deployments' ?
   (object.metadata.name == {{ include "gug.celString" .Values.config.gpuOperator.name }} && (request.operation == 'CREATE' ||
    object.spec.template.spec.containers.map(c, c.image) != oldObject.spec.template.spec.containers.map(c, c.image))) :
-  (object.?spec.?approved.orValue(false) && !oldObject.?spec.?approved.orValue(false) &&
-   object.?spec.?clusterServiceVersionNames.orValue([]).exists(n, n.startsWith({{ include "gug.celString" (printf "%s.v" .Values.config.gpuOperatorCSV) }})))
+request.resource.resource == 'subscriptions' ?
+  (object.?spec.?name.orValue('') == {{ include "gug.celString" .Values.config.gpuOperatorPackage }} &&
+   (request.operation == 'CREATE' || object.?spec.orValue({}) != oldObject.?spec.orValue({}))) :
+  (object.?spec.?approved.orValue(false) &&
+   object.?spec.?clusterServiceVersionNames.orValue([]).exists(n, n.startsWith({{ $csv }})) &&
+   (request.operation == 'CREATE' || !oldObject.?spec.?approved.orValue(false) ||
+    object.spec.clusterServiceVersionNames.filter(n, n.startsWith({{ $csv }})) != oldObject.?spec.?clusterServiceVersionNames.orValue([]).filter(n, n.startsWith({{ $csv }}))))
 {{- end }}
 
-{{/* Operator webhook: not OLM's Deployment write; nothing without olmGroups. */}}
+{{/*
+Operator webhook: not OLM's Deployment write (nor, when
+config.allowAutomaticOperatorApproval gives that review up, OLM's creation of
+an InstallPlan); nothing without olmGroups.
+*/}}
 {{- define "gug.notOLM" -}}
 {{- with .Values.webhook.olmGroups }}
+{{- if $.Values.config.allowAutomaticOperatorApproval }}
+{{- printf "(request.resource.resource != 'deployments' && !(request.resource.resource == 'installplans' && request.operation == 'CREATE')) || ![%s].exists(g, g in request.userInfo.groups)" (include "gug.celList" .) }}
+{{- else }}
 {{- printf "request.resource.resource != 'deployments' || ![%s].exists(g, g in request.userInfo.groups)" (include "gug.celList" .) }}
+{{- end }}
 {{- end }}
 {{- end }}
 

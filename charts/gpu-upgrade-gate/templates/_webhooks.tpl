@@ -192,9 +192,12 @@ names (templates/_helpers.tpl).
   admissionReviewVersions: ["v1"]
 # An upgrade of the GPU Operator itself, in its namespace only: a new image
 # of its Deployment (helm upgrade; or the Deployment deleted and created
-# again), or the approval of an OLM InstallPlan for its CSV. OLM's own
-# Deployment write after an approved InstallPlan stays away (the approval
-# was the reviewed step).
+# again), or the approval of an OLM InstallPlan for its CSV, at its creation
+# too (OLM creates it approved under automatic approval); and the spec of a
+# Subscription of its OLM package, which must say installPlanApproval: Manual.
+# OLM's own Deployment write after an approved InstallPlan stays away (the
+# approval was the reviewed step), and so does its creation of an approved
+# InstallPlan when config.allowAutomaticOperatorApproval gives that review up.
 - name: operator.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/operator") | nindent 4 }}
@@ -206,8 +209,8 @@ names (templates/_helpers.tpl).
       scope: Namespaced
     - apiGroups: ["operators.coreos.com"]
       apiVersions: ["v1alpha1"]
-      resources: ["installplans"]
-      operations: ["UPDATE"]
+      resources: ["installplans", "subscriptions"]
+      operations: ["CREATE", "UPDATE"]
       scope: Namespaced
   namespaceSelector:
     matchExpressions:
