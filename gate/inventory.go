@@ -35,6 +35,9 @@ type InventoryRecord struct {
 	// ApprovedBy the attested approver when the approval stands.
 	Approval   string `json:"approval"`
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// Explained are the record's canary checks outside their threshold
+	// that it explains.
+	Explained []string `json:"explained,omitempty"`
 }
 
 // NodeInventory is one GPU node's line in the version inventory platform
@@ -85,7 +88,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 		case rec == nil:
 			inv.Status = StatusNoRecord
 		default:
-			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID, Approval: cfg.approvalState(rec, cl.Records[name].Attestation)}
+			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID, Approval: cfg.approvalState(rec, cl.Records[name].Attestation), Explained: rec.ExplainedDeviations()}
 			if at, err := rec.CompletedAt(); err == nil {
 				inv.Record.Age = age(now.Sub(at))
 				inv.Record.Expires = at.Add(cfg.MaxCanaryAge.Duration).UTC().Format(time.RFC3339)

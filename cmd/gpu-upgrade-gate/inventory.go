@@ -168,6 +168,20 @@ func writeInventoryTable(w io.Writer, inv []gate.NodeInventory) {
 	for _, h := range halts {
 		fmt.Fprintln(w, "HALT: "+h)
 	}
+	var explained []string
+	for _, n := range inv {
+		if n.Record == nil {
+			continue
+		}
+		for _, x := range n.Record.Explained {
+			if line := "record " + n.Record.ID + ": explained deviation: " + x; !slices.Contains(explained, line) {
+				explained = append(explained, line)
+			}
+		}
+	}
+	for _, x := range explained {
+		fmt.Fprintln(w, x)
+	}
 }
 
 func writeInventoryCSV(w io.Writer, inv []gate.NodeInventory) {
