@@ -15,6 +15,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // DefaultMinUnready is the seed's bound: a driver Pod is a recovery
@@ -273,4 +275,19 @@ func devicesByNode(driver string, all []*resourcev1.ResourceSlice) (devices, sli
 		devices[*s.Spec.NodeName] += len(s.Spec.Devices)
 	}
 	return devices, slices
+}
+
+// Validate reports a driver entry that cannot name what it means.
+func (d Driver) Validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if msgs := validation.IsDNS1123Subdomain(d.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("name"), d.Name, "expected the driver's name as ResourceSlices carry it in spec.driver, e.g. gpu.nvidia.com: "+msgs[0]))
+	}
+	if msgs := validation.IsDNS1123Label(d.Namespace); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("namespace"), d.Namespace, "expected the namespace of the driver's kubelet-plugin DaemonSet: "+msgs[0]))
+	}
+	if msgs := validation.IsDNS1123Subdomain(d.DaemonSet); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(path.Child("daemonSet"), d.DaemonSet, "expected the name of the driver's kubelet-plugin DaemonSet: "+msgs[0]))
+	}
+	return errs
 }

@@ -166,3 +166,17 @@ func TestPlanRecoveryNamesIgnoredPods(t *testing.T) {
 	assert.Equal(t, []string{"nvidia-dra-driver-gpu/forged: not controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin (uid ds-uid)"}, p.Ignored)
 	assert.Equal(t, "no Pod controlled by the DaemonSet", p.Why)
 }
+
+// TestNodeStates: per node, the driver's slices and devices, and its plugin
+// Pod (only one the DaemonSet controls) with its readiness.
+func TestNodeStates(t *testing.T) {
+	s := newState()
+	forged := pluginPod(s.in.DaemonSet, "forged", "gpu-03", corev1.ConditionTrue, now)
+	forged.OwnerReferences[0].UID = "other"
+	s.in.Pods = append(s.in.Pods, forged)
+	got := NodeStates(driver, s.in.DaemonSet, s.in.Pods, s.in.Slices)
+	assert.Equal(t, map[string]NodeState{
+		"gpu-01": {Driver: "gpu.nvidia.com", Plugin: "nvidia-dra-driver-gpu/plugin-a", PluginReady: false},
+		"gpu-02": {Driver: "gpu.nvidia.com", Slices: 1, Devices: 8, Plugin: "nvidia-dra-driver-gpu/plugin-b", PluginReady: true},
+	}, got, "gpu-03's look-alike Pod and the other driver's slice on gpu-01 are not the driver's")
+}

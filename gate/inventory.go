@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -52,6 +53,9 @@ type NodeInventory struct {
 	Status   InventoryStatus      `json:"status"`
 	Rollback string               `json:"rollback"`
 	Holders  []Holder             `json:"holders,omitempty"`
+	// DRA is what each configured DRA driver shows of the node (its
+	// slices' devices, its kubelet-plugin Pod); the CLI reads it.
+	DRA []dra.NodeState `json:"dra,omitempty"`
 	Cordoned bool                 `json:"cordoned"`
 	// Proof is "proven" or "unproven" for a node at its record's target
 	// (docs/proof.md), empty otherwise; ProofMissing says what is missing.

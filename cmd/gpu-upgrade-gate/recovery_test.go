@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
@@ -171,4 +172,47 @@ func TestRecoveryRecipeIsOneCommand(t *testing.T) {
 	r := runCLI("recovery-plan", "--help")
 	require.Equal(t, exitAllowed, r.code)
 	assert.Contains(t, r.stdout, snapshot.RecoveryRecipe)
+}
+
+// TestInventoryShowsDRANodes: with a DRA driver configured, inventory
+// shows each GPU node's devices in the driver's slices and its
+// kubelet-plugin Pod (issue 25 item 3).
+func TestInventoryShowsDRANodes(t *testing.T) {
+	data, err := os.ReadFile(ex + "cluster/snapshot.yaml")
+	require.NoError(t, err)
+	js, err := sigsyaml.YAMLToJSON(data)
+	require.NoError(t, err)
+	var list map[string]any
+	require.NoError(t, json.Unmarshal(js, &list))
+	s := newDRAState(time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), "8d2a-uid")
+	s.pods[1].Spec.NodeName = "gpu-h200-01"
+	s.slices[0] = draSlice("gpu-h200-01", 8)
+	for _, o := range []client.Object{s.ds, s.pods[1], s.slices[0]} {
+		raw, err := json.Marshal(o)
+		require.NoError(t, err)
+		var item any
+		require.NoError(t, json.Unmarshal(raw, &item))
+		list["items"] = append(list["items"].([]any), item)
+	}
+	out, err := json.Marshal(list)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cluster, config := filepath.Join(dir, "cluster.json"), filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cluster, out, 0o600))
+	require.NoError(t, os.WriteFile(config, []byte("draDrivers:\n- {name: gpu.nvidia.com, namespace: nvidia-dra-driver-gpu, daemonSet: nvidia-dra-driver-gpu-kubelet-plugin}\n"), 0o600))
+
+	r := runCLI("inventory", now, "--cluster", cluster, "--config", config)
+	require.Equal(t, exitAllowed, r.code, r.stderr)
+	var h200 string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "gpu-h200-01 ") {
+			h200 = line
+		}
+	}
+	assert.True(t, strings.HasSuffix(h200, "gpu.nvidia.com: 8 devices in 1 slices, plugin Ready"), h200)
+	assert.Contains(t, r.stdout, "\ngpu-v100-01 ", "nodes without DRA are listed as before")
+
+	r = runCLI("inventory", now, "--cluster", cluster)
+	require.Equal(t, exitAllowed, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "gpu.nvidia.com", "no driver configured: nothing read")
 }

@@ -35,23 +35,49 @@ func DRAReadsOf(d dra.Driver) DRAReads {
 // Recovery reads the DRA recovery planner's input for d.
 func (l *Loader) Recovery(ctx context.Context, d dra.Driver, minUnready time.Duration, now time.Time) (dra.RecoveryInput, error) {
 	in := dra.RecoveryInput{Driver: d, MinUnready: minUnready, Now: now}
-	r := DRAReadsOf(d)
 	var err error
 	if in.Nodes, err = l.Nodes(ctx); err != nil {
 		return in, err
 	}
+	in.DaemonSet, in.Pods, in.Slices, err = l.driverObjects(ctx, d)
+	return in, err
+}
+
+// driverObjects reads a driver's DaemonSet (nil when absent), the Pods of
+// its namespace and its ResourceSlices.
+func (l *Loader) driverObjects(ctx context.Context, d dra.Driver) (*appsv1.DaemonSet, []*corev1.Pod, []*resourcev1.ResourceSlice, error) {
+	r := DRAReadsOf(d)
 	dss, err := read[*appsv1.DaemonSet](ctx, l.Source, r.PluginDaemonSet)
 	if err != nil {
-		return in, fmt.Errorf("get DaemonSet %s/%s: %w", d.Namespace, d.DaemonSet, err)
+		return nil, nil, nil, fmt.Errorf("get DaemonSet %s/%s: %w", d.Namespace, d.DaemonSet, err)
 	}
+	var ds *appsv1.DaemonSet
 	if len(dss) > 0 {
-		in.DaemonSet = dss[0]
+		ds = dss[0]
 	}
-	if in.Pods, err = read[*corev1.Pod](ctx, l.Source, r.PluginPods); err != nil {
-		return in, fmt.Errorf("list Pods in %s: %w", d.Namespace, err)
+	pods, err := read[*corev1.Pod](ctx, l.Source, r.PluginPods)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("list Pods in %s: %w", d.Namespace, err)
 	}
-	if in.Slices, err = read[*resourcev1.ResourceSlice](ctx, l.Source, r.Slices); err != nil {
-		return in, fmt.Errorf("list ResourceSlices of %s: %w", d.Name, err)
+	slices, err := read[*resourcev1.ResourceSlice](ctx, l.Source, r.Slices)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("list ResourceSlices of %s: %w", d.Name, err)
 	}
-	return in, nil
+	return ds, pods, slices, nil
+}
+
+// DRANodes is, per node, what each configured DRA driver shows of it
+// (dra.NodeStates), in the drivers' order.
+func (l *Loader) DRANodes(ctx context.Context, drivers []dra.Driver) (map[string][]dra.NodeState, error) {
+	out := map[string][]dra.NodeState{}
+	for _, d := range drivers {
+		ds, pods, slices, err := l.driverObjects(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		for node, s := range dra.NodeStates(d, ds, pods, slices) {
+			out[node] = append(out[node], s)
+		}
+	}
+	return out, nil
 }
