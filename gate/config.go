@@ -19,6 +19,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -118,6 +119,10 @@ type Config struct {
 	// GPURuntimeClasses are RuntimeClass names whose Pods hold GPUs with or
 	// without a GPU resource (the GPU Operator's "nvidia").
 	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
+	// DRADrivers are the DRA drivers through which GPU nodes offer their
+	// GPUs (ResourceSlices) and the DaemonSets that run their kubelet
+	// plugins; inventory shows each node's slices and plugin Pod.
+	DRADrivers []dra.Driver `json:"draDrivers,omitempty"`
 	// Proof says what proves an upgraded node (proof.go).
 	Proof ProofConfig `json:"proof"`
 	// ApproverAliases map a record's approvedBy text to the username the
@@ -321,6 +326,9 @@ func (c *Config) Validate() field.ErrorList {
 		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("gpuRuntimeClasses").Index(i), rc, "expected a RuntimeClass name, e.g. nvidia: "+msgs[0]))
 		}
+	}
+	for i, d := range c.DRADrivers {
+		errs = append(errs, d.Validate(field.NewPath("draDrivers").Index(i))...)
 	}
 	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
 	errs = append(errs, c.OutOfService.validate(field.NewPath("outOfService"))...)

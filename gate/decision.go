@@ -91,6 +91,9 @@ type RecordInfo struct {
 	Approval    string `json:"approval,omitempty"`
 	CompletedAt string `json:"completedAt,omitempty"`
 	Expires     string `json:"expires,omitempty"`
+	// Explained are the canary checks outside their threshold that the
+	// record explains (qualification.Record.ExplainedDeviations).
+	Explained []string `json:"explained,omitempty"`
 }
 
 // Ref is "id@sourceRevision", the record's identity in audit annotations.

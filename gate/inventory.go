@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -35,6 +36,9 @@ type InventoryRecord struct {
 	// ApprovedBy the attested approver when the approval stands.
 	Approval   string `json:"approval"`
 	ApprovedBy string `json:"approvedBy,omitempty"`
+	// Explained are the record's canary checks outside their threshold
+	// that it explains.
+	Explained []string `json:"explained,omitempty"`
 }
 
 // NodeInventory is one GPU node's line in the version inventory platform
@@ -49,6 +53,9 @@ type NodeInventory struct {
 	Status   InventoryStatus      `json:"status"`
 	Rollback string               `json:"rollback"`
 	Holders  []Holder             `json:"holders,omitempty"`
+	// DRA is what each configured DRA driver shows of the node (its
+	// slices' devices, its kubelet-plugin Pod); the CLI reads it.
+	DRA []dra.NodeState `json:"dra,omitempty"`
 	Cordoned bool                 `json:"cordoned"`
 	// Proof is "proven" or "unproven" for a node at its record's target
 	// (docs/proof.md), empty otherwise; ProofMissing says what is missing.
@@ -85,7 +92,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 		case rec == nil:
 			inv.Status = StatusNoRecord
 		default:
-			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID, Approval: cfg.approvalState(rec, cl.Records[name].Attestation)}
+			inv.Record = &InventoryRecord{ConfigMap: name, ID: rec.ID, Approval: cfg.approvalState(rec, cl.Records[name].Attestation), Explained: rec.ExplainedDeviations()}
 			if at, err := rec.CompletedAt(); err == nil {
 				inv.Record.Age = age(now.Sub(at))
 				inv.Record.Expires = at.Add(cfg.MaxCanaryAge.Duration).UTC().Format(time.RFC3339)

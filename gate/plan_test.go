@@ -25,6 +25,28 @@ func useRecord(mod ...func(*qualification.Record)) func(*scenario) {
 	return func(s *scenario) { s.cluster.Records["v100-r580"] = approved(record(mod...)) }
 }
 
+// ncclCheck gives the record an NCCL all-reduce check of value GB/s
+// against a 190 GB/s baseline, 5% allowed.
+func ncclCheck(value float64, explanation string) func(*qualification.Record) {
+	return func(r *qualification.Record) {
+		base, dev := 190.0, 5.0
+		r.Canary.Checks = []qualification.CanaryCheck{{Kind: "nccl-allreduce", Value: &value, Unit: "GB/s", Baseline: &base, MaxDeviationPercent: &dev, Explanation: explanation}}
+	}
+}
+
+// TestExplainedDeviationShown: a Plan using a record with an explained
+// deviation is allowed, and its answer says so (warning and record info).
+func TestExplainedDeviationShown(t *testing.T) {
+	s := safeScenario(t)
+	useRecord(ncclCheck(170, "NVLink switch firmware differs; INC-77"))(s)
+	d := s.decide()
+	require.True(t, d.Allowed, "%+v", d.Blockers)
+	want := "nccl-allreduce 170 GB/s is 10.5263% worse than the baseline 190 GB/s, 5% allowed; explained: NVLink switch firmware differs; INC-77"
+	require.NotNil(t, d.Record)
+	assert.Equal(t, []string{want}, d.Record.Explained)
+	assert.Contains(t, strings.Join(d.Warnings, "\n"), "record v100-r580-canary-1: canary check "+want)
+}
+
 func TestPlanRules(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -62,6 +84,9 @@ func TestPlanRules(t *testing.T) {
 		}, want: []Code{CodeRecordInvalid}},
 		{name: "RecordNotQualified: draft", mutate: useRecord(func(r *qualification.Record) { r.State = "draft" }), want: []Code{CodeRecordNotQualified}},
 		{name: "CanaryIncomplete: monitoring failed", mutate: useRecord(func(r *qualification.Record) { r.Canary.MonitoringPassed = false }), want: []Code{CodeCanaryIncomplete}},
+		{name: "CanaryIncomplete: NCCL beyond its baseline's threshold", mutate: useRecord(ncclCheck(170, "")), want: []Code{CodeCanaryIncomplete}},
+		{name: "an NCCL figure within its threshold is allowed", mutate: useRecord(ncclCheck(185, ""))},
+		{name: "an explained NCCL deviation is allowed", mutate: useRecord(ncclCheck(170, "NVLink switch firmware differs; INC-77"))},
 		{name: "EvidenceStale: 720h and one second", mutate: func(s *scenario) { s.req.Now = completedAt.Add(720*time.Hour + time.Second) }, want: []Code{CodeEvidenceStale}},
 		{name: "evidence exactly 720h old is allowed", mutate: func(s *scenario) { s.req.Now = completedAt.Add(720 * time.Hour) }},
 		{name: "EvidenceFromFuture: 5m1s ahead", mutate: func(s *scenario) { s.req.Now = completedAt.Add(-5*time.Minute - time.Second) }, want: []Code{CodeEvidenceFromFuture}},

@@ -94,6 +94,7 @@ func recordInfo(rec *qualification.Record, configMap string, maxAge time.Duratio
 	if exp, err := rec.Expiry(maxAge); err == nil {
 		info.Expires = exp.UTC().Format(time.RFC3339)
 	}
+	info.Explained = rec.ExplainedDeviations()
 	return info
 }
 

@@ -181,6 +181,11 @@ func recordRule(rv review, f *findings, d *Decision) {
 		if exp, err := rec.Expiry(b.cfg.MaxCanaryAge.Duration); err == nil && b.now.Before(exp) && exp.Sub(b.now) <= b.cfg.ExpiryWarning.Duration {
 			f.warn("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(b.now).Round(time.Minute))
 		}
+		// An explained deviation qualifies; whoever applies the record
+		// still reads it in the answer.
+		for _, x := range rec.ExplainedDeviations() {
+			f.warn("record %s: canary check %s", rec.ID, x)
+		}
 	}
 	if !plan {
 		d.RecordRefs = refs

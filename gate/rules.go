@@ -229,7 +229,7 @@ func rules() []Rule {
 				CodeRecordNotQualified: {Meaning: "the record's `state` is not `qualified`",
 					Example: "[RecordNotQualified] record v100-r580-canary-1: state: Unsupported value: \"draft\": supported values: \"qualified\"",
 					Fix:     "qualify the record only when its canary passed: set `state: qualified`, then have the changed data approved again"},
-				CodeCanaryIncomplete: {Meaning: "a canary check of the record is not `true` (e.g. `allocationPassed`, `monitoringPassed`, `rollbackPassed`)",
+				CodeCanaryIncomplete: {Meaning: "a canary check of the record is not `true` (e.g. `allocationPassed`, `monitoringPassed`, `rollbackPassed`), or a typed `canary.checks` entry failed or lies beyond its baseline's allowed deviation without an `explanation` (docs/install.md#typed-canary-checks-canarychecks)",
 					Example: "[CanaryIncomplete] record v100-r580-canary-1: canary.monitoringPassed: Invalid value: false: expected true: the record does not prove GPU monitoring (DCGM metrics and alerts) on the canary; run the canary until it passes"},
 			}},
 		// A stale record ConfigMap is history: its webhook only warns.

@@ -248,6 +248,7 @@ func Check(r *Record, f Freshness) Problems {
 	if strings.TrimSpace(r.Canary.Evidence) == "" {
 		invalid(field.Required(canaryPath.Child("evidence"), "where the canary evidence is kept, e.g. change-record-42"))
 	}
+	checkCanaryChecks(r, add)
 	return p
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -191,7 +192,8 @@ type fieldSpec struct {
 }
 
 var tupleFields = TupleKeys()
-var canaryFields = []string{"completedAt", "allocationPassed", "monitoringPassed", "rollbackPassed", "evidence"}
+var canaryFields = []string{"completedAt", "allocationPassed", "monitoringPassed", "rollbackPassed", "evidence", "checks"}
+var checkFields = []string{"kind", "level", "passed", "value", "unit", "baseline", "maxDeviationPercent", "explanation"}
 
 // topLevelFields lists the record's keys for apiVersion; source is listed
 // only where it is allowed.
@@ -318,6 +320,13 @@ func (d *decoder) canary(c *Canary) func(*field.Path, *yaml.Node) {
 		{"monitoringPassed", d.boolean(&c.MonitoringPassed)},
 		{"rollbackPassed", d.boolean(&c.RollbackPassed)},
 		{"evidence", d.str(&c.Evidence)},
+		{"checks", func(path *field.Path, v *yaml.Node) {
+			if d.apiVersion == APIVersionKubeDC {
+				d.addf(v, "%s: field is not allowed in %s records; use apiVersion %s to record typed canary checks", path, APIVersionKubeDC, APIVersionGate)
+				return
+			}
+			d.checks(&c.Checks)(path, v)
+		}},
 	}
 	return func(path *field.Path, v *yaml.Node) {
 		if isNull(v) {
@@ -328,6 +337,74 @@ func (d *decoder) canary(c *Canary) func(*field.Path, *yaml.Node) {
 			return
 		}
 		d.mapping(path, v, specs, canaryFields)
+	}
+}
+
+// checks loads canary.checks: a sequence of mappings with only the known
+// fields; figures are plain numbers.
+func (d *decoder) checks(dst *[]CanaryCheck) func(*field.Path, *yaml.Node) {
+	return func(path *field.Path, v *yaml.Node) {
+		if isNull(v) {
+			return
+		}
+		if v.Kind != yaml.SequenceNode {
+			d.addf(v, "%s: expected a sequence of checks (e.g. \"- kind: nccl-allreduce\"), got %s", path, describe(v))
+			return
+		}
+		out := make([]CanaryCheck, len(v.Content))
+		for i, item := range v.Content {
+			c, ip := &out[i], path.Index(i)
+			if item.Kind != yaml.MappingNode {
+				d.addf(item, "%s: expected a mapping with the fields %s, got %s", ip, strings.Join(checkFields, ", "), describe(item))
+				continue
+			}
+			d.mapping(ip, item, []fieldSpec{
+				{"kind", d.str(&c.Kind)},
+				{"level", d.integer(&c.Level)},
+				{"passed", func(p *field.Path, n *yaml.Node) { c.Passed = new(bool); d.boolean(c.Passed)(p, n) }},
+				{"value", d.number(&c.Value)},
+				{"unit", d.str(&c.Unit)},
+				{"baseline", d.number(&c.Baseline)},
+				{"maxDeviationPercent", d.number(&c.MaxDeviationPercent)},
+				{"explanation", d.str(&c.Explanation)},
+			}, checkFields)
+		}
+		*dst = out
+	}
+}
+
+// number loads a figure: a plain YAML int or float, finite. A quoted
+// number is refused like a quoted boolean, so "12.5" and 12.5 never mean
+// different things to different readers.
+func (d *decoder) number(dst **float64) func(*field.Path, *yaml.Node) {
+	return func(path *field.Path, v *yaml.Node) {
+		if v.Kind != yaml.ScalarNode || v.Style != 0 || (v.ShortTag() != "!!int" && v.ShortTag() != "!!float") {
+			hint := ""
+			if v.Kind == yaml.ScalarNode && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+				hint = " (quotes make it a string)"
+			}
+			d.addf(v, "%s: %s is not a number; write a plain number such as 182.5%s", path, describe(v), hint)
+			return
+		}
+		f, err := parseFigure(v.Value)
+		if err != nil {
+			d.addf(v, "%s: %q is %v; write a plain number such as 182.5", path, Clip(v.Value), err)
+			return
+		}
+		*dst = &f
+	}
+}
+
+// integer loads a small whole number (a DCGM level).
+func (d *decoder) integer(dst *int) func(*field.Path, *yaml.Node) {
+	return func(path *field.Path, v *yaml.Node) {
+		if v.Kind == yaml.ScalarNode && v.Style == 0 && v.ShortTag() == "!!int" {
+			if n, err := strconv.Atoi(v.Value); err == nil && n >= -1000 && n <= 1000 {
+				*dst = n
+				return
+			}
+		}
+		d.addf(v, "%s: %s is not a whole number; write e.g. 3", path, describe(v))
 	}
 }
 

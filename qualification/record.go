@@ -80,6 +80,9 @@ type Canary struct {
 	MonitoringPassed bool   `json:"monitoringPassed"`
 	RollbackPassed   bool   `json:"rollbackPassed"`
 	Evidence         string `json:"evidence"`
+	// Checks are the canary's typed results against the source tuple's
+	// baseline (gpu-upgrade-gate.io/v1alpha1 records only; checks.go).
+	Checks []CanaryCheck `json:"checks,omitempty"`
 }
 
 // Record is one qualification record. It is a flat document (no metadata or

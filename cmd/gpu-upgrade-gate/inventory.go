@@ -94,7 +94,17 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 	if err != nil {
 		return nil, inputf("%s: %v", c.where(), err)
 	}
-	return gate.Inventory(cfg, cl, holders, at), nil
+	inv := gate.Inventory(cfg, cl, holders, at)
+	if len(cfg.DRADrivers) > 0 {
+		byNode, err := load.DRANodes(ctx, cfg.DRADrivers)
+		if err != nil {
+			return nil, inputf("%s: %v", c.where(), err)
+		}
+		for i := range inv {
+			inv[i].DRA = byNode[inv[i].Node]
+		}
+	}
+	return inv, nil
 }
 
 // inventoryColumns: one column per tuple component, from the component table.
@@ -103,7 +113,7 @@ var inventoryColumns = func() []string {
 	for _, c := range gate.ComponentTable() {
 		cols = append(cols, strings.ToUpper(c.Flag))
 	}
-	return append(cols, "RECORD", "AGE", "EXPIRES", "APPROVED", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED")
+	return append(cols, "RECORD", "AGE", "EXPIRES", "APPROVED", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED", "DRA")
 }()
 
 func inventoryRow(n gate.NodeInventory) []string {
@@ -142,7 +152,18 @@ func inventoryRow(n gate.NodeInventory) []string {
 	for _, c := range gate.ComponentTable() {
 		row = append(row, c.Value(n.Current))
 	}
-	return append(row, record, age, expires, approved, target, string(n.Status), proof, n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned))
+	var draState []string
+	for _, s := range n.DRA {
+		plugin := "no plugin Pod"
+		if s.Plugin != "" {
+			plugin = "plugin not Ready"
+			if s.PluginReady {
+				plugin = "plugin Ready"
+			}
+		}
+		draState = append(draState, fmt.Sprintf("%s: %d devices in %d slices, %s", s.Driver, s.Devices, s.Slices, plugin))
+	}
+	return append(row, record, age, expires, approved, target, string(n.Status), proof, n.Rollback, orDash(strings.Join(holders, "; ")), fmt.Sprint(n.Cordoned), orDash(strings.Join(draState, "; ")))
 }
 
 func orDash(s string) string {
@@ -167,6 +188,20 @@ func writeInventoryTable(w io.Writer, inv []gate.NodeInventory) {
 	}
 	for _, h := range halts {
 		fmt.Fprintln(w, "HALT: "+h)
+	}
+	var explained []string
+	for _, n := range inv {
+		if n.Record == nil {
+			continue
+		}
+		for _, x := range n.Record.Explained {
+			if line := "record " + n.Record.ID + ": explained deviation: " + x; !slices.Contains(explained, line) {
+				explained = append(explained, line)
+			}
+		}
+	}
+	for _, x := range explained {
+		fmt.Fprintln(w, x)
 	}
 }
 

@@ -122,5 +122,8 @@ func recordLine(r *gate.RecordInfo) string {
 	if len(facts) > 0 {
 		s += " (" + strings.Join(facts, ", ") + ")"
 	}
+	for _, x := range r.Explained {
+		s += "; explained deviation: " + x
+	}
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"sigs.k8s.io/yaml"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -31,6 +32,10 @@ import (
 // the one spelling of the command (check's and inventory's help, their
 // errors and docs/cli.md).
 const Recipe = "kubectl get nodes,pods,deployments,daemonsets,configmaps,jobs,plans.upgrade.cattle.io -A -o json"
+
+// RecoveryRecipe saves what recovery-plan reads: the nodes, the driver's
+// Pods and DaemonSet, and the ResourceSlices.
+const RecoveryRecipe = "kubectl get nodes,pods,daemonsets,resourceslices.resource.k8s.io -A -o json"
 
 // LabelControlPlane marks the nodes whose kubelet version stands in for the
 // API server's when no version is given.
@@ -46,6 +51,9 @@ type Snapshot struct {
 	ConfigMaps  []corev1.ConfigMap
 	Jobs        []*batchv1.Job
 	Plans       []*upgradev1.Plan
+	// ResourceSlices are read by the DRA recovery planner
+	// (RecoveryRecipe), not by the engine.
+	ResourceSlices []*resourcev1.ResourceSlice
 	// Skipped counts the items of kinds the gate does not read, by
 	// "apiVersion/kind".
 	Skipped map[string]int
@@ -366,6 +374,12 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		s.Plans = append(s.Plans, p)
+	case resourcev1.SchemeGroupVersion.String() + "/ResourceSlice":
+		rs := &resourcev1.ResourceSlice{}
+		if err := decode(item, rs); err != nil {
+			return err
+		}
+		s.ResourceSlices = append(s.ResourceSlices, rs)
 	default:
 		if tm.Kind == "" {
 			return errors.New("the item has no kind")

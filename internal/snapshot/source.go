@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,6 +53,14 @@ func (f *fileSource) Read(_ context.Context, r loader.Read) ([]client.Object, er
 	case *corev1.ConfigMap:
 		for i := range s.ConfigMaps {
 			add(&s.ConfigMaps[i], nil)
+		}
+	case *resourcev1.ResourceSlice:
+		for _, rs := range s.ResourceSlices {
+			node := ""
+			if rs.Spec.NodeName != nil {
+				node = *rs.Spec.NodeName
+			}
+			add(rs, fields.Set{"spec.driver": rs.Spec.Driver, "spec.nodeName": node})
 		}
 	default:
 		for _, obj := range s.objectsOf(r.Object) {
