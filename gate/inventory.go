@@ -55,8 +55,8 @@ type NodeInventory struct {
 	Holders  []Holder             `json:"holders,omitempty"`
 	// DRA is what each configured DRA driver shows of the node (its
 	// slices' devices, its kubelet-plugin Pod); the CLI reads it.
-	DRA []dra.NodeState `json:"dra,omitempty"`
-	Cordoned bool                 `json:"cordoned"`
+	DRA      []dra.NodeState `json:"dra,omitempty"`
+	Cordoned bool            `json:"cordoned"`
 	// Proof is "proven" or "unproven" for a node at its record's target
 	// (docs/proof.md), empty otherwise; ProofMissing says what is missing.
 	Proof        string   `json:"proof,omitempty"`
