@@ -47,6 +47,9 @@ type NodeReview struct {
 	// gpu: the node is a GPU node before or after the change.
 	gpu      bool
 	modeDiff []string
+	// changed are the label keys the write sets, changes or removes, sorted
+	// (changedLabels), worked out once for the rules that read them.
+	changed []string
 	plans    []*PlanReview // GPU Plans the change pulls the node into
 	holders  []string
 }
@@ -63,6 +66,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	if r.gpu = cfg.IsGPUNode(n) || cfg.IsGPUNode(old); !r.gpu {
 		return r
 	}
+	r.changed = changedLabels(n, old)
 	for _, k := range ModeLabels {
 		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)

@@ -39,10 +39,10 @@ func proofRule(rv review, f *findings, d *Decision) {
 func uncordonProofRule(rv review, f *findings, d *Decision) {
 	switch r := rv.(type) {
 	case *NodeReview:
-		completionRule(r.cfg, r.cl, r.req, f, d)
+		completionRule(r.cfg, r.cl, r.req, markedAmong(r.changed, r.req.Node), f, d)
 	case *completionReview:
 		notReachedRule(r.cfg, r.cl, r.req, f)
-		completionRule(r.cfg, r.cl, r.req, f, d)
+		completionRule(r.cfg, r.cl, r.req, markedDone(r.req.OldNode, r.req.Node), f, d)
 	}
 }
 
@@ -161,10 +161,9 @@ func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualific
 // until it is proven: whether the Plan still selects it or not (opted out,
 // relabelled: issue 22 attack 4), when the Plan's record is of the node's
 // hardware or an SUC Job of the Plan ran for it.
-func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *Decision) {
+func completionRule(cfg *Config, cl *Cluster, req NodeRequest, marked []string, f *findings, d *Decision) {
 	n, old := req.Node, req.OldNode
 	uncordon := old.Spec.Unschedulable && !n.Spec.Unschedulable
-	marked := markedDone(old, n)
 	if (!uncordon && len(marked) == 0) || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
 		return
 	}
@@ -268,6 +267,18 @@ func markedDone(old, n *corev1.Node) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// markedAmong is markedDone over the label keys a write changes (sorted,
+// NodeReview.changed): a Node review walks the node's labels once.
+func markedAmong(changed []string, n *corev1.Node) []string {
+	var out []string
+	for _, k := range changed {
+		if v := n.Labels[k]; strings.HasPrefix(k, upgradev1.LabelPlanPrefix) && v != upgradev1.LabelPlanValueDisabled && v != "" {
+			out = append(out, k)
+		}
+	}
 	return out
 }
 
