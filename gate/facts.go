@@ -66,22 +66,6 @@ type RecordEntry struct {
 	Attestation qualification.Attestation
 }
 
-// NodeFacts is what the rules know about one node.
-type NodeFacts struct {
-	Name string
-	GPU  bool
-	// Identities are the subsystem-qualified GPU identities, sorted:
-	// vendor:device/subvendor:subdevice.
-	Identities    []string
-	Kernel        string
-	RKE2          string
-	Driver        string
-	Zone          string
-	Ready         bool
-	Unschedulable bool
-	ControlPlane  bool
-}
-
 // FactsOf reads a node's facts from its labels and status.
 func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
 	f := NodeFacts{
@@ -226,13 +210,10 @@ func driverOf(l map[string]string) string {
 	return ""
 }
 
-// Current is the node's tuple as the cluster reports it.
-func (f NodeFacts) Current(cl *Cluster) qualification.Tuple {
-	return f.current(clusterVersions(cl))
-}
-
-func (f NodeFacts) current(op, dcgm string) qualification.Tuple {
-	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
+// Current is the node's tuple as the cluster reports it (was
+// NodeFacts.Current: the facts live in package fleet now).
+func (cl *Cluster) Current(f NodeFacts) qualification.Tuple {
+	return f.Tuple(clusterVersions(cl))
 }
 
 // clusterVersions are the cluster-wide GPU Operator and DCGM exporter

@@ -47,11 +47,11 @@ type NodeReview struct {
 	// gpu: the node is a GPU node before or after the change.
 	gpu      bool
 	modeDiff []string
+	plans    []*PlanReview // GPU Plans the change pulls the node into
+	holders  []string
 	// changed are the label keys the write sets, changes or removes, sorted
 	// (changedLabels), worked out once for the rules that read them.
 	changed []string
-	plans    []*PlanReview // GPU Plans the change pulls the node into
-	holders  []string
 }
 
 // PrepareNode finds what the change does: the mode labels it changes and the
@@ -85,7 +85,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 			changed = cl.nodeIndex(cfg).WithNode(n)
 		}
 		view := *cl
-		view.Nodes, view.Index = changed.nodes, changed
+		view.Nodes, view.Index = changed.Nodes(), changed
 		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
 		pr.kinds = r.kinds // the Plan's rows, applied for the Node's change
 		if len(pr.gpu) == 0 {

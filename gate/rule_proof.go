@@ -100,14 +100,14 @@ func completedShort(cfg *Config, cl *Cluster, rec *qualification.Record, dest *q
 	op, dcgm := clusterVersions(cl)
 	idx := cl.nodeIndex(cfg)
 	var out []shortCompletion
-	idx.withTrue(identityLabels(want), func(i int32) {
-		n := idx.nodes[i]
+	idx.WithTrue(identityLabels(want), func(i int32) {
+		n := idx.Node(i)
 		p, ok := jobs[n.Name]
-		if !ok || (hash[n.Name] != "" && n.Labels[upgradev1.LabelPlanName(p.Name)] == hash[n.Name]) || !idx.isGPU(cfg, i) {
+		if !ok || (hash[n.Name] != "" && n.Labels[upgradev1.LabelPlanName(p.Name)] == hash[n.Name]) || !idx.IsGPU(cfg, i) {
 			return
 		}
-		fs := idx.factsOf(cfg, i)
-		if short := shortOf(cfg, fs.current(op, dcgm), *dest, destWord(cl, p)); len(short) > 0 && slices.Equal(fs.Identities, want) {
+		fs := idx.FactsOf(cfg, i)
+		if short := shortOf(cfg, fs.Tuple(op, dcgm), *dest, destWord(cl, p)); len(short) > 0 && slices.Equal(fs.Identities, want) {
 			out = append(out, shortCompletion{node: n.Name, plan: p.Namespace + "/" + p.Name, short: short})
 		}
 	})
@@ -151,7 +151,7 @@ func (r *PlanReview) atDestination() []*corev1.Node { return nodesAt(r.cfg, r.cl
 // cluster's node order (the node index's fleet facts).
 func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualification.Tuple) []*corev1.Node {
 	op, dcgm := clusterVersions(cl)
-	return cl.nodeIndex(cfg).gpuAt(cfg, rec.NormalizedHardware(), dest, op, dcgm)
+	return cl.nodeIndex(cfg).GPUOfHardware(cfg, rec.NormalizedHardware(), func(nf NodeFacts) bool { return SameTuple(nf.Tuple(op, dcgm), *dest) })
 }
 
 // completionRule (review-level, Nodes and SUC's completion write): a GPU
@@ -168,7 +168,7 @@ func completionRule(cfg *Config, cl *Cluster, req NodeRequest, marked []string, 
 		return
 	}
 	f2 := cfg.FactsOf(n)
-	cur := f2.Current(cl)
+	cur := cl.Current(f2)
 	for i, p := range cl.Plans {
 		if !planMoves(cfg, cl, i, n, old, f2.Identities) {
 			continue
@@ -193,7 +193,7 @@ func completionRule(cfg *Config, cl *Cluster, req NodeRequest, marked []string, 
 // of the node's hardware, or an SUC Job of it ran for the node.
 func planMoves(cfg *Config, cl *Cluster, i int, n, old *corev1.Node, ids []string) bool {
 	p := cl.Plans[i]
-	if sel, err := cl.planSelector(i); err == nil && (sel.selects(n) || sel.selects(old)) {
+	if sel, err := cl.planSelector(i); err == nil && (sel.Selects(n) || sel.Selects(old)) {
 		return true
 	}
 	if e := cl.Records[p.Annotations[AnnotationQualification]]; e.Err == nil && e.Record != nil && slices.Equal(e.Record.NormalizedHardware(), ids) {
@@ -221,7 +221,7 @@ func notReachedRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings) {
 	if (!uncordon && len(marked) == 0) || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
 		return
 	}
-	cur := cfg.FactsOf(n).Current(cl)
+	cur := cl.Current(cfg.FactsOf(n))
 	for _, p := range cl.Plans {
 		label := upgradev1.LabelPlanName(p.Name)
 		if !slices.Contains(marked, label) && !(uncordon && hasLiveJob(cl, p, n.Name)) {
