@@ -204,7 +204,7 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 }
 
 // fleetScan is what the rollout rules read about the fleet, from the node
-// index's fleet facts (fleet.go) instead of a pass over every node.
+// index's fleet facts (gate/fleet) instead of a pass over every node.
 type fleetScan struct {
 	// stated are the GPU nodes with a driver upgrade state other than
 	// upgrade-done, cordoned the cordoned GPU nodes.
