@@ -3,7 +3,6 @@ package gate
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,6 +46,9 @@ type Cluster struct {
 	// workloads; empty when the workload was not found.
 	GPUOperatorImage  string
 	DCGMExporterImage string
+	// Versions, when set, are VersionsOf those two images: the adapter's,
+	// read once per change of the images (used only while they match).
+	Versions *WorkloadVersions
 	// Proof holds the objects proofs of upgraded nodes read (proof.go).
 	Proof ProofFacts
 	// Index, when set, is NewNodeIndex over Nodes: the webhook keeps one per
@@ -217,22 +219,37 @@ func (cl *Cluster) Current(f NodeFacts) qualification.Tuple {
 }
 
 // clusterVersions are the cluster-wide GPU Operator and DCGM exporter
-// versions, from their workloads' images.
+// versions, from their workloads' images: the adapter's (Cluster.Versions)
+// when it read them from these images, else read now.
 func clusterVersions(cl *Cluster) (op, dcgm string) {
-	if v := lastVersions.Load(); v != nil && v.op == cl.GPUOperatorImage && v.dcgm == cl.DCGMExporterImage {
-		return v.opVersion, v.dcgmVersion
+	if v := cl.Versions; v != nil && v.gpuOperatorImage == cl.GPUOperatorImage && v.dcgmExporterImage == cl.DCGMExporterImage {
+		return v.GPUOperator, v.DCGMExporter
 	}
-	// The operator's version is its tag: a digest pinned beside the tag
-	// says which build, not which release.
-	op = imageTag(cl.GPUOperatorImage)
-	dcgm, _ = ImageVersion(cl.DCGMExporterImage)
-	lastVersions.Store(&workloadVersions{op: cl.GPUOperatorImage, dcgm: cl.DCGMExporterImage, opVersion: op, dcgmVersion: dcgm})
-	return op, dcgm
+	v := versionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage)
+	return v.GPUOperator, v.DCGMExporter
 }
 
-// workloadVersions remembers the versions of the last images parsed: a
-// review asks several times, every review of a cluster the same, and the
-// image reference parser is a regular expression.
-type workloadVersions struct{ op, dcgm, opVersion, dcgmVersion string }
+// WorkloadVersions are the cluster-wide GPU Operator and DCGM exporter
+// versions, read from the images of their workloads. A review asks several
+// times and the image reference parser is a regular expression, so an
+// adapter reads them once per change of the images (VersionsOf) and hands
+// them over in Cluster.Versions: the engine keeps no cache of its own.
+type WorkloadVersions struct {
+	gpuOperatorImage, dcgmExporterImage string
+	GPUOperator, DCGMExporter           string
+}
 
-var lastVersions atomic.Pointer[workloadVersions]
+// VersionsOf reads the versions from the GPU Operator's and the DCGM
+// exporter's images.
+func VersionsOf(gpuOperatorImage, dcgmExporterImage string) *WorkloadVersions {
+	v := versionsOf(gpuOperatorImage, dcgmExporterImage)
+	return &v
+}
+
+func versionsOf(gpuOperatorImage, dcgmExporterImage string) WorkloadVersions {
+	// The operator's version is its tag: a digest pinned beside the tag
+	// says which build, not which release.
+	dcgm, _ := ImageVersion(dcgmExporterImage)
+	return WorkloadVersions{gpuOperatorImage: gpuOperatorImage, dcgmExporterImage: dcgmExporterImage,
+		GPUOperator: imageTag(gpuOperatorImage), DCGMExporter: dcgm}
+}
