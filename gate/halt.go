@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -69,7 +70,7 @@ func (h Halt) HardwareKey() string { return HardwareKey(h.Hardware) }
 
 // HardwareKey spells an identity set as a ConfigMap key.
 func HardwareKey(hw []string) string {
-	return identityKeys.Replace(strings.Join(hw, "."))
+	return fleet.IdentityKey(strings.Join(hw, "."))
 }
 
 // DetectHalts lists, per GPU node that a forward GPU Plan moves to its
