@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -34,7 +35,7 @@ const (
 	// target back to its source (a proven rollback).
 	AnnotationRollback = "gpu-upgrade-gate.io/rollback"
 
-	LabelZone = "topology.kubernetes.io/zone"
+	LabelZone = fleet.LabelZone
 )
 
 // WorkloadRef points at the Deployment or DaemonSet whose image tag is the

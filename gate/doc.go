@@ -26,13 +26,20 @@
 //     parsers, image.go image references.
 //   - The reviews, which build transitions and run the table:
 //     plan.go (PreparePlan; PrepareNodeStep for one node's step of a Plan),
-//     select.go (SUC's node selection: PlanSelector, PendingNodes,
-//     PredictHash), node.go (Node updates), driver.go (the GPU Operator's
-//     driver path), record.go (record ConfigMaps, validate-record),
+//     select.go (PendingNodes, PredictHash; SUC's node selection itself,
+//     PlanSelector, is package fleet's), node.go (Node updates), driver.go
+//     (the GPU Operator's driver path), record.go (record ConfigMaps,
+//     validate-record),
 //     upgradecheck.go (typed values), rule_planstatus.go (JudgePlanStatus:
 //     who may change a Plan's status.applying).
-//   - facts.go (what a node's labels and status say), holders.go (GPU
-//     holders), config.go (configuration, exemptions, break glass),
+//   - Package fleet (gate/fleet) derives fleet state and judges nothing: the
+//     node index and its fleet facts (GPU nodes, cordoned, down, by host,
+//     by hardware and tuple), SUC's selection, what one node's labels and
+//     status say (IsGPUNode, FactsOf, NodeFacts). It imports no gate; the
+//     Config is its Classifier. nodeindex.go here only ties the index to a
+//     Cluster.
+//   - facts.go (the Cluster the rules read), holders.go (GPU holders),
+//     config.go (configuration, exemptions, break glass),
 //     decision.go (Decision, Blocker, audit annotations), inventory.go.
 //
 // Every review is two steps so the engine stays pure: Prepare works out the

@@ -127,14 +127,14 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	sel, oldSel := labels.SelectorFromSet(ch.NodeSelector), labels.SelectorFromSet(ch.OldNodeSelector)
 	idx := cl.nodeIndex(cfg)
 	op, dcgm := clusterVersions(cl)
-	for _, i := range idx.gpuNodes(cfg) {
-		n := idx.nodes[i]
+	for _, i := range idx.GPUNodes(cfg) {
+		n := idx.Node(i)
 		if ch.NodeSelector != nil && !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		f := idx.factsOf(cfg, i)
+		f := idx.FactsOf(cfg, i)
 		r.nodes = append(r.nodes, f)
-		r.current[f.Name] = f.current(op, dcgm)
+		r.current[f.Name] = f.Tuple(op, dcgm)
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -21,7 +22,7 @@ import (
 // requestor). Older requestor versions restart the Pod from
 // post-maintenance-required instead. Refusing that write keeps the node in
 // its current state; the controller retries it on its next reconcile.
-const LabelDriverUpgradeState = "nvidia.com/gpu-driver-upgrade-state"
+const LabelDriverUpgradeState = fleet.LabelDriverUpgradeState
 
 // DriverReloadStates are the states whose entry starts a driver reload.
 var DriverReloadStates = []string{"pod-restart-required", "post-maintenance-required"}
@@ -86,7 +87,7 @@ func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	r := &DriverReview{req: DriverRequest{Change: ch, User: st.User, Now: st.Now}, step: &st,
 		changed: true, current: map[string]qualification.Tuple{}}
 	r.driverBase(cfg, cl)
-	cur := f.Current(cl)
+	cur := cl.Current(f)
 	if ro.DCGM != "" {
 		r.req.Change.OldDCGM, r.req.Change.NewDCGM = cur.DCGMExporter, ro.DCGM
 	}

@@ -1,30 +1,27 @@
 package gate
 
 import (
-	"slices"
-	"strings"
-	"sync/atomic"
-
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// Label keys the facts come from (reference/labels.md).
+// Label keys the facts come from (reference/labels.md): package fleet's.
 const (
-	nfdPrefix          = "feature.node.kubernetes.io/"
-	labelPCIPrefix     = nfdPrefix + "pci-"
-	labelKernelFull    = nfdPrefix + "kernel-version.full"
-	labelGPUPresent    = "nvidia.com/gpu.present"
-	labelDriverFull    = "nvidia.com/cuda.driver-version.full"
-	labelDriverMajor   = "nvidia.com/cuda.driver-version.major"
-	labelDriverMinor   = "nvidia.com/cuda.driver-version.minor"
-	labelDriverRev     = "nvidia.com/cuda.driver-version.revision"
-	labelOldDriverMaj  = "nvidia.com/cuda.driver.major"
-	labelOldDriverMin  = "nvidia.com/cuda.driver.minor"
-	labelOldDriverRev  = "nvidia.com/cuda.driver.rev"
-	labelControlPlane  = "node-role.kubernetes.io/control-plane"
+	nfdPrefix          = fleet.NFDPrefix
+	labelPCIPrefix     = fleet.LabelPCIPrefix
+	labelKernelFull    = fleet.LabelKernelFull
+	labelGPUPresent    = fleet.LabelGPUPresent
+	labelDriverFull    = fleet.LabelDriverFull
+	labelDriverMajor   = fleet.LabelDriverMajor
+	labelDriverMinor   = fleet.LabelDriverMinor
+	labelDriverRev     = fleet.LabelDriverRev
+	labelOldDriverMaj  = fleet.LabelOldDriverMaj
+	labelOldDriverMin  = fleet.LabelOldDriverMin
+	labelOldDriverRev  = fleet.LabelOldDriverRev
+	labelControlPlane  = fleet.LabelControlPlane
 	nodeFeatureRuleDoc = "install the chart's NodeFeatureRule (nodeFeatureRule.enabled=true), which publishes feature.node.kubernetes.io/pci-<vendor>_<device>_<subvendor>_<subdevice>.present labels without changing NFD's deviceLabelFields"
 )
 
@@ -47,6 +44,9 @@ type Cluster struct {
 	// workloads; empty when the workload was not found.
 	GPUOperatorImage  string
 	DCGMExporterImage string
+	// Versions, when set, are VersionsOf those two images: the adapter's,
+	// read once per change of the images (used only while they match).
+	Versions *WorkloadVersions
 	// Proof holds the objects proofs of upgraded nodes read (proof.go).
 	Proof ProofFacts
 	// Index, when set, is NewNodeIndex over Nodes: the webhook keeps one per
@@ -66,192 +66,57 @@ type RecordEntry struct {
 	Attestation qualification.Attestation
 }
 
-// NodeFacts is what the rules know about one node.
-type NodeFacts struct {
-	Name string
-	GPU  bool
-	// Identities are the subsystem-qualified GPU identities, sorted:
-	// vendor:device/subvendor:subdevice.
-	Identities    []string
-	Kernel        string
-	RKE2          string
-	Driver        string
-	Zone          string
-	Ready         bool
-	Unschedulable bool
-	ControlPlane  bool
-}
+// FactsOf reads a node's facts from its labels and status (fleet.FactsOf).
+func (c *Config) FactsOf(n *corev1.Node) NodeFacts { return fleet.FactsOf(c.GPUVendors, n) }
 
-// FactsOf reads a node's facts from its labels and status.
-func (c *Config) FactsOf(n *corev1.Node) NodeFacts {
-	f := NodeFacts{
-		Name:          n.Name,
-		Kernel:        n.Status.NodeInfo.KernelVersion,
-		RKE2:          n.Status.NodeInfo.KubeletVersion,
-		Zone:          n.Labels[LabelZone],
-		Unschedulable: n.Spec.Unschedulable,
-		ControlPlane:  hasKey(n.Labels, labelControlPlane),
-	}
-	f.Kernel = kernelOf(n)
-	f.Driver = driverOf(n.Labels)
-	f.Ready = isReady(n)
-	f.GPU = c.IsGPUNode(n) // gpunode.go: the one definition
-	for k, v := range n.Labels {
-		if v != "true" || !strings.HasPrefix(k, labelPCIPrefix) || !strings.HasSuffix(k, ".present") {
-			continue
-		}
-		id, vendor, ok := parsePCILabel(k[len(labelPCIPrefix) : len(k)-len(".present")])
-		if !ok || !slices.Contains(c.GPUVendors, vendor) {
-			continue
-		}
-		if id != "" && !slices.Contains(f.Identities, id) {
-			f.Identities = append(f.Identities, id)
-		}
-	}
-	slices.Sort(f.Identities)
-	return f
-}
+// The node readers the rules share, package fleet's.
+func isReady(n *corev1.Node) bool                         { return fleet.IsReady(n) }
+func identityLabels(identities []string) []string         { return fleet.IdentityLabels(identities) }
+func anyTrue(l map[string]string, keys []string) bool     { return fleet.AnyTrue(l, keys) }
+func parsePCILabel(s string) (id, vendor string, ok bool) { return fleet.ParsePCILabel(s) }
+func isClass(s string) bool                               { return fleet.IsClass(s) }
+func isHex(s string) bool                                 { return fleet.IsHex(s) }
+func hasKey(m map[string]string, k string) bool           { return fleet.HasKey(m, k) }
+func driverOf(l map[string]string) string                 { return fleet.DriverOf(l) }
 
-// kernelOf is the node's kernel: nodeInfo, else NFD's label.
-func kernelOf(n *corev1.Node) string {
-	if k := n.Status.NodeInfo.KernelVersion; k != "" {
-		return k
-	}
-	return n.Labels[labelKernelFull]
-}
-
-// isReady reads the (last) Ready condition.
-func isReady(n *corev1.Node) bool {
-	ready := false
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			ready = cond.Status == corev1.ConditionTrue
-		}
-	}
-	return ready
-}
-
-// identityLabels are the NFD label keys that can carry identities[0]
-// (vendor:device/subvendor:subdevice), with or without a display class: a
-// node has one of them set to "true" if FactsOf lists that identity. Nil for
-// no identity.
-func identityLabels(identities []string) []string {
-	if len(identities) == 0 {
-		return nil
-	}
-	parts := identityKeys.Replace(identities[0]) + ".present"
-	return []string{labelPCIPrefix + parts, labelPCIPrefix + "0302_" + parts, labelPCIPrefix + "0300_" + parts}
-}
-
-// identityKeys spells a GPU identity as label and ConfigMap keys do; built
-// once (a Replacer builds its tables on first use).
-var identityKeys = strings.NewReplacer(":", "_", "/", "_")
-
-// anyTrue says whether one of keys is "true" in l; true when keys is nil.
-func anyTrue(l map[string]string, keys []string) bool {
-	for _, k := range keys {
-		if l[k] == "true" {
-			return true
-		}
-	}
-	return keys == nil
-}
-
-// parsePCILabel reads the device part of an NFD pci label. NFD always orders
-// the parts class, vendor, device, subsystem_vendor, subsystem_device, for
-// whichever fields it is configured with, so after an optional display class
-// the vendor comes first. id is set only when all four IDs are there: the
-// shorter forms mark a GPU node but not its hardware.
-func parsePCILabel(s string) (id, vendor string, ok bool) {
-	// Split by hand: every node's PCI labels pass through here on every
-	// scan, and strings.Split would allocate for each.
-	var buf [5]string
-	n := 0
-	for rest, more := s, true; more; {
-		var p string
-		p, rest, more = strings.Cut(rest, "_")
-		if len(p) != 4 || !isHex(p) || n == len(buf) {
-			return "", "", false // more than five parts never parse
-		}
-		buf[n] = p
-		n++
-	}
-	parts := buf[:n]
-	if len(parts) > 1 && isClass(parts[0]) {
-		parts = parts[1:]
-	}
-	switch len(parts) {
-	case 1, 2, 3:
-		return "", parts[0], true
-	case 4:
-		return parts[0] + ":" + parts[1] + "/" + parts[2] + ":" + parts[3], parts[0], true
-	}
-	return "", "", false
-}
-
-// isClass accepts the display controller classes: 0300 (VGA) and 0302 (3D).
-func isClass(s string) bool { return s == "0300" || s == "0302" }
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func hasKey(m map[string]string, k string) bool {
-	_, ok := m[k]
-	return ok
-}
-
-// driverOf prefers the full version label, then its parts, then the
-// deprecated GFD labels.
-func driverOf(l map[string]string) string {
-	if v := l[labelDriverFull]; v != "" {
-		return v
-	}
-	for _, keys := range [][3]string{{labelDriverMajor, labelDriverMinor, labelDriverRev}, {labelOldDriverMaj, labelOldDriverMin, labelOldDriverRev}} {
-		if l[keys[0]] == "" || l[keys[1]] == "" {
-			continue
-		}
-		v := l[keys[0]] + "." + l[keys[1]]
-		if r := l[keys[2]]; r != "" {
-			v += "." + r
-		}
-		return v
-	}
-	return ""
-}
-
-// Current is the node's tuple as the cluster reports it.
-func (f NodeFacts) Current(cl *Cluster) qualification.Tuple {
-	return f.current(clusterVersions(cl))
-}
-
-func (f NodeFacts) current(op, dcgm string) qualification.Tuple {
-	return qualification.Tuple{Kernel: f.Kernel, RKE2: f.RKE2, Driver: f.Driver, GPUOperator: op, DCGMExporter: dcgm}
+// Current is the node's tuple as the cluster reports it (was
+// NodeFacts.Current: the facts live in package fleet now).
+func (cl *Cluster) Current(f NodeFacts) qualification.Tuple {
+	return f.Tuple(clusterVersions(cl))
 }
 
 // clusterVersions are the cluster-wide GPU Operator and DCGM exporter
-// versions, from their workloads' images.
+// versions, from their workloads' images: the adapter's (Cluster.Versions)
+// when it read them from these images, else read now.
 func clusterVersions(cl *Cluster) (op, dcgm string) {
-	if v := lastVersions.Load(); v != nil && v.op == cl.GPUOperatorImage && v.dcgm == cl.DCGMExporterImage {
-		return v.opVersion, v.dcgmVersion
+	if v := cl.Versions; v != nil && v.gpuOperatorImage == cl.GPUOperatorImage && v.dcgmExporterImage == cl.DCGMExporterImage {
+		return v.GPUOperator, v.DCGMExporter
 	}
-	// The operator's version is its tag: a digest pinned beside the tag
-	// says which build, not which release.
-	op = imageTag(cl.GPUOperatorImage)
-	dcgm, _ = ImageVersion(cl.DCGMExporterImage)
-	lastVersions.Store(&workloadVersions{op: cl.GPUOperatorImage, dcgm: cl.DCGMExporterImage, opVersion: op, dcgmVersion: dcgm})
-	return op, dcgm
+	v := versionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage)
+	return v.GPUOperator, v.DCGMExporter
 }
 
-// workloadVersions remembers the versions of the last images parsed: a
-// review asks several times, every review of a cluster the same, and the
-// image reference parser is a regular expression.
-type workloadVersions struct{ op, dcgm, opVersion, dcgmVersion string }
+// WorkloadVersions are the cluster-wide GPU Operator and DCGM exporter
+// versions, read from the images of their workloads. A review asks several
+// times and the image reference parser is a regular expression, so an
+// adapter reads them once per change of the images (VersionsOf) and hands
+// them over in Cluster.Versions: the engine keeps no cache of its own.
+type WorkloadVersions struct {
+	gpuOperatorImage, dcgmExporterImage string
+	GPUOperator, DCGMExporter           string
+}
 
-var lastVersions atomic.Pointer[workloadVersions]
+// VersionsOf reads the versions from the GPU Operator's and the DCGM
+// exporter's images.
+func VersionsOf(gpuOperatorImage, dcgmExporterImage string) *WorkloadVersions {
+	v := versionsOf(gpuOperatorImage, dcgmExporterImage)
+	return &v
+}
+
+func versionsOf(gpuOperatorImage, dcgmExporterImage string) WorkloadVersions {
+	// The operator's version is its tag: a digest pinned beside the tag
+	// says which build, not which release.
+	dcgm, _ := ImageVersion(dcgmExporterImage)
+	return WorkloadVersions{gpuOperatorImage: gpuOperatorImage, dcgmExporterImage: dcgmExporterImage,
+		GPUOperator: imageTag(gpuOperatorImage), DCGMExporter: dcgm}
+}

@@ -181,3 +181,35 @@ func TestHoldersByRuntime(t *testing.T) {
 		assert.Empty(t, c.HoldersOf([]corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{RuntimeClassName: &name}}}))
 	})
 }
+
+// TestClusterVersionsFromTheAdapterOnlyForItsImages: the versions an adapter
+// read (Cluster.Versions) answer only while the cluster's images are the
+// ones they were read from; otherwise the images are read again, so a stale
+// hand-over never stands in for the running workloads.
+func TestClusterVersionsFromTheAdapterOnlyForItsImages(t *testing.T) {
+	const (
+		op1, op2     = "nvcr.io/nvidia/gpu-operator:v25.3.0", "nvcr.io/nvidia/gpu-operator:v25.10.1"
+		dcgm1, dcgm2 = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.1-ubuntu22.04", "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
+	)
+	for _, tc := range []struct {
+		name         string
+		versions     *WorkloadVersions
+		wantOp, want string
+	}{
+		{"none handed over", nil, "v25.10.1", "4.5.3-4.8.2-distroless"},
+		{"handed over for these images", VersionsOf(op2, dcgm2), "v25.10.1", "4.5.3-4.8.2-distroless"},
+		{"handed over for other images", VersionsOf(op1, dcgm1), "v25.10.1", "4.5.3-4.8.2-distroless"},
+		{"other DCGM exporter image only", VersionsOf(op2, dcgm1), "v25.10.1", "4.5.3-4.8.2-distroless"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := &Cluster{GPUOperatorImage: op2, DCGMExporterImage: dcgm2, Versions: tc.versions}
+			op, dcgm := clusterVersions(cl)
+			require.Equal(t, tc.wantOp, op)
+			require.Equal(t, tc.want, dcgm)
+		})
+	}
+	// The hand-over is what is read: a forged one for these images shows.
+	forged := &WorkloadVersions{gpuOperatorImage: op2, dcgmExporterImage: dcgm2, GPUOperator: "handed", DCGMExporter: "over"}
+	op, dcgm := clusterVersions(&Cluster{GPUOperatorImage: op2, DCGMExporterImage: dcgm2, Versions: forged})
+	require.Equal(t, []string{"handed", "over"}, []string{op, dcgm})
+}

@@ -72,27 +72,27 @@ func TestFleetFactsAsScan(t *testing.T) {
 		return out
 	}
 	check := func(t *testing.T, x *NodeIndex) {
-		nodes := x.nodes
-		require.Equal(t, positions(nodes, cfg.IsGPUNode), x.gpuNodes(cfg))
-		require.Equal(t, scan(nodes, func(n *corev1.Node) bool { return n.Spec.Unschedulable }), orNil(x.cordonedGPU(cfg)))
+		nodes := x.Nodes()
+		require.Equal(t, positions(nodes, cfg.IsGPUNode), x.GPUNodes(cfg))
+		require.Equal(t, scan(nodes, func(n *corev1.Node) bool { return n.Spec.Unschedulable }), orNil(x.CordonedGPU(cfg)))
 		require.Equal(t, scan(nodes, func(n *corev1.Node) bool {
 			s, ok := n.Labels[LabelDriverUpgradeState]
 			return ok && s != "" && s != driverUpgradeDone
-		}), orNil(x.statedGPU(cfg)))
+		}), orNil(x.StatedGPU(cfg)))
 		for _, h := range hosts {
 			var want *corev1.Node
 			for _, n := range scan(nodes, func(n *corev1.Node) bool { return hostname(n) == h }) {
 				want = n // last wins, as the pass did
 			}
-			require.Same(t, want, x.gpuByHost(cfg, h), "host %q", h)
+			require.Same(t, want, x.GPUByHost(cfg, h), "host %q", h)
 		}
 		for _, ids := range sets {
 			for _, dest := range tuples {
 				want := scan(nodes, func(n *corev1.Node) bool {
 					f := cfg.FactsOf(n)
-					return slices.Equal(f.Identities, ids) && SameTuple(f.current(op, dcgm), dest)
+					return slices.Equal(f.Identities, ids) && SameTuple(f.Tuple(op, dcgm), dest)
 				})
-				require.Equal(t, want, orNil(x.gpuAt(cfg, ids, &dest, op, dcgm)), "%v at %v", ids, dest)
+				require.Equal(t, want, orNil(x.GPUOfHardware(cfg, ids, func(nf NodeFacts) bool { return SameTuple(nf.Tuple(op, dcgm), dest) })), "%v at %v", ids, dest)
 			}
 		}
 		for _, ls := range selectors {
@@ -100,8 +100,8 @@ func TestFleetFactsAsScan(t *testing.T) {
 			s, err := NewPlanSelector(plan)
 			require.NoError(t, err)
 			var got []int32
-			x.selectingGPU(cfg, s, func(i int32) { got = append(got, i) })
-			require.Equal(t, positions(nodes, func(n *corev1.Node) bool { return cfg.IsGPUNode(n) && s.selects(n) }), got, "%v", ls)
+			x.SelectingGPU(cfg, s, func(i int32) { got = append(got, i) })
+			require.Equal(t, positions(nodes, func(n *corev1.Node) bool { return cfg.IsGPUNode(n) && s.Selects(n) }), got, "%v", ls)
 		}
 	}
 	for round := range 40 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
 // A GPU node, defined once (issue 10 item 3). The engine asks IsGPUNode; the
@@ -31,74 +33,15 @@ import (
 // identity labels is itself reviewed.
 
 // GFDLabels are labels GPU Feature Discovery publishes only on nodes where it
-// found a GPU (reference/labels.md section 3.1).
-var GFDLabels = []string{
-	"nvidia.com/gpu.count",
-	"nvidia.com/gpu.product",
-	"nvidia.com/gpu.memory",
-	"nvidia.com/gpu.family",
-	"nvidia.com/gpu.compute.major",
-	"nvidia.com/cuda.driver-version.full",
-	"nvidia.com/cuda.driver.major",
-	"nvidia.com/mig.capable",
-}
+// found a GPU (fleet.GFDLabels).
+var GFDLabels = fleet.GFDLabels
 
-// IsGPUNode says whether n is a GPU node by the definition above.
-func (c *Config) IsGPUNode(n *corev1.Node) bool {
-	if n == nil {
-		return false
-	}
-	// The fixed keys by lookup, then only the "true" labels are parsed: a
-	// CPU node's ~60 labels are all read here whenever a Plan selects it.
-	if n.Labels[labelGPUPresent] == "true" {
-		return true
-	}
-	for _, g := range GFDLabels {
-		if _, ok := n.Labels[g]; ok {
-			return true
-		}
-	}
-	for k, v := range n.Labels {
-		if v == "true" && c.isGPULabel(k, v) {
-			return true
-		}
-	}
-	for name := range n.Status.Capacity {
-		if isGPUResource(string(name)) {
-			return true
-		}
-	}
-	return false
-}
+// IsGPUNode says whether n is a GPU node by the definition above
+// (fleet.IsGPUNode, for the configured vendors).
+func (c *Config) IsGPUNode(n *corev1.Node) bool { return fleet.IsGPUNode(c.GPUVendors, n) }
 
 // isGPULabel says whether one label marks a GPU node.
-func (c *Config) isGPULabel(k, v string) bool {
-	switch {
-	case k == labelGPUPresent:
-		return v == "true"
-	case strings.HasPrefix(k, labelPCIPrefix) && strings.HasSuffix(k, ".present"):
-		if v != "true" {
-			return false
-		}
-		_, vendor, ok := parsePCILabel(k[len(labelPCIPrefix) : len(k)-len(".present")])
-		return ok && c.hasGPUVendor(vendor)
-	}
-	for _, g := range GFDLabels {
-		if k == g {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Config) hasGPUVendor(vendor string) bool {
-	for _, v := range c.GPUVendors {
-		if v == vendor {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) isGPULabel(k, v string) bool { return fleet.IsGPULabel(c.GPUVendors, k, v) }
 
 // GPUNodeCondition is the CEL expression of the Node webhook's "gpu-node"
 // match condition for this configuration: the node is a GPU node before or

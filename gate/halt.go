@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -69,7 +70,7 @@ func (h Halt) HardwareKey() string { return HardwareKey(h.Hardware) }
 
 // HardwareKey spells an identity set as a ConfigMap key.
 func HardwareKey(hw []string) string {
-	return identityKeys.Replace(strings.Join(hw, "."))
+	return fleet.IdentityKey(strings.Join(hw, "."))
 }
 
 // DetectHalts lists, per GPU node that a forward GPU Plan moves to its
@@ -130,35 +131,35 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 			}
 		}
 		var suspects []int32
-		idx.withTrue(identityLabels(hw), func(i int32) {
-			if !idx.isGPU(cfg, i) {
+		idx.WithTrue(identityLabels(hw), func(i int32) {
+			if !idx.IsGPU(cfg, i) {
 				return
 			}
-			facts := idx.factsOf(cfg, i)
+			facts := idx.FactsOf(cfg, i)
 			if !slices.Equal(facts.Identities, hw) {
 				return
 			}
 			// A suspect: its Jobs, its own signals (worked out once per node
 			// object, the index keeps them: a label lookup and the health
 			// conditions were most of a quiet fleet's cost), its tuple.
-			cur := facts.current(op, dcgm)
-			if len(jobs[idx.nodes[i].Name]) > 0 || idx.mayHalt(cfg, i) || slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return tupleMayHalt(cur, rec) }) {
+			cur := facts.Tuple(op, dcgm)
+			if len(jobs[idx.Node(i).Name]) > 0 || idx.MayHalt(cfg, i) || slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return tupleMayHalt(cur, rec) }) {
 				suspects = append(suspects, i)
 			}
 		})
-		slices.SortFunc(suspects, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
+		slices.SortFunc(suspects, func(a, b int32) int { return strings.Compare(idx.Node(a).Name, idx.Node(b).Name) })
 	plans:
 		for _, f := range plans {
 			for _, i := range suspects {
-				n := idx.nodes[i]
+				n := idx.Node(i)
 				// A node the Plan no longer selects (opted out, relabelled)
 				// whose Job of the Plan ran is still the Plan's (issue 22).
-				if !f.sel.selects(n) && !slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
+				if !f.sel.Selects(n) && !slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
 					return j.Namespace == f.plan.Namespace && j.Labels[upgradev1.LabelPlan] == f.plan.Name && jobRan(j)
 				}) {
 					continue
 				}
-				signal, at := haltSignal(cfg, cl, f.plan, f.rec, n, jobs[n.Name], idx.factsOf(cfg, i).current(op, dcgm), now)
+				signal, at := haltSignal(cfg, cl, f.plan, f.rec, n, jobs[n.Name], idx.FactsOf(cfg, i).Tuple(op, dcgm), now)
 				if signal == "" {
 					continue
 				}

@@ -8,12 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // gpuResourcePrefixes are the extended resources that mean "this Pod holds a
-// GPU" (the anchor CLI's list).
-var gpuResourcePrefixes = []string{"nvidia.com/", "requests.nvidia.com/", "amd.com/gpu", "gpu.intel.com/"}
+// GPU" (fleet.GPUResourcePrefixes).
+var gpuResourcePrefixes = fleet.GPUResourcePrefixes
 
 // Holder is a Pod that holds GPUs on a node, reported by its controller so a
 // person sees "VirtualMachineInstance tenant-a/vm-1", not a Pod hash.
@@ -124,14 +125,7 @@ func gpuResources(p *corev1.Pod, runtimeClasses []string) []string {
 	return res
 }
 
-func isGPUResource(name string) bool {
-	for _, p := range gpuResourcePrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
+func isGPUResource(name string) bool { return fleet.IsGPUResource(name) }
 
 // holderList renders holders for a message, grouped by owner.
 func holderList(hs []Holder) string {

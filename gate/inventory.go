@@ -79,7 +79,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 			continue
 		}
 		f := cfg.FactsOf(n)
-		inv := NodeInventory{Node: f.Name, Hardware: f.Identities, Current: f.Current(cl), Cordoned: f.Unschedulable,
+		inv := NodeInventory{Node: f.Name, Hardware: f.Identities, Current: cl.Current(f), Cordoned: f.Unschedulable,
 			Holders: holders[f.Name], Rollback: "not proven"}
 		name, rec := coveringEntry(cl.Records, f.Identities, inv.Current, fresh)
 		approval := ""

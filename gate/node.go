@@ -49,6 +49,9 @@ type NodeReview struct {
 	modeDiff []string
 	plans    []*PlanReview // GPU Plans the change pulls the node into
 	holders  []string
+	// changed are the label keys the write sets, changes or removes, sorted
+	// (changedLabels), worked out once for the rules that read them.
+	changed []string
 }
 
 // PrepareNode finds what the change does: the mode labels it changes and the
@@ -63,6 +66,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	if r.gpu = cfg.IsGPUNode(n) || cfg.IsGPUNode(old); !r.gpu {
 		return r
 	}
+	r.changed = changedLabels(n, old)
 	for _, k := range ModeLabels {
 		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)
@@ -81,7 +85,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 			changed = cl.nodeIndex(cfg).WithNode(n)
 		}
 		view := *cl
-		view.Nodes, view.Index = changed.nodes, changed
+		view.Nodes, view.Index = changed.Nodes(), changed
 		pr := preparePlan(cfg, &view, PlanRequest{Operation: "CREATE", Plan: p, Now: req.Now}, sel, "")
 		pr.kinds = r.kinds // the Plan's rows, applied for the Node's change
 		if len(pr.gpu) == 0 {

@@ -92,8 +92,8 @@ func TestNodeIndexSelectsAsLabelsSelector(t *testing.T) {
 					continue // an invalid selector selects nothing either way
 				}
 				var got []int32
-				x.selecting(s, func(i int32) { got = append(got, i) })
-				require.Equal(t, positions(nodes, s.selects), got, "selector %v", ls)
+				x.Selecting(s, func(i int32) { got = append(got, i) })
+				require.Equal(t, positions(nodes, s.Selects), got, "selector %v", ls)
 
 				// A Node review's view: one node changed (or new).
 				changed := nodes[rng.IntN(len(nodes))].DeepCopy()
@@ -103,17 +103,17 @@ func TestNodeIndexSelectsAsLabelsSelector(t *testing.T) {
 				changed.Labels[pick(keys)] = pick(vals)
 				v := x.WithNode(changed)
 				got = nil
-				v.selecting(s, func(i int32) { got = append(got, i) })
-				require.Equal(t, positions(v.nodes, s.selects), got, "selector %v on the view with %s", ls, changed.Name)
-				for i, n := range v.nodes {
-					require.Equal(t, cfg.IsGPUNode(n), v.isGPU(cfg, int32(i)), n.Name)
+				v.Selecting(s, func(i int32) { got = append(got, i) })
+				require.Equal(t, positions(v.Nodes(), s.Selects), got, "selector %v on the view with %s", ls, changed.Name)
+				for i, n := range v.Nodes() {
+					require.Equal(t, cfg.IsGPUNode(n), v.IsGPU(cfg, int32(i)), n.Name)
 				}
 			}
 			for _, expr := range parsed {
 				sel, err := labels.Parse(expr)
 				require.NoError(t, err)
 				var got []int32
-				x.each(sel, func(i int32) {
+				x.Each(sel, func(i int32) {
 					if sel.Matches(labels.Set(nodes[i].Labels)) {
 						got = append(got, i)
 					}
@@ -123,7 +123,7 @@ func TestNodeIndexSelectsAsLabelsSelector(t *testing.T) {
 			for _, ids := range [][]string{nil, {"10de:20b5/10de:1533"}} {
 				keys := identityLabels(ids)
 				var got []int32
-				x.withTrue(keys, func(i int32) { got = append(got, i) })
+				x.WithTrue(keys, func(i int32) { got = append(got, i) })
 				require.Equal(t, positions(nodes, func(n *corev1.Node) bool { return anyTrue(n.Labels, keys) }), got, "%v", ids)
 			}
 
@@ -137,9 +137,9 @@ func TestNodeIndexSelectsAsLabelsSelector(t *testing.T) {
 			}
 			later = append(later[1:], indexFleet(rng, 1, keys, vals)[0])
 			for _, idx := range []*NodeIndex{x, NewNodeIndex(cfg, later, x)} {
-				for i, n := range idx.nodes {
-					require.Equal(t, cfg.IsGPUNode(n), idx.isGPU(cfg, int32(i)), n.Name)
-					require.Equal(t, cfg.FactsOf(n), idx.factsOf(cfg, int32(i)), n.Name)
+				for i, n := range idx.Nodes() {
+					require.Equal(t, cfg.IsGPUNode(n), idx.IsGPU(cfg, int32(i)), n.Name)
+					require.Equal(t, cfg.FactsOf(n), idx.FactsOf(cfg, int32(i)), n.Name)
 				}
 			}
 		})
@@ -162,7 +162,7 @@ func TestClusterIndexUsedOnlyForItsNodes(t *testing.T) {
 	require.NoError(t, err)
 	var got []string
 	x := cl.nodeIndex(cfg)
-	x.selecting(s, func(i int32) { got = append(got, x.nodes[i].Name) })
+	x.Selecting(s, func(i int32) { got = append(got, x.Node(i).Name) })
 	require.Equal(t, []string{"b"}, got)
 }
 
@@ -176,13 +176,13 @@ func TestNodeIndexShared(t *testing.T) {
 	p := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: upgradev1.PlanSpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "x"}}}}
 	s, err := NewPlanSelector(p)
 	require.NoError(t, err)
-	want := positions(nodes, s.selects)
+	want := positions(nodes, s.Selects)
 	errs := make(chan error, 8*(len(nodes)+1)) // never blocks a reader
 	for range 8 {
 		go func() {
 			var got []int32
-			x.selecting(s, func(i int32) {
-				if x.isGPU(cfg, i) != cfg.IsGPUNode(nodes[i]) || x.factsOf(cfg, i).Name != nodes[i].Name {
+			x.Selecting(s, func(i int32) {
+				if x.IsGPU(cfg, i) != cfg.IsGPUNode(nodes[i]) || x.FactsOf(cfg, i).Name != nodes[i].Name {
 					errs <- fmt.Errorf("node %d remembered wrong", i)
 				}
 				got = append(got, i)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -177,7 +178,7 @@ func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
 		h.actor = "a health agent or operator (taint " + t + ")"
 		return h
 	}
-	if hasDriverState(n) && !slices.Contains(DriverStatesNotOut, n.Labels[LabelDriverUpgradeState]) {
+	if fleet.HasDriverState(n) && !slices.Contains(DriverStatesNotOut, n.Labels[LabelDriverUpgradeState]) {
 		h.actor = "the GPU Operator's driver upgrade (" + LabelDriverUpgradeState + "=" + n.Labels[LabelDriverUpgradeState] + ")"
 		return h
 	}
@@ -255,8 +256,8 @@ func NodeStates(cfg *Config, cl *Cluster, now time.Time) []NodeStatus {
 		}
 	}
 	var states []NodeStatus
-	for _, i := range idx.gpuNodes(cfg) {
-		n := idx.nodes[i]
+	for _, i := range idx.GPUNodes(cfg) {
+		n := idx.Node(i)
 		s := NodeStatus{Node: n.Name, State: StateServing}
 		if o := out[n.Name]; o != nil {
 			s.Why = o.why
@@ -303,7 +304,7 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 		if has(n.Name) {
 			continue
 		}
-		if v.driverStep && hasDriverState(n) {
+		if v.driverStep && fleet.HasDriverState(n) {
 			continue // the driver states decide (a node waiting at this step does not count)
 		}
 		down(n)
@@ -313,7 +314,7 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 		if !jobLive(j) || has(node) {
 			continue
 		}
-		if n := idx.gpuByName(c, node); n != nil {
+		if n := idx.GPUByName(c, node); n != nil {
 			add(n, "SUC Job "+j.Namespace+"/"+j.Name+" runs for it")
 		}
 	}
@@ -340,18 +341,9 @@ func (c *Config) halfApplied(cl *Cluster) []*corev1.Node {
 		rec := e.Record
 		seen[rec] = true
 		hw := rec.NormalizedHardware()
-		var pos []int32
-		for _, g := range idx.root().fleet(c).byHardware[strings.Join(hw, ",")] {
-			cur := NodeFacts{Kernel: g.kernel, RKE2: g.rke2, Driver: g.driver, Identities: hw}.current(op, dcgm)
-			if betweenTuples(cur, *rec.Source, rec.Target) {
-				pos = append(pos, g.pos...)
-			}
-		}
-		slices.Sort(pos)
-		out = append(out, idx.at(idx.viewed(c, pos, func(i int32, _ *corev1.Node) bool {
-			f := idx.factsOf(c, i)
-			return slices.Equal(f.Identities, hw) && betweenTuples(f.current(op, dcgm), *rec.Source, rec.Target)
-		}))...)
+		out = append(out, idx.GPUOfHardware(c, hw, func(f NodeFacts) bool {
+			return betweenTuples(f.Tuple(op, dcgm), *rec.Source, rec.Target)
+		})...)
 	}
 	return out
 }

@@ -220,7 +220,7 @@ func TestSUCStepOnCachedVersion(t *testing.T) {
 			s.holders["gpu-v100-01"] = holder
 			st := PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01", Plan: s.req.Plan, Node: live, User: s.req.User, Now: s.req.Now})
 			require.NotNil(t, st.review)
-			assert.Equal(t, tc.wantView, st.review.cl.Index.over != nil, "a view of the fleet with the live node")
+			assert.Equal(t, tc.wantView, st.review.cl.Index.IsView(), "a view of the fleet with the live node")
 			d := st.Decide(s.holders, nil)
 			assert.Equal(t, tc.want, d.Codes(), d.Message())
 		})

@@ -204,16 +204,25 @@ func factOfLabel(k string) *Fact {
 }
 
 // changedLabels are the label keys a write sets, changes or removes, sorted.
+// The old labels are walked only when some of them are gone: a node has ~60
+// labels, and a Node review reads this once (NodeReview.changed).
 func changedLabels(n, old *corev1.Node) []string {
 	var out []string
+	kept := 0
 	for k, v := range n.Labels {
-		if was, ok := old.Labels[k]; !ok || was != v {
+		was, ok := old.Labels[k]
+		if ok {
+			kept++
+		}
+		if !ok || was != v {
 			out = append(out, k)
 		}
 	}
-	for k := range old.Labels {
-		if _, ok := n.Labels[k]; !ok {
-			out = append(out, k)
+	if kept < len(old.Labels) {
+		for k := range old.Labels {
+			if _, ok := n.Labels[k]; !ok {
+				out = append(out, k)
+			}
 		}
 	}
 	slices.Sort(out)

@@ -95,7 +95,7 @@ func PreparePlan(cfg *Config, cl *Cluster, req PlanRequest) *PlanReview {
 func PrepareNodeStep(cfg *Config, cl *Cluster, req PlanRequest, node string) *PlanReview {
 	sel, err := NewPlanSelector(req.Plan)
 	if err == nil {
-		sel = sel.anyHash()
+		sel = sel.AnyHash()
 	}
 	r := preparePlan(cfg, cl, req, sel, node)
 	r.perNode = true
@@ -129,9 +129,9 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	// nodes otherwise spends more on growing the lists than on the rules.
 	idx := cl.nodeIndex(cfg)
 	var gpu, nonGPU []int32
-	idx.selecting(sel, func(i int32) {
-		switch n := idx.nodes[i]; {
-		case !idx.isGPU(cfg, i):
+	idx.Selecting(sel, func(i int32) {
+		switch n := idx.Node(i); {
+		case !idx.IsGPU(cfg, i):
 			nonGPU = append(nonGPU, i)
 		case only == "" || n.Name == only:
 			gpu = append(gpu, i)
@@ -139,30 +139,30 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 	})
 	r.nonGPU = make([]string, len(nonGPU))
 	for j, i := range nonGPU {
-		r.nonGPU[j] = idx.nodes[i].Name
+		r.nonGPU[j] = idx.Node(i).Name
 	}
 	// By name, before the facts are read: sorting positions moves less.
-	slices.SortFunc(gpu, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
+	slices.SortFunc(gpu, func(a, b int32) int { return strings.Compare(idx.Node(a).Name, idx.Node(b).Name) })
 	r.gpu = make([]string, len(gpu))
 	r.pending = make([]NodeFacts, 0, len(gpu))
 	r.op, r.dcgm = op, dcgm
 	// The nodes SUC has applied the hash to, from the index's list of the
 	// Plan's label (a view's own nodes are read as written).
 	var done []int32
-	if idx.over == nil && !sel.unknownHash {
-		done = idx.postings(sel.label).byValue[sel.hash]
+	if !idx.IsView() && !sel.UnknownHash() {
+		done = idx.WithValue(sel.Label(), sel.Hash())
 	}
 	for j, i := range gpu {
-		n := idx.nodes[i]
+		n := idx.Node(i)
 		r.gpu[j] = n.Name
-		if idx.over == nil {
+		if !idx.IsView() {
 			if _, applied := slices.BinarySearch(done, i); applied {
 				continue
 			}
-		} else if !sel.pending(n) {
+		} else if !sel.Pending(n) {
 			continue
 		}
-		r.pending = append(r.pending, idx.factsOf(cfg, i))
+		r.pending = append(r.pending, idx.FactsOf(cfg, i))
 	}
 	slices.Sort(r.nonGPU)
 
@@ -245,7 +245,7 @@ func (r *PlanReview) transitions() {
 	r.ts = make([]*Transition, 0, len(r.pending))
 	for i, nf := range r.pending {
 		t := &ts[i]
-		*t = *newTransition(r.cfg, nf, nf.current(r.op, r.dcgm), r.record, r.rollback)
+		*t = *newTransition(r.cfg, nf, nf.Tuple(r.op, r.dcgm), r.record, r.rollback)
 		t.recordHardware = hw
 		t.Path, t.RecordPath, t.RKE2, t.RKE2Path = pathSelector, pathRecord, r.rke2, r.rke2Path
 		t.CheckHolders = true

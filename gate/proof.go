@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -47,7 +48,7 @@ const (
 	labelMIGStrategy  = "nvidia.com/mig.strategy"
 	resourceGPU       = corev1.ResourceName("nvidia.com/gpu")
 	gpuResourcePrefix = "nvidia.com/"
-	driverUpgradeDone = "upgrade-done"
+	driverUpgradeDone = fleet.DriverUpgradeDone
 	// TaintUnschedulable is the taint the node lifecycle controller adds on a
 	// cordon; its timeAdded says when the node was cordoned.
 	TaintUnschedulable = "node.kubernetes.io/unschedulable"
@@ -75,13 +76,8 @@ type ValidatorSelector struct {
 }
 
 // HealthCondition is a node condition a GPU health tool writes, and the
-// status that means unhealthy.
-type HealthCondition struct {
-	Type string `json:"type"`
-	// UnhealthyStatus is "True" (a problem condition) or "False" (a
-	// readiness condition such as EKS's AcceleratedHardwareReady).
-	UnhealthyStatus corev1.ConditionStatus `json:"unhealthyStatus"`
-}
+// status that means unhealthy (fleet.HealthCondition).
+type HealthCondition = fleet.HealthCondition
 
 // ProofConfig is the `proof` section of the config.
 type ProofConfig struct {

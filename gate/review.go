@@ -40,10 +40,16 @@ var (
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}
-	// allKinds are the kinds above: the table's steps are worked out once
-	// for each (stepsByKinds).
-	allKinds = [][]Review{kindsPlan, kindsSUCStep, kindsNode, kindsDriver, kindsDriverStep, kindsOperator, kindsCompletion,
-		kindsPlanStatus, kindsRecord, kindsHaltRecord, kindsSubscription, kindsUpgradeCheck, kindsValidateRecord, kindsAdmission}
+	// allKinds are the kinds the table's steps are worked out for once
+	// (stepsByKinds): every review alone (allReviews), and SUC's step, which
+	// runs as a Plan too. A new review needs no entry here.
+	allKinds = func() [][]Review {
+		out := [][]Review{kindsSUCStep}
+		for _, v := range allReviews {
+			out = append(out, []Review{v})
+		}
+		return out
+	}()
 )
 
 // reviewBase is what every review gives its rules.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -153,7 +154,7 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 	node := func(n *corev1.Node) *outNode {
 		o := out[n.Name]
 		if o == nil {
-			f, ok := idx.factsByName(c, n)
+			f, ok := idx.FactsByName(c, n)
 			if !ok {
 				f = c.FactsOf(n)
 			}
@@ -203,7 +204,7 @@ func (c *Config) unavailableIn(cl *Cluster, fs *fleetScan, now time.Time, d *Dec
 }
 
 // fleetScan is what the rollout rules read about the fleet, from the node
-// index's fleet facts (fleet.go) instead of a pass over every node.
+// index's fleet facts (gate/fleet) instead of a pass over every node.
 type fleetScan struct {
 	// stated are the GPU nodes with a driver upgrade state other than
 	// upgrade-done, cordoned the cordoned GPU nodes.
@@ -218,12 +219,12 @@ type fleetScan struct {
 
 func (c *Config) scanFleet(cl *Cluster) *fleetScan {
 	idx := cl.nodeIndex(c)
-	return &fleetScan{stated: idx.statedGPU(c), cordoned: idx.cordonedGPU(c), down: idx.downGPU(c),
+	return &fleetScan{stated: idx.StatedGPU(c), cordoned: idx.CordonedGPU(c), down: idx.DownGPU(c),
 		byHost: func(h string) *corev1.Node {
-			if n := idx.gpuByHost(c, h); n != nil {
+			if n := idx.GPUByHost(c, h); n != nil {
 				return n
 			}
-			return idx.gpuByName(c, h)
+			return idx.GPUByName(c, h)
 		}}
 }
 
@@ -247,12 +248,7 @@ func older(a, b *upgradev1.Plan) bool {
 }
 
 // hostname is what SUC writes in status.applying for a node.
-func hostname(n *corev1.Node) string {
-	if h := n.Labels[upgradev1.LabelHostname]; h != "" {
-		return h
-	}
-	return n.Name
-}
+func hostname(n *corev1.Node) string { return fleet.Hostname(n) }
 
 // budgetScope is one limit and the nodes it counts.
 type budgetScope struct {

@@ -23,7 +23,7 @@ func cordonedByOtherRule(rv review, f *findings, _ *Decision) {
 	}
 	idx := r.cl.nodeIndex(r.cfg)
 	for _, nf := range r.pending {
-		n := idx.gpuByName(r.cfg, nf.Name)
+		n := idx.GPUByName(r.cfg, nf.Name)
 		if n == nil || !n.Spec.Unschedulable {
 			continue
 		}

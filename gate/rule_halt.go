@@ -138,7 +138,7 @@ func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d 
 			rec = e.Record
 		}
 	}
-	cur := cfg.FactsOf(n).Current(cl)
+	cur := cl.Current(cfg.FactsOf(n))
 	switch {
 	case rec == nil || rec.Source == nil:
 		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and record %s (with a source tuple to go back to) is not loaded", n.Name, h.Signal, h.Record),

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -16,23 +15,20 @@ import (
 // label change or uncordon would go unjudged.
 func identityRule(rv review, f *findings, _ *Decision) {
 	r, ok := rv.(*NodeReview)
-	if !ok {
+	// A node that had a GPU label is a GPU node before the write (IsGPUNode
+	// reads the same labels), so r.changed holds every key that could go.
+	if !ok || !r.gpu {
 		return
 	}
 	n, old := r.req.Node, r.req.OldNode
-	var gone []string // sorted only when there are some: a node has ~60 labels
-	for k, was := range old.Labels {
-		if !r.cfg.isGPULabel(k, was) {
+	for _, k := range r.changed { // sorted
+		was, wasSet := old.Labels[k]
+		if !wasSet || !r.cfg.isGPULabel(k, was) {
 			continue
 		}
 		if v, set := n.Labels[k]; !set || !r.cfg.isGPULabel(k, v) {
-			gone = append(gone, k)
+			f.add(gpuIdentityRemoved(n.Name, k, was, v, set))
 		}
-	}
-	slices.Sort(gone)
-	for _, k := range gone {
-		v, set := n.Labels[k]
-		f.add(gpuIdentityRemoved(n.Name, k, old.Labels[k], v, set))
 	}
 }
 

@@ -27,7 +27,7 @@ func ownedFactRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	n, old := r.req.Node, r.req.OldNode
-	for _, k := range changedLabels(n, old) {
+	for _, k := range r.changed {
 		fact := factOfLabel(k)
 		if fact == nil || fact.Input || slices.Contains(r.own, fact.Name) {
 			continue

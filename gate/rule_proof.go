@@ -39,10 +39,10 @@ func proofRule(rv review, f *findings, d *Decision) {
 func uncordonProofRule(rv review, f *findings, d *Decision) {
 	switch r := rv.(type) {
 	case *NodeReview:
-		completionRule(r.cfg, r.cl, r.req, f, d)
+		completionRule(r.cfg, r.cl, r.req, markedAmong(r.changed, r.req.Node), f, d)
 	case *completionReview:
 		notReachedRule(r.cfg, r.cl, r.req, f)
-		completionRule(r.cfg, r.cl, r.req, f, d)
+		completionRule(r.cfg, r.cl, r.req, markedDone(r.req.OldNode, r.req.Node), f, d)
 	}
 }
 
@@ -100,14 +100,14 @@ func completedShort(cfg *Config, cl *Cluster, rec *qualification.Record, dest *q
 	op, dcgm := clusterVersions(cl)
 	idx := cl.nodeIndex(cfg)
 	var out []shortCompletion
-	idx.withTrue(identityLabels(want), func(i int32) {
-		n := idx.nodes[i]
+	idx.WithTrue(identityLabels(want), func(i int32) {
+		n := idx.Node(i)
 		p, ok := jobs[n.Name]
-		if !ok || (hash[n.Name] != "" && n.Labels[upgradev1.LabelPlanName(p.Name)] == hash[n.Name]) || !idx.isGPU(cfg, i) {
+		if !ok || (hash[n.Name] != "" && n.Labels[upgradev1.LabelPlanName(p.Name)] == hash[n.Name]) || !idx.IsGPU(cfg, i) {
 			return
 		}
-		fs := idx.factsOf(cfg, i)
-		if short := shortOf(cfg, fs.current(op, dcgm), *dest, destWord(cl, p)); len(short) > 0 && slices.Equal(fs.Identities, want) {
+		fs := idx.FactsOf(cfg, i)
+		if short := shortOf(cfg, fs.Tuple(op, dcgm), *dest, destWord(cl, p)); len(short) > 0 && slices.Equal(fs.Identities, want) {
 			out = append(out, shortCompletion{node: n.Name, plan: p.Namespace + "/" + p.Name, short: short})
 		}
 	})
@@ -151,7 +151,7 @@ func (r *PlanReview) atDestination() []*corev1.Node { return nodesAt(r.cfg, r.cl
 // cluster's node order (the node index's fleet facts).
 func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualification.Tuple) []*corev1.Node {
 	op, dcgm := clusterVersions(cl)
-	return cl.nodeIndex(cfg).gpuAt(cfg, rec.NormalizedHardware(), dest, op, dcgm)
+	return cl.nodeIndex(cfg).GPUOfHardware(cfg, rec.NormalizedHardware(), func(nf NodeFacts) bool { return SameTuple(nf.Tuple(op, dcgm), *dest) })
 }
 
 // completionRule (review-level, Nodes and SUC's completion write): a GPU
@@ -161,15 +161,14 @@ func nodesAt(cfg *Config, cl *Cluster, rec *qualification.Record, dest *qualific
 // until it is proven: whether the Plan still selects it or not (opted out,
 // relabelled: issue 22 attack 4), when the Plan's record is of the node's
 // hardware or an SUC Job of the Plan ran for it.
-func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *Decision) {
+func completionRule(cfg *Config, cl *Cluster, req NodeRequest, marked []string, f *findings, d *Decision) {
 	n, old := req.Node, req.OldNode
 	uncordon := old.Spec.Unschedulable && !n.Spec.Unschedulable
-	marked := markedDone(old, n)
 	if (!uncordon && len(marked) == 0) || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
 		return
 	}
 	f2 := cfg.FactsOf(n)
-	cur := f2.Current(cl)
+	cur := cl.Current(f2)
 	for i, p := range cl.Plans {
 		if !planMoves(cfg, cl, i, n, old, f2.Identities) {
 			continue
@@ -194,7 +193,7 @@ func completionRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d *D
 // of the node's hardware, or an SUC Job of it ran for the node.
 func planMoves(cfg *Config, cl *Cluster, i int, n, old *corev1.Node, ids []string) bool {
 	p := cl.Plans[i]
-	if sel, err := cl.planSelector(i); err == nil && (sel.selects(n) || sel.selects(old)) {
+	if sel, err := cl.planSelector(i); err == nil && (sel.Selects(n) || sel.Selects(old)) {
 		return true
 	}
 	if e := cl.Records[p.Annotations[AnnotationQualification]]; e.Err == nil && e.Record != nil && slices.Equal(e.Record.NormalizedHardware(), ids) {
@@ -222,7 +221,7 @@ func notReachedRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings) {
 	if (!uncordon && len(marked) == 0) || (!cfg.IsGPUNode(n) && !cfg.IsGPUNode(old)) {
 		return
 	}
-	cur := cfg.FactsOf(n).Current(cl)
+	cur := cl.Current(cfg.FactsOf(n))
 	for _, p := range cl.Plans {
 		label := upgradev1.LabelPlanName(p.Name)
 		if !slices.Contains(marked, label) && !(uncordon && hasLiveJob(cl, p, n.Name)) {
@@ -268,6 +267,18 @@ func markedDone(old, n *corev1.Node) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// markedAmong is markedDone over the label keys a write changes (sorted,
+// NodeReview.changed): a Node review walks the node's labels once.
+func markedAmong(changed []string, n *corev1.Node) []string {
+	var out []string
+	for _, k := range changed {
+		if v := n.Labels[k]; strings.HasPrefix(k, upgradev1.LabelPlanPrefix) && v != upgradev1.LabelPlanValueDisabled && v != "" {
+			out = append(out, k)
+		}
+	}
 	return out
 }
 

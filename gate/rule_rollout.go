@@ -59,8 +59,8 @@ func (c *Config) rolloutsInFlight(cl *Cluster, fs *fleetScan, self *upgradev1.Pl
 		}
 		if sel, err := cl.planSelector(i); err == nil && !planComplete(p) {
 			idx := cl.nodeIndex(c)
-			idx.selectingGPU(c, sel, func(i int32) {
-				if n := idx.nodes[i]; sel.pending(n) && !slices.Contains(p.Status.Applying, hostname(n)) {
+			idx.SelectingGPU(c, sel, func(i int32) {
+				if n := idx.Node(i); sel.Pending(n) && !slices.Contains(p.Status.Applying, hostname(n)) {
 					nodes = append(nodes, n.Name+" (pending)")
 				}
 			})
@@ -80,7 +80,7 @@ func (c *Config) rolloutsInFlight(cl *Cluster, fs *fleetScan, self *upgradev1.Pl
 			continue // the Plan under review, created again
 		}
 		if plan != "" && cl.plan(j.Namespace, plan) == nil && jobLive(j) {
-			if n := cl.nodeIndex(c).gpuByName(c, j.Labels[upgradev1.LabelNode]); n != nil {
+			if n := cl.nodeIndex(c).GPUByName(c, j.Labels[upgradev1.LabelNode]); n != nil {
 				what := "SUC Job(s) of deleted Plan " + j.Namespace + "/" + plan
 				orphans[what] = append(orphans[what], n.Name+" (SUC Job "+j.Name+" runs)")
 			}
@@ -107,7 +107,7 @@ func liveJobNodes(c *Config, cl *Cluster, ns, name string, listed []string) []st
 		if j.Namespace != ns || j.Labels[upgradev1.LabelPlan] != name || !jobLive(j) {
 			continue
 		}
-		n := cl.nodeIndex(c).gpuByName(c, j.Labels[upgradev1.LabelNode])
+		n := cl.nodeIndex(c).GPUByName(c, j.Labels[upgradev1.LabelNode])
 		if n == nil || slices.ContainsFunc(listed, func(s string) bool { return strings.HasPrefix(s, n.Name+" (") }) {
 			continue
 		}

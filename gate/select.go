@@ -7,70 +7,16 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
-// PlanSelector is SUC's node selection for a Plan (v0.20.1,
-// pkg/upgrade/plan SelectConcurrentNodes before its concurrency cut): the
-// nodeSelector (absent selects nothing, {} selects all), and
-// kubernetes.io/hostname present, and the label plan.upgrade.cattle.io/<plan>
-// NotIn {disabled, status.latestHash} (NotIn also holds when the label is
-// absent). A node it matches is pending: SUC will cordon, drain and run its
-// upgrade Job there, whatever tuple the node runs now.
-type PlanSelector struct {
-	selector labels.Selector
-	label    string
-	hash     string
-	// unknownHash: the hash SUC will hold is not known, so every selected node
-	// that is not opted out counts as pending (fail closed).
-	unknownHash bool
-}
+// PlanSelector is SUC's node selection for a Plan (fleet.PlanSelector).
+type PlanSelector = fleet.PlanSelector
 
-// NewPlanSelector is SUC's selection for a stored Plan, with its
-// status.latestHash; an error names the bad selector. Converting validates
-// every key and value, which costs more than matching all nodes: adapters
-// keep the selectors of stored Plans (Cluster.PlanSelectors).
-func NewPlanSelector(p *upgradev1.Plan) (*PlanSelector, error) {
-	s := &PlanSelector{selector: labels.Nothing(), label: upgradev1.LabelPlanName(p.Name), hash: p.Status.LatestHash}
-	if p.Spec.NodeSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-		if err != nil {
-			return nil, fmt.Errorf("spec.nodeSelector is not a valid label selector: %w", err)
-		}
-		s.selector = sel
-	}
-	return s, nil
-}
-
-// Matches says whether SUC would select the node for the Plan now.
-func (s *PlanSelector) Matches(n *corev1.Node) bool { return s.selects(n) && s.pending(n) }
-
-// selects: the nodeSelector and hostname match and the node is not opted out.
-func (s *PlanSelector) selects(n *corev1.Node) bool {
-	if !s.selector.Matches(labels.Set(n.Labels)) {
-		return false
-	}
-	if _, ok := n.Labels[upgradev1.LabelHostname]; !ok {
-		return false
-	}
-	return n.Labels[s.label] != "disabled"
-}
-
-// pending: SUC has not applied the Plan's current hash to the node.
-func (s *PlanSelector) pending(n *corev1.Node) bool {
-	v, ok := n.Labels[s.label]
-	return s.unknownHash || !ok || v != s.hash
-}
-
-// anyHash is the selection when the hash is unknown.
-func (s *PlanSelector) anyHash() *PlanSelector {
-	c := *s
-	c.unknownHash = true
-	return &c
-}
+// NewPlanSelector is SUC's selection for a stored Plan (fleet.NewPlanSelector).
+func NewPlanSelector(p *upgradev1.Plan) (*PlanSelector, error) { return fleet.NewPlanSelector(p) }
 
 // reviewSelector is the selection SUC will make once it has processed the
 // Plan as written: with the status.latestHash SUC will compute for it when
@@ -84,14 +30,12 @@ func reviewSelector(req PlanRequest) (*PlanSelector, error) {
 		return nil, err
 	}
 	if h, ok := PredictHash(req.Plan); ok {
-		s.hash = h
-		return s, nil
+		return s.WithHash(h), nil
 	}
 	if old := req.OldPlan; old != nil && old.Status.LatestHash != "" && sameHashInputs(old, req.Plan) {
-		s.hash = old.Status.LatestHash
-		return s, nil
+		return s.WithHash(old.Status.LatestHash), nil
 	}
-	return s.anyHash(), nil
+	return s.AnyHash(), nil
 }
 
 // PredictHash is the status.latestHash SUC v0.20.1 computes for the Plan
@@ -132,8 +76,8 @@ func PendingNodes(p *upgradev1.Plan, nodes []*corev1.Node) ([]string, error) {
 	// Through the index, so the comparison with the real SUC covers it.
 	var out []string
 	x := NewNodeIndex(&Config{}, nodes, nil)
-	x.selecting(s, func(i int32) {
-		if n := x.nodes[i]; s.pending(n) {
+	x.Selecting(s, func(i int32) {
+		if n := x.Node(i); s.Pending(n) {
 			out = append(out, n.Name)
 		}
 	})

@@ -130,7 +130,7 @@ func canaryProvenReference(r *PlanReview) bool {
 			continue
 		}
 		f := r.cfg.FactsOf(n)
-		if f.Ready && !f.Unschedulable && slices.Equal(f.Identities, want) && SameTuple(f.Current(r.cl), *r.dest) {
+		if f.Ready && !f.Unschedulable && slices.Equal(f.Identities, want) && SameTuple(r.cl.Current(f), *r.dest) {
 			return true
 		}
 	}

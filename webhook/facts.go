@@ -190,7 +190,10 @@ type planSnapshot struct {
 	selectors []*gate.PlanSelector
 }
 
-type workloadImages struct{ gpuOperator, dcgmExporter string }
+type workloadImages struct {
+	gpuOperator, dcgmExporter string
+	versions                  *gate.WorkloadVersions // read once per change of the images
+}
 
 // ready says whether reviews can be decided: no request waits on, or reads
 // from, a cache that has not synced, or one whose watch broke (an API server
@@ -289,12 +292,13 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	}
 	images, err := f.imageSnap.get(func(*workloadImages) (w workloadImages, err error) {
 		w.gpuOperator, w.dcgmExporter, err = l.Images(ctx)
+		w.versions = gate.VersionsOf(w.gpuOperator, w.dcgmExporter)
 		return w, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	cl.GPUOperatorImage, cl.DCGMExporterImage = images.gpuOperator, images.dcgmExporter
+	cl.GPUOperatorImage, cl.DCGMExporterImage, cl.Versions = images.gpuOperator, images.dcgmExporter, images.versions
 	if cl.Proof, err = f.proofFacts(ctx); err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func TestExampleNodesFromFixtures(t *testing.T) {
 			assert.True(t, f.GPU)
 			assert.True(t, f.Ready)
 			assert.Equal(t, tc.hardware, f.Identities)
-			assert.True(t, gate.SameTuple(f.Current(cl), tc.tuple), "%s runs %v, want %v", tc.node, f.Current(cl), tc.tuple)
+			assert.True(t, gate.SameTuple(cl.Current(f), tc.tuple), "%s runs %v, want %v", tc.node, cl.Current(f), tc.tuple)
 		})
 	}
 	for _, n := range s.Nodes {

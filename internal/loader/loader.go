@@ -65,6 +65,7 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if cl.GPUOperatorImage, cl.DCGMExporterImage, err = l.Images(ctx); err != nil {
 		return nil, err
 	}
+	cl.Versions = gate.VersionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage)
 	if cl.Proof, err = l.Proof(ctx); err != nil {
 		return nil, err
 	}

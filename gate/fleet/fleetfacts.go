@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
 
 // The fleet facts the rollout rules read (issue 12: budget, rollouts in
@@ -23,7 +23,7 @@ type fleetFacts struct {
 	// than upgrade-done.
 	cordoned, stated []int32
 	// down: cordoned, NotReady or with a configured out-of-service taint
-	// (Config.nodeDown).
+	// (Classifier.NodeDown).
 	down []int32
 	// byHost: by hostname (what SUC writes in status.applying).
 	byHost map[string][]int32
@@ -41,34 +41,42 @@ type tupleNodes struct {
 
 func isCordoned(n *corev1.Node) bool { return n.Spec.Unschedulable }
 
-// hasDriverState: a driver upgrade state other than upgrade-done.
-func hasDriverState(n *corev1.Node) bool {
+// HasDriverState: a driver upgrade state other than upgrade-done.
+func HasDriverState(n *corev1.Node) bool {
 	s := n.Labels[LabelDriverUpgradeState]
-	return s != "" && s != driverUpgradeDone
+	return s != "" && s != DriverUpgradeDone
+}
+
+// Hostname is the node's kubernetes.io/hostname label, else its name.
+func Hostname(n *corev1.Node) string {
+	if h := n.Labels[upgradev1.LabelHostname]; h != "" {
+		return h
+	}
+	return n.Name
 }
 
 // fleet is the base index's fleet facts.
-func (x *NodeIndex) fleet(cfg *Config) *fleetFacts {
+func (x *NodeIndex) fleet(c Classifier) *fleetFacts {
 	x.fleetOnce.Do(func() {
 		f := &fleetFacts{byHost: map[string][]int32{}, byHardware: map[string][]tupleNodes{}}
 		for i, n := range x.nodes {
 			p := int32(i)
-			if !x.isGPU(cfg, p) {
+			if !x.IsGPU(c, p) {
 				continue
 			}
 			f.gpu = append(f.gpu, p)
 			if isCordoned(n) {
 				f.cordoned = append(f.cordoned, p)
 			}
-			if hasDriverState(n) {
+			if HasDriverState(n) {
 				f.stated = append(f.stated, p)
 			}
-			if cfg.nodeDown(n) {
+			if c.NodeDown(n) {
 				f.down = append(f.down, p)
 			}
-			h := hostname(n)
+			h := Hostname(n)
 			f.byHost[h] = append(f.byHost[h], p)
-			nf := x.factsOf(cfg, p)
+			nf := x.FactsOf(c, p)
 			hw := strings.Join(nf.Identities, ",")
 			groups := f.byHardware[hw]
 			k := slices.IndexFunc(groups, func(g tupleNodes) bool {
@@ -87,7 +95,7 @@ func (x *NodeIndex) fleet(cfg *Config) *fleetFacts {
 
 // viewed is a base answer (ascending positions) on a view: without the
 // view's own nodes, then with those of them keep accepts (GPU nodes only).
-func (x *NodeIndex) viewed(cfg *Config, base []int32, keep func(i int32, n *corev1.Node) bool) []int32 {
+func (x *NodeIndex) viewed(c Classifier, base []int32, keep func(i int32, n *corev1.Node) bool) []int32 {
 	if x.over == nil {
 		return base
 	}
@@ -98,7 +106,7 @@ func (x *NodeIndex) viewed(cfg *Config, base []int32, keep func(i int32, n *core
 		}
 	}
 	for _, p := range x.swaps {
-		if x.isGPU(cfg, p) && keep(p, x.nodes[p]) {
+		if x.IsGPU(c, p) && keep(p, x.nodes[p]) {
 			out = append(out, p)
 		}
 	}
@@ -113,85 +121,86 @@ func (x *NodeIndex) root() *NodeIndex {
 	return x
 }
 
-// gpuNodes are the GPU nodes' positions.
-func (x *NodeIndex) gpuNodes(cfg *Config) []int32 {
-	return x.viewed(cfg, x.root().fleet(cfg).gpu, func(int32, *corev1.Node) bool { return true })
+// GPUNodes are the GPU nodes' positions.
+func (x *NodeIndex) GPUNodes(c Classifier) []int32 {
+	return x.viewed(c, x.root().fleet(c).gpu, func(int32, *corev1.Node) bool { return true })
 }
 
-// cordonedGPU are the cordoned GPU nodes.
-func (x *NodeIndex) cordonedGPU(cfg *Config) []*corev1.Node {
-	return x.at(x.viewed(cfg, x.root().fleet(cfg).cordoned, func(_ int32, n *corev1.Node) bool { return isCordoned(n) }))
+// CordonedGPU are the cordoned GPU nodes.
+func (x *NodeIndex) CordonedGPU(c Classifier) []*corev1.Node {
+	return x.at(x.viewed(c, x.root().fleet(c).cordoned, func(_ int32, n *corev1.Node) bool { return isCordoned(n) }))
 }
 
-// downGPU are the GPU nodes out by their own object (Config.nodeDown).
-func (x *NodeIndex) downGPU(cfg *Config) []*corev1.Node {
-	return x.at(x.viewed(cfg, x.root().fleet(cfg).down, func(_ int32, n *corev1.Node) bool { return cfg.nodeDown(n) }))
+// DownGPU are the GPU nodes out by their own object (Classifier.NodeDown).
+func (x *NodeIndex) DownGPU(c Classifier) []*corev1.Node {
+	return x.at(x.viewed(c, x.root().fleet(c).down, func(_ int32, n *corev1.Node) bool { return c.NodeDown(n) }))
 }
 
-// statedGPU are the GPU nodes with a driver upgrade state other than
+// StatedGPU are the GPU nodes with a driver upgrade state other than
 // upgrade-done.
-func (x *NodeIndex) statedGPU(cfg *Config) []*corev1.Node {
-	return x.at(x.viewed(cfg, x.root().fleet(cfg).stated, func(_ int32, n *corev1.Node) bool { return hasDriverState(n) }))
+func (x *NodeIndex) StatedGPU(c Classifier) []*corev1.Node {
+	return x.at(x.viewed(c, x.root().fleet(c).stated, func(_ int32, n *corev1.Node) bool { return HasDriverState(n) }))
 }
 
-// gpuByHost is the GPU node of hostname h (the last one, of several), nil
+// GPUByHost is the GPU node of hostname h (the last one, of several), nil
 // when there is none.
-func (x *NodeIndex) gpuByHost(cfg *Config, h string) *corev1.Node {
-	pos := x.viewed(cfg, x.root().fleet(cfg).byHost[h], func(_ int32, n *corev1.Node) bool { return hostname(n) == h })
+func (x *NodeIndex) GPUByHost(c Classifier, h string) *corev1.Node {
+	pos := x.viewed(c, x.root().fleet(c).byHost[h], func(_ int32, n *corev1.Node) bool { return Hostname(n) == h })
 	if len(pos) == 0 {
 		return nil
 	}
 	return x.nodes[pos[len(pos)-1]]
 }
 
-// gpuByName is the GPU node of that name, nil when there is none.
-func (x *NodeIndex) gpuByName(cfg *Config, name string) *corev1.Node {
+// GPUByName is the GPU node of that name, nil when there is none.
+func (x *NodeIndex) GPUByName(c Classifier, name string) *corev1.Node {
 	if i, ok := x.root().position(name); ok {
-		if _, own := x.swapped(i); !own && x.isGPU(cfg, i) {
+		if _, own := x.swapped(i); !own && x.IsGPU(c, i) {
 			return x.nodes[i]
 		}
 	}
 	for _, i := range x.swaps {
-		if x.nodes[i].Name == name && x.isGPU(cfg, i) {
+		if x.nodes[i].Name == name && x.IsGPU(c, i) {
 			return x.nodes[i]
 		}
 	}
 	return nil
 }
 
-// factsByName are the facts the index keeps for n (the node of its name,
+// FactsByName are the facts the index keeps for n (the node of its name,
 // this very object), false when it holds another.
-func (x *NodeIndex) factsByName(cfg *Config, n *corev1.Node) (NodeFacts, bool) {
+func (x *NodeIndex) FactsByName(c Classifier, n *corev1.Node) (NodeFacts, bool) {
 	i, ok := x.root().position(n.Name)
 	if _, own := x.swapped(i); !ok || own || x.nodes[i] != n {
 		for _, j := range x.swaps {
 			if x.nodes[j] == n {
-				return x.factsOf(cfg, j), true
+				return x.FactsOf(c, j), true
 			}
 		}
 		return NodeFacts{}, false
 	}
-	return x.factsOf(cfg, i), true
+	return x.FactsOf(c, i), true
 }
 
-// gpuAt are the GPU nodes of identity set want that run dest, where op and
-// dcgm are the cluster's versions.
-func (x *NodeIndex) gpuAt(cfg *Config, want []string, dest *qualification.Tuple, op, dcgm string) []*corev1.Node {
+// GPUOfHardware are the GPU nodes of identity set want whose facts keep
+// accepts: keep is asked once per group of nodes of one kernel, RKE2 and
+// driver, then for each of a view's own nodes.
+func (x *NodeIndex) GPUOfHardware(c Classifier, want []string, keep func(NodeFacts) bool) []*corev1.Node {
 	runs := func(nf NodeFacts) bool {
-		return slices.Equal(nf.Identities, want) && SameTuple(nf.current(op, dcgm), *dest)
+		return slices.Equal(nf.Identities, want) && keep(nf)
 	}
 	var base []int32
 	// No identity holds a comma, so the joined key is the set, unless want
 	// holds one: then no node has it.
 	if !slices.ContainsFunc(want, func(id string) bool { return strings.Contains(id, ",") }) {
-		for _, g := range x.root().fleet(cfg).byHardware[strings.Join(want, ",")] {
+		for _, g := range x.root().fleet(c).byHardware[strings.Join(want, ",")] {
 			if runs(NodeFacts{Kernel: g.kernel, RKE2: g.rke2, Driver: g.driver, Identities: want}) {
 				base = append(base, g.pos...)
 			}
 		}
 		slices.Sort(base)
 	}
-	return x.at(x.viewed(cfg, base, func(i int32, _ *corev1.Node) bool { return runs(x.factsOf(cfg, i)) }))
+	return x.at(x.viewed(c, base, func(i int32, _ *corev1.Node) bool { return runs(x.FactsOf(c, i)) }))
 }
 
 func (x *NodeIndex) at(pos []int32) []*corev1.Node {
@@ -202,16 +211,16 @@ func (x *NodeIndex) at(pos []int32) []*corev1.Node {
 	return out
 }
 
-// selectingGPU calls fn with the position of every GPU node s selects
+// SelectingGPU calls fn with the position of every GPU node s selects
 // (nodeSelector, hostname, not opted out), ascending: from the fewer of
 // the selector's candidates and the GPU nodes.
-func (x *NodeIndex) selectingGPU(cfg *Config, s *PlanSelector, fn func(i int32)) {
+func (x *NodeIndex) SelectingGPU(c Classifier, s *PlanSelector, fn func(i int32)) {
 	pos, all := x.candidates(s.selector, hostnameExists)
-	if gpu := x.gpuNodes(cfg); all || len(gpu) < len(pos) {
+	if gpu := x.GPUNodes(c); all || len(gpu) < len(pos) {
 		pos = gpu
 	}
 	for _, i := range pos {
-		if x.isGPU(cfg, i) && s.selects(x.nodes[i]) {
+		if x.IsGPU(c, i) && s.Selects(x.nodes[i]) {
 			fn(i)
 		}
 	}
