@@ -29,6 +29,7 @@ var (
 	kindsPlan           = []Review{ReviewPlan}
 	kindsSUCStep        = []Review{ReviewPlan, ReviewSUCStep}
 	kindsNode           = []Review{ReviewNode}
+	kindsModeStep       = []Review{ReviewModeStep}
 	kindsDriver         = []Review{ReviewDriver}
 	kindsDriverStep     = []Review{ReviewDriverStep}
 	kindsOperator       = []Review{ReviewOperator}
@@ -41,7 +42,7 @@ var (
 	kindsAdmission      = []Review{ReviewAdmission}
 	// allKinds are the kinds above: the table's steps are worked out once
 	// for each (stepsByKinds).
-	allKinds = [][]Review{kindsPlan, kindsSUCStep, kindsNode, kindsDriver, kindsDriverStep, kindsOperator, kindsCompletion,
+	allKinds = [][]Review{kindsPlan, kindsSUCStep, kindsNode, kindsModeStep, kindsDriver, kindsDriverStep, kindsOperator, kindsCompletion,
 		kindsPlanStatus, kindsRecord, kindsHaltRecord, kindsUpgradeCheck, kindsValidateRecord, kindsAdmission}
 )
 

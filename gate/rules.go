@@ -18,6 +18,10 @@ const (
 	// ReviewNode: a Node update; it also runs ReviewPlan for every Plan the
 	// change pulls the node into.
 	ReviewNode Review = "node"
+	// ReviewModeStep: a Node write by an exempt identity (nfd-master
+	// applying a NodeFeatureRule) that changes a GPU mode label, a per-node
+	// step of a mode transition: the mode rules alone (ownership.go, Step).
+	ReviewModeStep Review = "mode-step"
 	// ReviewDriver: a ClusterPolicy or NVIDIADriver write that changes what
 	// runs on GPU nodes.
 	ReviewDriver Review = "driver"
@@ -156,7 +160,7 @@ func kindsBits(kinds []Review) uint64 {
 }
 
 // allReviews lists every review, its index its bit in rowKinds.
-var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
@@ -204,7 +208,7 @@ func rules() []Rule {
 		// What SUC alone writes in a Plan's status (review-level).
 		{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}, Apply: planStatusRule},
 		// GPU mode and identity of a Node (review-level).
-		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}, Apply: modeRule},
+		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode, ReviewModeStep}, Apply: modeRule},
 		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule},
 		// Who moved a node into a Plan, who handed a cordon over: attested by
 		// the Node write itself, as requested-by is by the Plan's.
@@ -236,7 +240,7 @@ func rules() []Rule {
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule},
 		// Last, so the adapter's listing of the holders is in flight while
 		// every other row applies: the one row that waits for it.
-		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: reloadPaths, Apply: holdersRow},
+		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: append(slices.Clone(reloadPaths), ReviewModeStep), Apply: holdersRow},
 	}
 }
 
