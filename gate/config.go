@@ -135,6 +135,9 @@ type Config struct {
 	// Enforcement says what the webhooks do with a write the rules would
 	// deny: refuse it, or admit it and report it (enforcement.go).
 	Enforcement EnforcementConfig `json:"enforcement"`
+	// CreationGates must read their closed value before a GPU mode
+	// transition or a GPU upgrade starts (creationgate.go); none by default.
+	CreationGates []CreationGate `json:"creationGates,omitempty"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -302,6 +305,15 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
 	for i, e := range c.Exemptions {
 		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)
+	}
+	names := map[string]bool{}
+	for i, g := range c.CreationGates {
+		path := field.NewPath("creationGates").Index(i)
+		errs = append(errs, g.validate(path)...)
+		if names[g.Name] {
+			errs = append(errs, field.Duplicate(path.Child("name"), g.Name))
+		}
+		names[g.Name] = true
 	}
 	for i, rc := range c.GPURuntimeClasses {
 		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {

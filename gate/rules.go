@@ -209,6 +209,8 @@ func rules() []Rule {
 		{Name: "planstatus", Codes: []Code{CodePlanStatusForged}, Reviews: []Review{ReviewPlanStatus}, Apply: planStatusRule},
 		// GPU mode and identity of a Node (review-level).
 		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode, ReviewModeStep}, Apply: modeRule},
+		// Creation gates closed before a mode transition or an upgrade starts.
+		{Name: "creationgate", Codes: []Code{CodeCreationGateOpen}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewSUCStep, ReviewDriver, ReviewDriverStep}, Apply: creationGateRule},
 		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule},
 		// Who moved a node into a Plan, who handed a cordon over: attested by
 		// the Node write itself, as requested-by is by the Plan's.
