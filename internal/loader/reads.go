@@ -83,7 +83,6 @@ func ReadsOf(cfg *gate.Config) Reads {
 		gates = append(gates, r)
 	}
 	return Reads{
-		CreationGates: gates,
 		Nodes: Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
 		Plans: Read{What: "Plans", Object: &upgradev1.Plan{}, NewList: func() client.ObjectList { return &upgradev1.PlanList{} },
 			Namespaces: cfg.SUCNamespaces},
@@ -101,6 +100,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: cfg.SUCNamespaces, Label: labels.NewSelector().Add(*sucJobs)},
 		HaltRecord: Read{What: "the halt record", Object: &corev1.ConfigMap{}, NewList: configMaps,
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
+		CreationGates: gates,
 	}
 }
 
