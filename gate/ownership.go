@@ -117,7 +117,7 @@ var ownershipTable = []Fact{
 		Owner:   "people (the GPU Operator's documented workload-config input and kube-dc's mode triple); kube-dc's NodeFeatureRule through nfd-master",
 		Input:   true,
 		Step:    true,
-		Judged:  "the mode rules (ModeChangeNotCordoned, GPUHolders, ModeUnsupported, ModeLabelsInconsistent, UncordonDuringTransition), whoever writes them: an exemption that lists mode-labels (nfd-master's) does not let the write through unreviewed, it makes it a per-node mode step judged by the mode rules alone; refused, nfd-master retries until the node is cordoned and free (webhook/nodes.md)",
+		Judged:  "the mode rules (ModeChangeNotCordoned, GPUHolders, ModeUnsupported, ModeLabelsInconsistent, UncordonDuringTransition) and the creation gates (CreationGateOpen), whoever writes them: an exemption that lists mode-labels (nfd-master's) does not let the write through unreviewed, it makes it a per-node mode step judged by those rules alone; refused, nfd-master retries until the node is cordoned and free (webhook/nodes.md)",
 		Instead: "-",
 		Source:  "GPU Operator docs gpu-operator-kubevirt.html (nvidia.com/gpu.workload.config: container, vm-passthrough, vm-vgpu; the operator only reads it); reference/labels.md 3.2",
 		keys:    ModeLabels,

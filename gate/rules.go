@@ -20,7 +20,8 @@ const (
 	ReviewNode Review = "node"
 	// ReviewModeStep: a Node write by an exempt identity (nfd-master
 	// applying a NodeFeatureRule) that changes a GPU mode label, a per-node
-	// step of a mode transition: the mode rules alone (ownership.go, Step).
+	// step of a mode transition: the mode rules and the creation gates
+	// alone (ownership.go, Step).
 	ReviewModeStep Review = "mode-step"
 	// ReviewDriver: a ClusterPolicy or NVIDIADriver write that changes what
 	// runs on GPU nodes.

@@ -205,6 +205,10 @@ func (l *Loader) CreationGates(ctx context.Context) []gate.GateReading {
 	}
 	out := make([]gate.GateReading, len(l.Config.CreationGates))
 	for i, g := range l.Config.CreationGates {
+		if i >= len(l.Reads.CreationGates) {
+			out[i] = gate.GateReading{Gate: g, Err: errors.New("the loader has no read of it")}
+			continue
+		}
 		objs, err := l.Source.Read(ctx, l.Reads.CreationGates[i])
 		switch {
 		case err != nil:
