@@ -49,6 +49,11 @@ var variants = map[string]func(e *expect){
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
 		// platform-bots is narrowed by labels: no match condition
+		e.creationGates = []gate.CreationGate{
+			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},
+			{Name: "gpu-vm-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Container: "manager", Key: "GPU_VM_CREATION_ENABLED", Closed: "false"},
+			{Name: "batch-switch", Kind: gate.GateConfigMapKey, Namespace: "batch-platform", Object: "gpu-switches", Key: "creation", Closed: "off"},
+		}
 		e.exemptions = []gate.Exemption{{Name: "system-controllers", Resources: []string{"nodes"},
 			Users: []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"},
 			Facts: []string{gate.FactPlanLabels, gate.FactGPUOperatorState, gate.FactCordon}}}
