@@ -455,6 +455,13 @@ func TestChecksCanFail(t *testing.T) {
 				delete(cm.Labels, "grafana_dashboard")
 			}
 		}, "lack the sidecar's"},
+		{"creation-gate Role reads a whole kind", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-creation-gates").Rules[0].ResourceNames = nil
+		}, "names no configured creation gate"},
+		{"creation-gate Role may write", "ignore-node-policy-values.yaml", func(o []Object) {
+			r := role(o, "-creation-gates")
+			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "update")
+		}, "names no configured creation gate"},
 		{"hook without deadline", "own-ca-values.yaml", func(o []Object) { Find[*batchv1.Job](o)[0].Spec.ActiveDeadlineSeconds = nil }, "activeDeadlineSeconds"},
 		{"probe skips a path", "own-ca-values.yaml", func(o []Object) {
 			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
