@@ -173,7 +173,10 @@ func TestNFDModeTransitionIsAStep(t *testing.T) {
 	assert.Equal(t, []string{"pod-hami", "pod-hami", "container"}, []string{a, e, c}, "the mode did not move")
 
 	// The transition's precondition met: cordoned, the VM gone. nfd-master's
-	// next retry lands the flip (no one edits the rule again).
+	// next retry lands the flip: no one edits the rule or the NodeFeature
+	// again, and nfd-master watches no Nodes (only NodeFeatures,
+	// NodeFeatureRules and NodeFeatureGroups: nfd-api-controller.go), so the
+	// cordon itself queues nothing.
 	patchNodeAsAdmin(t, ctx, `{"spec":{"unschedulable":true}}`, node)
 	require.NoError(t, admin.Delete(ctx, holder))
 	ready := time.Now()
