@@ -66,7 +66,11 @@ const (
 
 // Node codes.
 const (
-	CodeModeChangeNotCordoned    Code = "ModeChangeNotCordoned"
+	CodeModeChangeNotCordoned Code = "ModeChangeNotCordoned"
+	// CodeCreationGateOpen: a configured creation gate (kube-dc's
+	// GPU_SHARED_CREATION_ENABLED, ...) is not at its closed value, or
+	// cannot be read, when a mode transition or a GPU upgrade would start.
+	CodeCreationGateOpen         Code = "CreationGateOpen"
 	CodeModeUnsupported          Code = "ModeUnsupported"
 	CodeModeLabelsInconsistent   Code = "ModeLabelsInconsistent"
 	CodeUncordonDuringTransition Code = "UncordonDuringTransition"

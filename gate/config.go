@@ -151,6 +151,9 @@ type Config struct {
 	// Enforcement says what the webhooks do with a write the rules would
 	// deny: refuse it, or admit it and report it (enforcement.go).
 	Enforcement EnforcementConfig `json:"enforcement"`
+	// CreationGates must read their closed value before a GPU mode
+	// transition or a GPU upgrade starts (creationgate.go); none by default.
+	CreationGates []CreationGate `json:"creationGates,omitempty"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -199,8 +202,9 @@ func DefaultConfig() *Config {
 // version adds is covered without a config change. A write by one of them
 // that changes a fact it does not own is reviewed as anyone's. NFD's list
 // holds the mode labels because kube-dc switches modes through a
-// NodeFeatureRule that nfd-master applies: a known gap, judged per node by
-// issue 24 item 3. The per-node steps the gate guards on purpose are separate
+// NodeFeatureRule that nfd-master applies: a mode label is a Step fact, so
+// nfd-master's write of one is judged as a per-node mode step (ReviewModeStep)
+// and its other writes stay unreviewed. The per-node steps the gate guards on purpose are separate
 // webhooks that no exemption reaches.
 func DefaultExemptions(gpuOperatorNamespace, nfdNamespace string) []Exemption {
 	return []Exemption{{
@@ -322,6 +326,15 @@ func (c *Config) Validate() field.ErrorList {
 	errs = append(errs, c.DCGMExporter.validate(field.NewPath("dcgmExporter"))...)
 	for i, e := range c.Exemptions {
 		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)
+	}
+	names := map[string]bool{}
+	for i, g := range c.CreationGates {
+		path := field.NewPath("creationGates").Index(i)
+		errs = append(errs, g.validate(path)...)
+		if names[g.Name] {
+			errs = append(errs, field.Duplicate(path.Child("name"), g.Name))
+		}
+		names[g.Name] = true
 	}
 	for i, rc := range c.GPURuntimeClasses {
 		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {
@@ -449,25 +462,33 @@ func (c *Config) exemption(resource string, user UserInfo, namespace string, lab
 // nodeExemption judges a Node write by its writer's exemptions: the name of
 // the first one that lists every fact the write changes ("" when none), and
 // the facts all of them let the writer write (the owner of which may write
-// it, for OwnedFactWritten). A write that changes a fact outside every
-// matching exemption is reviewed as anyone's, as the Node webhook's
-// match condition sends it (NodeExemptCondition).
-func (c *Config) nodeExemption(user UserInfo, n, old *corev1.Node) (name string, own []string) {
+// it, for OwnedFactWritten). A write that changes a Step fact (the mode
+// labels) is never exempt: when an exemption lists every fact it changes,
+// step names that exemption and the write is judged as the per-node step
+// (ReviewModeStep). A write that changes a fact outside every matching
+// exemption is reviewed as anyone's, as the Node webhook's match condition
+// sends it (NodeExemptCondition).
+func (c *Config) nodeExemption(user UserInfo, n, old *corev1.Node) (name string, own []string, step string) {
 	var changed []string
-	computed := false
+	computed, stepping := false, false
 	for _, e := range c.Exemptions {
 		if !e.matches("nodes", user, "", n.Labels) {
 			continue
 		}
 		if !computed {
 			changed, computed = changedFacts(n, old), true
+			stepping = slices.ContainsFunc(changed, isStep)
 		}
-		if name == "" && !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(e.Facts, f) }) {
-			name = e.Name
+		if name == "" && step == "" && !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(e.Facts, f) }) {
+			if stepping {
+				step = e.Name
+			} else {
+				name = e.Name
+			}
 		}
 		own = append(own, e.Facts...)
 	}
-	return name, own
+	return name, own, step
 }
 
 // UserInfo is the requester as the API server authenticated it.

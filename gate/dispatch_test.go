@@ -43,6 +43,14 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			require.Len(t, r.plans, 1, "the change pulls the node into the Plan")
 			return r.Decide(nil, nil)
 		}},
+		{"mode-step: nfd-master writes a mode label", []Review{ReviewModeStep}, func(t *testing.T) Decision {
+			s := safeScenario(t)
+			n := s.node("gpu-v100-01")
+			old := n.DeepCopy()
+			old.Spec.Unschedulable, n.Spec.Unschedulable = true, true
+			modeTriple(n, "vm-passthrough", "vm-passthrough")
+			return PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: nfdMaster, Now: testNow}).Decide(nil, nil)
+		}},
 		{"driver", []Review{ReviewDriver}, func(t *testing.T) Decision { return safeDriverScenario(t).decide() }},
 		{"operator", []Review{ReviewOperator}, func(t *testing.T) Decision {
 			s := safeDriverScenario(t)
@@ -128,7 +136,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}

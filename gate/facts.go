@@ -55,6 +55,9 @@ type Cluster struct {
 	Index *NodeIndex
 	// Halts is the halt record (haltrecord.go).
 	Halts HaltRecord
+	// CreationGates are the configured creation gates as read
+	// (creationgate.go).
+	CreationGates []GateReading
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

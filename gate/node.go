@@ -42,6 +42,10 @@ type NodeReview struct {
 	reviewBase
 	req       NodeRequest
 	exemption string
+	// step names the exemption whose identity wrote a GPU mode label as a
+	// per-node mode step (nfd-master applying a NodeFeatureRule): judged by
+	// the mode rules alone (ReviewModeStep).
+	step string
 	// own are the facts the writer's exemptions let it write (ownership.go).
 	own []string
 	// gpu: the node is a GPU node before or after the change.
@@ -60,7 +64,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	r := &NodeReview{req: req}
 	r.kinds, r.cfg, r.cl, r.user, r.now = kindsNode, cfg, cl, req.User, req.Now
 	n, old := req.Node, req.OldNode
-	if r.exemption, r.own = cfg.nodeExemption(req.User, n, old); r.exemption != "" {
+	if r.exemption, r.own, r.step = cfg.nodeExemption(req.User, n, old); r.exemption != "" {
 		return r
 	}
 	if r.gpu = cfg.IsGPUNode(n) || cfg.IsGPUNode(old); !r.gpu {
@@ -96,6 +100,12 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	}
 	slices.Sort(r.holders)
 	r.holders = slices.Compact(r.holders)
+	// An exempt identity's mode label write is a per-node mode step; one
+	// that also pulls the node into a GPU Plan is judged as anyone's, so the
+	// Plan's rules (and the mover's attestation) still judge the move.
+	if r.step != "" && len(r.plans) == 0 {
+		r.kinds = kindsModeStep
+	}
 	return r
 }
 

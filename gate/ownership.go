@@ -44,6 +44,12 @@ type Fact struct {
 	// Input: a documented input people set; the rules that read it judge a
 	// write of it (Judged), never OwnedFactWritten.
 	Input bool
+	// Step: a write of it is a per-node step the gate guards on purpose, so
+	// an exemption that lists it lets the identity write it but never lets
+	// the write through unreviewed: the write reaches the Node webhook and
+	// is judged as that step (ReviewModeStep for the mode labels: nfd-master
+	// applying kube-dc's NodeFeatureRule, issue 24 item 3).
+	Step bool
 	// Judged says what judges a write by anyone but the owner.
 	Judged string
 	// Instead is what to do instead of writing it.
@@ -108,9 +114,10 @@ var ownershipTable = []Fact{
 	},
 	{
 		Name: FactModeLabels, Field: "metadata.labels[" + strings.Join(ModeLabels, ", ") + "]",
-		Owner:   "people (the GPU Operator's documented workload-config input and kube-dc's mode triple); kube-dc's NodeFeatureRule through nfd-master (issue 24 item 3)",
+		Owner:   "people (the GPU Operator's documented workload-config input and kube-dc's mode triple); kube-dc's NodeFeatureRule through nfd-master",
 		Input:   true,
-		Judged:  "the mode rules (ModeChangeNotCordoned, GPUHolders, ModeUnsupported, ModeLabelsInconsistent, UncordonDuringTransition), whoever writes them but an exemption that lists mode-labels",
+		Step:    true,
+		Judged:  "the mode rules (ModeChangeNotCordoned, GPUHolders, ModeUnsupported, ModeLabelsInconsistent, UncordonDuringTransition) and the creation gates (CreationGateOpen), whoever writes them: an exemption that lists mode-labels (nfd-master's) does not let the write through unreviewed, it makes it a per-node mode step judged by those rules alone; refused, nfd-master retries until the node is cordoned and free (webhook/nodes.md)",
 		Instead: "-",
 		Source:  "GPU Operator docs gpu-operator-kubevirt.html (nvidia.com/gpu.workload.config: container, vm-passthrough, vm-vgpu; the operator only reads it); reference/labels.md 3.2",
 		keys:    ModeLabels,
@@ -168,6 +175,28 @@ var ownershipTable = []Fact{
 
 // Ownership returns the ownership table (a copy), in order.
 func Ownership() []Fact { return slices.Clone(ownershipTable) }
+
+// StepFacts are the names of the facts whose write is a per-node step even
+// by an identity whose exemption lists them (Fact.Step), in table order.
+func StepFacts() []string {
+	var out []string
+	for _, f := range ownershipTable {
+		if f.Step {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// isStep says whether the fact name is a Step fact.
+func isStep(name string) bool {
+	for _, f := range ownershipTable {
+		if f.Name == name {
+			return f.Step
+		}
+	}
+	return false
+}
 
 // ExemptibleFacts are the fact names an exemption may list, in table order.
 func ExemptibleFacts() []string {
@@ -259,13 +288,13 @@ func (f *Fact) factKeyCEL() string {
 }
 
 // changesOutsideCEL is the CEL expression "the write changes a fact not in
-// facts": a label of another fact of the table set, changed or removed, or
-// an uncordon when facts lack cordon. It is what sends an exempt identity's
-// write to the Node webhook after all.
+// facts, or a step fact": a label of another fact of the table or of a Step
+// fact set, changed or removed, or an uncordon when facts lack cordon. It is
+// what sends an exempt identity's write to the Node webhook after all.
 func changesOutsideCEL(facts []string) string {
 	var keys []string
 	for _, f := range ownershipTable {
-		if f.Name != "" && !f.field && !slices.Contains(facts, f.Name) {
+		if f.Name != "" && !f.field && (!slices.Contains(facts, f.Name) || f.Step) {
 			keys = append(keys, f.factKeyCEL())
 		}
 	}

@@ -29,6 +29,7 @@ var (
 	kindsPlan           = []Review{ReviewPlan}
 	kindsSUCStep        = []Review{ReviewPlan, ReviewSUCStep}
 	kindsNode           = []Review{ReviewNode}
+	kindsModeStep       = []Review{ReviewModeStep}
 	kindsDriver         = []Review{ReviewDriver}
 	kindsDriverStep     = []Review{ReviewDriverStep}
 	kindsOperator       = []Review{ReviewOperator}

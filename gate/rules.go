@@ -18,6 +18,11 @@ const (
 	// ReviewNode: a Node update; it also runs ReviewPlan for every Plan the
 	// change pulls the node into.
 	ReviewNode Review = "node"
+	// ReviewModeStep: a Node write by an exempt identity (nfd-master
+	// applying a NodeFeatureRule) that changes a GPU mode label, a per-node
+	// step of a mode transition: the mode rules and the creation gates
+	// alone (ownership.go, Step).
+	ReviewModeStep Review = "mode-step"
 	// ReviewDriver: a ClusterPolicy or NVIDIADriver write that changes what
 	// runs on GPU nodes.
 	ReviewDriver Review = "driver"
@@ -165,7 +170,7 @@ func kindsBits(kinds []Review) uint64 {
 }
 
 // allReviews lists every review, its index its bit in rowKinds.
-var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
@@ -345,7 +350,7 @@ func rules() []Rule {
 					Fix:     "leave a Plan's status to SUC; to stop an upgrade, edit or delete the Plan"},
 			}},
 		// GPU mode and identity of a Node (review-level).
-		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode}, Apply: modeRule,
+		{Name: "mode", Codes: []Code{CodeModeChangeNotCordoned, CodeModeUnsupported, CodeModeLabelsInconsistent, CodeUncordonDuringTransition}, Reviews: []Review{ReviewNode, ReviewModeStep}, Apply: modeRule,
 			Docs: map[Code]CodeDoc{
 				CodeModeChangeNotCordoned: {Meaning: "a node's GPU mode label changes while the node is not cordoned",
 					Example: "[ModeChangeNotCordoned] label nvidia.com/gpu.workload.config changes from \"container\" to \"vm-passthrough\" on node gpu-v100-01, which is not cordoned; cordon it first (kubectl cordon gpu-v100-01), check it has no GPU holders, then change the mode"},
@@ -355,6 +360,13 @@ func rules() []Rule {
 					Example: "[ModeLabelsInconsistent] workload-mode vm-passthrough needs nvidia.com/gpu.workload.config=vm-passthrough but the node would have \"container\"; change both labels together"},
 				CodeUncordonDuringTransition: {Meaning: "a node is uncordoned while its mode labels still disagree (mid mode transition)",
 					Example: "[UncordonDuringTransition] node gpu-v100-01 is mid-transition (workload-mode \"pod-hami\", expected \"vm-passthrough\"); keep it cordoned until both labels agree"},
+			}},
+		// Creation gates closed before a mode transition or an upgrade starts.
+		{Name: "creationgate", Codes: []Code{CodeCreationGateOpen}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewSUCStep, ReviewDriver, ReviewDriverStep}, Apply: creationGateRule,
+			Docs: map[Code]CodeDoc{
+				CodeCreationGateOpen: {Meaning: "a configured creation gate (`creationGates`: a Deployment's environment variable or a ConfigMap key, e.g. kube-dc's `GPU_SHARED_CREATION_ENABLED`, `GPU_VM_CREATION_ENABLED`) is not at its closed value, or cannot be read, when a GPU mode transition or an upgrade (Plan, SUC's Job start, driver change or step) would start",
+					Example: "[CreationGateOpen] creation gate gpu-vm-creation (Deployment kube-dc/kube-dc-manager its first container env GPU_VM_CREATION_ENABLED) reads \"true\", expected \"false\" (closed) before a GPU upgrade starts (applying this Plan): new GPU workloads could land meanwhile; close it first: kubectl -n kube-dc set env deployment/kube-dc-manager GPU_VM_CREATION_ENABLED=false (or through the Git overlay that owns it)",
+					Fix:     "close the gate (set the Deployment variable or ConfigMap key to its closed value, through whatever owns it), then retry"},
 			}},
 		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule,
 			Docs: map[Code]CodeDoc{
@@ -463,7 +475,7 @@ func rules() []Rule {
 			}},
 		// Last, so the adapter's listing of the holders is in flight while
 		// every other row applies: the one row that waits for it.
-		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: reloadPaths, Apply: holdersRow,
+		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: append(slices.Clone(reloadPaths), ReviewModeStep), Apply: holdersRow,
 			Docs: map[Code]CodeDoc{
 				CodeGPUHolders: {Meaning: "a node the change takes GPUs from (an upgrade, a GPU mode change, a driver reload or removal) runs GPU workloads",
 					Example: "[GPUHolders] node gpu-v100-02 runs 1 GPU holder(s): Job ml/train [nvidia.com/gpu]; stop or migrate them (or drain the node) before upgrading it"},

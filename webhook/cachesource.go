@@ -75,9 +75,18 @@ func (s cacheSource) Read(ctx context.Context, r loader.Read) ([]client.Object, 
 }
 
 // cacheOf is the cache holding r's objects: a cache holds one selector per
-// type, so the allocation checks and the halt record have their own.
+// type, so the allocation checks, the halt record and each creation gate
+// have their own.
 func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 	reads := s.f.load().Reads
+	if c, ok := s.f.Gates[r.What]; ok {
+		return c
+	}
+	for _, g := range reads.CreationGates {
+		if r.What == g.What {
+			return nil // no cache of it: not read, so open
+		}
+	}
 	switch {
 	case r.What == reads.AllocationChecks.What:
 		return s.f.Allocations

@@ -39,6 +39,9 @@ type Facts struct {
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
 	// record is kept (tests of other paths).
 	Halts cache.Cache
+	// Gates caches each creation gate's object, by its Read's What (a
+	// cache holds one selector per type, and each gate names one object).
+	Gates map[string]cache.Cache
 
 	// haltProbe and haltWrite: why the halt record could not be written,
 	// by this replica's dry-run write (haltWriter) and by the halt loop's
@@ -306,6 +309,9 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if err := f.haltUnwritable(); err != nil && cl.Halts.Err == nil {
 		cl.Halts.Err = err
 	}
+	// One cached object per gate, read by name per review (cheap, and
+	// never a part that could be stale across an event).
+	cl.CreationGates = l.CreationGates(ctx)
 	return cl, nil
 }
 

@@ -168,6 +168,25 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Halts); err != nil {
 		return nil, nil, err
 	}
+	// Each creation gate's object, by name: a cache of its own.
+	gateCaches := []cache.Cache{mgr.GetCache(), facts.Allocations, facts.Halts}
+	facts.Gates = map[string]cache.Cache{}
+	for _, r := range loader.ReadsOf(cfg).CreationGates {
+		c, err := cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
+			DefaultWatchErrorHandler: facts.watches.failedWatch, DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{r.Object: byObject(r)}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s cache: %w", r.What, err)
+		}
+		if err := mgr.Add(c); err != nil {
+			return nil, nil, err
+		}
+		if _, err := c.GetInformer(context.Background(), r.Object); err != nil {
+			return nil, nil, fmt.Errorf("informer for %s: %w", r.What, err)
+		}
+		facts.Gates[r.What] = c
+		gateCaches = append(gateCaches, c)
+	}
 	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, ReviewReadTimeout: opts.ReviewReadTimeout, PerSourceRequests: opts.PerSourceRequests, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()
@@ -236,7 +255,7 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.Add(&syncer{facts: facts, caches: []cache.Cache{mgr.GetCache(), facts.Allocations, facts.Halts}, disc: disc, every: opts.VersionRefresh}); err != nil {
+	if err := mgr.Add(&syncer{facts: facts, caches: gateCaches, disc: disc, every: opts.VersionRefresh}); err != nil {
 		return nil, nil, err
 	}
 	if err := mgr.Add(&inventoryExporter{server: s, every: time.Minute}); err != nil {

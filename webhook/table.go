@@ -155,7 +155,7 @@ var Webhooks = []Webhook{{
 	Why: "Plans, in the SUC namespaces only; fail closed.",
 }, {
 	Name: WebhookNodes, Path: PathNodes, Metric: "nodes", Contract: "nodes.md",
-	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewPlan, gate.ReviewAdmission},
+	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewModeStep, gate.ReviewPlan, gate.ReviewAdmission},
 	decide:     (*Server).decideNode,
 	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
 	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,

@@ -70,6 +70,7 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.Halts, _ = l.HaltRecord(ctx) // a failed read fails closed in the record
+	cl.CreationGates = l.CreationGates(ctx)
 	return cl, nil
 }
 
@@ -195,6 +196,41 @@ func (l *Loader) HaltRecord(ctx context.Context) (gate.HaltRecord, error) {
 		return l.Config.MissingHaltRecord(errors.New("the ConfigMap does not exist")), nil
 	}
 	return l.Config.ParseHaltRecord(cms[0]), nil
+}
+
+// CreationGates are the configured creation gates as read, in the config's
+// order; one that cannot be read carries why (it counts as open).
+func (l *Loader) CreationGates(ctx context.Context) []gate.GateReading {
+	if len(l.Config.CreationGates) == 0 {
+		return nil
+	}
+	out := make([]gate.GateReading, len(l.Config.CreationGates))
+	for i, g := range l.Config.CreationGates {
+		if i >= len(l.Reads.CreationGates) {
+			out[i] = gate.GateReading{Gate: g, Err: errors.New("the loader has no read of it")}
+			continue
+		}
+		objs, err := l.Source.Read(ctx, l.Reads.CreationGates[i])
+		switch {
+		case err != nil:
+			out[i] = gate.GateReading{Gate: g, Err: fmt.Errorf("read %s/%s: %w", g.Namespace, g.Object, err)}
+		case g.Kind == gate.GateConfigMapKey:
+			var cm *corev1.ConfigMap
+			for _, o := range objs {
+				cm, _ = o.(*corev1.ConfigMap)
+			}
+			out[i] = gate.ReadConfigMapGate(g, cm)
+		default:
+			var spec *corev1.PodSpec
+			for _, o := range objs {
+				if d, ok := o.(*appsv1.Deployment); ok {
+					spec = &d.Spec.Template.Spec
+				}
+			}
+			out[i] = gate.ReadDeploymentGate(g, spec)
+		}
+	}
+	return out
 }
 
 // Holders are the GPU holders of each named node that has any, from the

@@ -65,11 +65,23 @@ type Reads struct {
 	UpgradeJobs Read
 	// HaltRecord: the halt record ConfigMap by name.
 	HaltRecord Read
+	// CreationGates: each configured creation gate's Deployment or
+	// ConfigMap by name, in the config's order (gate/creationgate.go).
+	CreationGates []Read
 }
 
 // ReadsOf is the table for a config.
 func ReadsOf(cfg *gate.Config) Reads {
 	sucJobs, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
+	var gates []Read
+	for _, g := range cfg.CreationGates {
+		r := Read{What: "creation gate " + g.Name, Object: &appsv1.Deployment{}, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} },
+			Namespaces: []string{g.Namespace}, Name: g.Object}
+		if g.Kind == gate.GateConfigMapKey {
+			r.Object, r.NewList = &corev1.ConfigMap{}, configMaps
+		}
+		gates = append(gates, r)
+	}
 	return Reads{
 		Nodes: Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
 		Plans: Read{What: "Plans", Object: &upgradev1.Plan{}, NewList: func() client.ObjectList { return &upgradev1.PlanList{} },
@@ -88,12 +100,13 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: cfg.SUCNamespaces, Label: labels.NewSelector().Add(*sucJobs)},
 		HaltRecord: Read{What: "the halt record", Object: &corev1.ConfigMap{}, NewList: configMaps,
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
+		CreationGates: gates,
 	}
 }
 
 // All lists every row, in the table's order.
 func (r Reads) All() []Read {
-	return []Read{r.Nodes, r.Plans, r.Records, r.GPUOperator, r.DCGMExporter, r.Validators, r.AllocationChecks, r.UpgradeJobs, r.HaltRecord}
+	return append([]Read{r.Nodes, r.Plans, r.Records, r.GPUOperator, r.DCGMExporter, r.Validators, r.AllocationChecks, r.UpgradeJobs, r.HaltRecord}, r.CreationGates...)
 }
 
 // HolderPods reads the Pods on one node, every namespace: the node's GPU

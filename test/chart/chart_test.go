@@ -49,6 +49,11 @@ var variants = map[string]func(e *expect){
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
 		// platform-bots is narrowed by labels: no match condition
+		e.creationGates = []gate.CreationGate{
+			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},
+			{Name: "gpu-vm-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Container: "manager", Key: "GPU_VM_CREATION_ENABLED", Closed: "false"},
+			{Name: "batch-switch", Kind: gate.GateConfigMapKey, Namespace: "batch-platform", Object: "gpu-switches", Key: "creation", Closed: "off"},
+		}
 		e.exemptions = []gate.Exemption{{Name: "system-controllers", Resources: []string{"nodes"},
 			Users: []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"},
 			Facts: []string{gate.FactPlanLabels, gate.FactGPUOperatorState, gate.FactCordon}}}
@@ -450,6 +455,13 @@ func TestChecksCanFail(t *testing.T) {
 				delete(cm.Labels, "grafana_dashboard")
 			}
 		}, "lack the sidecar's"},
+		{"creation-gate Role reads a whole kind", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-creation-gates").Rules[0].ResourceNames = nil
+		}, "names no configured creation gate"},
+		{"creation-gate Role may write", "ignore-node-policy-values.yaml", func(o []Object) {
+			r := role(o, "-creation-gates")
+			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "update")
+		}, "names no configured creation gate"},
 		{"hook without deadline", "own-ca-values.yaml", func(o []Object) { Find[*batchv1.Job](o)[0].Spec.ActiveDeadlineSeconds = nil }, "activeDeadlineSeconds"},
 		{"probe skips a path", "own-ca-values.yaml", func(o []Object) {
 			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]

@@ -61,6 +61,9 @@ type expect struct {
 	deleteHook     bool
 	// gpuOperator / dcgm: namespace and name the Roles must name.
 	gpuOperator, dcgm [2]string
+	// creationGates: the objects the creation-gate Roles must name, and
+	// nothing more.
+	creationGates []gate.CreationGate
 }
 
 // rendered indexes one render by kind.
@@ -118,6 +121,8 @@ func (r *rendered) checkNamespaces() []string {
 		case ns == r.e.namespace:
 		case (kind == "Role" || kind == "RoleBinding") && slices.Contains(others, ns):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-suc-jobs") && slices.Contains(r.e.sucNamespaces, ns):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-creation-gates") &&
+			slices.ContainsFunc(r.e.creationGates, func(g gate.CreationGate) bool { return g.Namespace == ns }):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-events") && (slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault):
 		case kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") && ns == r.e.dashboard:
 		default:
@@ -462,6 +467,8 @@ func (r *rendered) checkRBAC() []string {
 		where     string // "cluster" or a namespace
 		rule      rbacv1.PolicyRule
 		hook, own bool
+		// gate: a creation-gate Role's rule (read one named object each).
+		gate bool
 	}
 	var grants []grant
 	bindingSubjects := func(what string, subjects []rbacv1.Subject, hook bool) bool {
@@ -487,7 +494,7 @@ func (r *rendered) checkRBAC() []string {
 		}
 		bound["ClusterRole/"+cr.Name] = true
 		for _, rule := range cr.Rules {
-			grants = append(grants, grant{"cluster", rule, isHook(cr), own})
+			grants = append(grants, grant{"cluster", rule, isHook(cr), own, false})
 		}
 	}
 	for _, b := range Find[*rbacv1.RoleBinding](r.objs) {
@@ -497,11 +504,11 @@ func (r *rendered) checkRBAC() []string {
 			ro := roles[b.Namespace+"/"+b.RoleRef.Name]
 			bound["Role/"+ro.Namespace+"/"+ro.Name] = true
 			for _, rule := range ro.Rules {
-				grants = append(grants, grant{b.Namespace, rule, isHook(ro), own})
+				grants = append(grants, grant{b.Namespace, rule, isHook(ro), own, strings.HasSuffix(ro.Name, "-creation-gates")})
 			}
 		case b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name] != nil:
 			for _, rule := range clusterRoles[b.RoleRef.Name].Rules {
-				grants = append(grants, grant{b.Namespace, rule, isHook(clusterRoles[b.RoleRef.Name]), own})
+				grants = append(grants, grant{b.Namespace, rule, isHook(clusterRoles[b.RoleRef.Name]), own, false})
 			}
 		default:
 			problems = append(problems, fmt.Sprintf("RoleBinding %s/%s refers to %s %s, which the chart does not render", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name))
@@ -573,6 +580,19 @@ func (r *rendered) checkRBAC() []string {
 				}
 				if !g.own {
 					problems = append(problems, fmt.Sprintf("rule %v in %s is bound to no ServiceAccount of the chart", rule, g.where))
+					continue
+				}
+				if g.gate {
+					// A creation gate's object, read by name, as configured.
+					if !slices.Equal(rule.Verbs, readOnly) || !slices.ContainsFunc(r.e.creationGates, func(c gate.CreationGate) bool {
+						res := "apps/deployments"
+						if c.Kind == gate.GateConfigMapKey {
+							res = "/configmaps"
+						}
+						return c.Namespace == g.where && res == key && slices.Equal(rule.ResourceNames, []string{c.Object})
+					}) {
+						problems = append(problems, fmt.Sprintf("creation-gate rule %v in %s names no configured creation gate (or more than reading it)", rule, g.where))
+					}
 					continue
 				}
 				switch {

@@ -111,8 +111,14 @@ func TestCoherence(t *testing.T) {
 				"completion match conditions vs config gpuVendors and webhook.sucServiceAccounts")
 
 			// The workload Roles name exactly the configured workloads.
-			names := map[string][]string{}
+			names, gates := map[string][]string{}, []string{}
 			for _, ro := range Find[*rbacv1.Role](r.objs) {
+				if strings.HasSuffix(ro.Name, "-creation-gates") {
+					for _, rule := range ro.Rules {
+						gates = append(gates, ro.Namespace+"/"+strings.Join(rule.Resources, ",")+"/"+strings.Join(rule.ResourceNames, ","))
+					}
+					continue
+				}
 				for _, rule := range ro.Rules {
 					for _, res := range rule.Resources {
 						if res == "deployments" || res == "daemonsets" {
@@ -123,6 +129,16 @@ func TestCoherence(t *testing.T) {
 			}
 			assert.Equal(t, []string{cfg.GPUOperator.Namespace + "/" + cfg.GPUOperator.Name}, names["deployments"])
 			assert.Equal(t, []string{cfg.DCGMExporter.Namespace + "/" + cfg.DCGMExporter.Name}, names["daemonsets"])
+			// The creation-gate Roles name exactly the configured gates' objects.
+			var want []string
+			for _, g := range cfg.CreationGates {
+				res := "deployments"
+				if g.Kind == gate.GateConfigMapKey {
+					res = "configmaps"
+				}
+				want = append(want, g.Namespace+"/"+res+"/"+g.Object)
+			}
+			assert.ElementsMatch(t, want, gates, "creation-gate Roles vs config creationGates")
 
 			if nfr := FindUnstructured(r.objs, NodeFeatureRule); len(nfr) == 1 {
 				rules, _, _ := unstructured.NestedSlice(nfr[0].Object, "spec", "rules")

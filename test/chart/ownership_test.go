@@ -15,7 +15,8 @@ import (
 
 // ownershipTemplate is the chart's templates/_ownership.tpl as gate defines
 // it: the label keys of each fact an exemption may list, as a CEL predicate
-// over k, and the label facts in table order (gug.nodeExemptCondition in
+// over k, the label facts in table order and the step facts, whose writes
+// an exemption never lets through unreviewed (gug.nodeExemptCondition in
 // _helpers.tpl builds gate.Config.NodeExemptCondition from them).
 func ownershipTemplate(t *testing.T) string {
 	keys := gate.FactKeyCEL()
@@ -40,6 +41,8 @@ fact a Node exemption may list (config.exemptions[].facts), as CEL over k.
 	}
 	require.False(t, slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, " ") }))
 	b.WriteString(`{{- define "gug.labelFacts" -}}` + "\n" + strings.Join(names, " ") + "\n{{- end }}\n")
+	// The step facts: listed or not, their writes reach the webhook.
+	b.WriteString(`{{- define "gug.stepFacts" -}}` + "\n" + strings.Join(gate.StepFacts(), " ") + "\n{{- end }}\n")
 	return b.String()
 }
 

@@ -42,6 +42,9 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 	// A short soak, so a test that plays a whole SUC wave can wait it out;
 	// every other proof requirement keeps its default.
 	cfg.Proof.Soak.Duration = 3 * time.Second
+	// kube-dc's creation gates (issue 24 item 3), closed by setup for every
+	// test but TestCreationGates, which opens one.
+	cfg.CreationGates = kubeDCGates
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{Config: cfg})
 	if err != nil {
@@ -147,6 +150,11 @@ func setup(ctx context.Context) error {
 		return err
 	}
 	if err := env.Admin.Create(ctx, testenv.Holder("train-0", "gpu-v100-holder")); err != nil {
+		return err
+	}
+	// kube-dc's manager with both creation gates closed: new GPU workloads
+	// wait while the fleet upgrades (no controller runs its Pods here).
+	if err := env.Admin.Create(ctx, kubeDCManager("false", "false")); err != nil {
 		return err
 	}
 	// The canary at the target is proven (docs/proof.md).

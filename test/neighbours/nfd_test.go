@@ -81,8 +81,7 @@ var gpuOperatorServiceAccounts = []string{
 func TestNFDAndSystemControllers(t *testing.T) {
 	need(t)
 	ctx := context.Background()
-	chartDir := filepath.Join(nfdDir, "chart")
-	require.NoError(t, helmCmd(ctx, "install", "nfd", chartDir, "--namespace", nfdNS, "--skip-crds"))
+	installNFD(t, ctx)
 	var sas corev1.ServiceAccountList
 	require.NoError(t, admin.List(ctx, &sas, client.InNamespace(nfdNS)))
 	var nfdSAs []string
@@ -219,6 +218,21 @@ func TestNFDAndSystemControllers(t *testing.T) {
 	require.NoError(t, admin.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "nfd-h200"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"test-writer":"a-person"}}}`))))
 	assert.Equal(t, before+1, reviews(t, "/validate/nodes"), "the same write by a person is reviewed")
+}
+
+// nfdInstalled: NFD's chart is installed (once per run, whichever test
+// needs it first).
+var nfdInstalled bool
+
+// installNFD installs NFD's own chart (its ServiceAccounts and RBAC;
+// nfd-master itself runs as a process here, see startNFDMaster).
+func installNFD(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if nfdInstalled {
+		return
+	}
+	require.NoError(t, helmCmd(ctx, "install", "nfd", filepath.Join(nfdDir, "chart"), "--namespace", nfdNS, "--skip-crds"))
+	nfdInstalled = true
 }
 
 func mustNode(t *testing.T, ctx context.Context, name string) *corev1.Node {

@@ -178,8 +178,9 @@ The Node webhook's not-a-system-controller condition (gate.Config.NodeExemptCond
 builds the same string; test/chart holds them equal): for each Node exemption
 that namespaces and matchLabels do not narrow, a write is sent unless its
 identity made it and it changes only the facts the exemption lists (the label
-keys of every other fact, gug.factKeys.<fact> generated from gate/ownership.go,
-and an uncordon unless cordon is listed).
+keys of every other fact and of the step facts, gug.factKeys.<fact> and
+gug.stepFacts generated from gate/ownership.go, and an uncordon unless cordon
+is listed).
 */}}
 {{- define "gug.nodeExemptCondition" -}}
 {{- $root := . }}
@@ -195,8 +196,9 @@ and an uncordon unless cordon is listed).
 {{- $who = append $who (printf "request.userInfo.groups.exists(g, g in [%s])" (include "gug.celList" .groups)) }}
 {{- end }}
 {{- $keys := list }}
+{{- $steps := splitList " " (include "gug.stepFacts" $root) }}
 {{- range splitList " " (include "gug.labelFacts" $root) }}
-{{- if not (has . $facts) }}
+{{- if or (not (has . $facts)) (has . $steps) }}
 {{- $keys = append $keys (include (printf "gug.factKeys.%s" .) $root) }}
 {{- end }}
 {{- end }}

@@ -28,3 +28,6 @@ k == 'kubernetes.io/hostname'
 {{- define "gug.labelFacts" -}}
 nfd-labels gfd-labels gpu-operator-state gpu-operator-inputs mode-labels suc-plan-labels hostname
 {{- end }}
+{{- define "gug.stepFacts" -}}
+mode-labels
+{{- end }}
