@@ -161,9 +161,14 @@ func TestInFlightNodeStaysOutThroughAPIServer(t *testing.T) {
 		job := jobFor(t, w.plan.Name, first)
 		require.NoError(t, env.Admin.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 		eventually(t, 30*time.Second, "the Job is gone", func() bool { return jobFor(t, w.plan.Name, first) == nil })
-		// A Plan for the second node: refused, the first node is out.
+		// A Plan for the second node: refused, the first node is out (and,
+		// its cordon undated here, stranded half way: a halt, see
+		// TestStrandedNodeHaltsThroughAPIServer).
 		next := sucPlan("gone-next", "v100-r580", second)
-		eventuallyWrite(t, func() error { return alice.Create(ctx, next.DeepCopy(), client.DryRunAll) }, gate.CodeDisruptionBudgetExceeded)
+		eventually(t, 15*time.Second, "the Plan for "+second+" is refused, "+first+" out", func() bool {
+			err := alice.Create(ctx, next.DeepCopy(), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), "[DisruptionBudgetExceeded]")
+		})
 		err := alice.Create(ctx, next.DeepCopy())
 		requireDeniedWith(t, err, gate.CodeDisruptionBudgetExceeded)
 		assert.Contains(t, err.Error(), "already out: "+first+" (cordoned")
@@ -298,4 +303,48 @@ func TestHaltNamesTheMoverThroughAPIServer(t *testing.T) {
 	require.NoError(t, env.Admin.Delete(ctx, jobFor(t, "moved6", node), client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	require.NoError(t, clear(bob), "bob neither requested nor moved it")
 	eventually(t, 30*time.Second, "the gate removes the cleared halt", func() bool { _, ok := haltRecord(t).Halts[key]; return !ok })
+}
+
+// TestStrandedNodeHaltsThroughAPIServer: issue 22 item 2, with the real
+// SUC. A node stopped half way (kernel moved, RKE2 not, cordoned by its
+// Job) whose Plan is deleted, and its Job with it (as SUC does), becomes a
+// failure once the recovery timeout has passed since its cordon (the node
+// lifecycle controller's unschedulable taint, played, dates it): the next
+// Plan of its hardware is refused as halted and a person's uncordon is
+// refused. Within the timeout (the neighbouring case) it is out, not
+// failed. The webhook runs with a recovery timeout of 20s here.
+func TestStrandedNodeHaltsThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	alice, _ := as(t, "alice")
+	defer restartWith(t, func(c *gate.Config) { c.Halts.RecoveryTimeout = metav1.Duration{Duration: 20 * time.Second} })()
+	w := startSUCWave(t, "strand")
+	first, job := w.started(t)
+	require.NoError(t, env.CordonAsSUCJob(ctx, first), "the cordon of SUC's Job")
+	// The node lifecycle controller dates the cordon (played: it does not run here).
+	n := getNode(t, first)
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: gate.TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: time.Now()}})
+	require.NoError(t, env.Admin.Update(ctx, n))
+	require.NoError(t, env.MoveNodeTo(ctx, first, halfway), "the kernel moved, RKE2 not")
+	require.NoError(t, alice.Delete(ctx, w.plan))
+	require.NoError(t, env.Admin.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)), "SUC deletes a deleted Plan's Job (played)")
+	eventually(t, 30*time.Second, "the Job is gone", func() bool { return jobFor(t, w.plan.Name, first) == nil })
+
+	probe := sucPlan("strand-probe", "v100-r580", w.other(first))
+	uncordon := func() error {
+		return alice.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: first}}, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`)), client.DryRunAll)
+	}
+	// Within the timeout: out (the budget), not failed.
+	err := alice.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
+
+	var last error
+	eventually(t, time.Minute, "the stranded node halts its hardware once the recovery timeout passed", func() bool {
+		last = alice.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return last != nil && strings.Contains(last.Error(), "[RolloutHalted]")
+	})
+	assert.Contains(t, last.Error(), "is halted: node "+first+": tuple half applied and no stored Plan moves it")
+	err = uncordon()
+	requireDeniedWith(t, err, gate.CodeRolloutHalted)
+	assert.Contains(t, err.Error(), "node "+first+" failed its upgrade")
+	assert.True(t, getNode(t, first).Spec.Unschedulable)
 }
