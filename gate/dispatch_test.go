@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -73,6 +75,10 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			cfg := DefaultConfig()
 			return DecideHaltRecordWrite(cfg, HaltWriteRequest{Operation: OpCreate, New: haltCM(cfg, nil, nil), User: UserInfo{Name: "bob"}})
 		}},
+		{"suc-job", []Review{ReviewSUCJob}, func(t *testing.T) Decision {
+			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-x", Labels: map[string]string{upgradev1.LabelPlan: "x"}}}
+			return DecideSUCJobWrite(DefaultConfig(), SUCJobWriteRequest{Operation: OpCreate, Job: j, User: UserInfo{Name: "alice"}})
+		}},
 		{"upgrade-check", []Review{ReviewUpgradeCheck}, func(t *testing.T) Decision {
 			rec, err := qualification.Load(strings.NewReader(ucRecord))
 			require.NoError(t, err)
@@ -126,7 +132,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		})
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission} {
+		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSUCJob, ReviewAdmission} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

@@ -36,13 +36,14 @@ var (
 	kindsPlanStatus     = []Review{ReviewPlanStatus}
 	kindsRecord         = []Review{ReviewRecord}
 	kindsHaltRecord     = []Review{ReviewHaltRecord}
+	kindsSUCJob         = []Review{ReviewSUCJob}
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}
 	// allKinds are the kinds above: the table's steps are worked out once
 	// for each (stepsByKinds).
 	allKinds = [][]Review{kindsPlan, kindsSUCStep, kindsNode, kindsDriver, kindsDriverStep, kindsOperator, kindsCompletion,
-		kindsPlanStatus, kindsRecord, kindsHaltRecord, kindsUpgradeCheck, kindsValidateRecord, kindsAdmission}
+		kindsPlanStatus, kindsRecord, kindsHaltRecord, kindsSUCJob, kindsUpgradeCheck, kindsValidateRecord, kindsAdmission}
 )
 
 // reviewBase is what every review gives its rules.

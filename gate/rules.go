@@ -43,6 +43,9 @@ const (
 	ReviewSUCStep Review = "suc-step"
 	// ReviewHaltRecord: a write of the halt record (DecideHaltRecordWrite).
 	ReviewHaltRecord Review = "halt-record"
+	// ReviewSUCJob: a write of a Job carrying SUC's labels by anyone but
+	// SUC (DecideSUCJobWrite).
+	ReviewSUCJob Review = "suc-job"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -157,7 +160,7 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSUCJob, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -232,6 +235,8 @@ func rules() []Rule {
 		// who may not clear it: break glass overrides neither.
 		{Name: "halt", Codes: []Code{CodeRolloutHalted}, Reviews: []Review{ReviewPlan, ReviewNode, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewCompletion, ReviewHaltRecord}, NoBreakGlass: true, Apply: haltRule},
 		{Name: "requester", Codes: []Code{CodeRequesterMismatch, CodeRequesterMissing}, Reviews: []Review{ReviewPlan}, NoBreakGlass: true, Apply: requesterRule},
+		// Only SUC writes a Job the gate reads as SUC's upgrade of a node.
+		{Name: "sucjob", Codes: []Code{CodeSUCJobForged}, Reviews: []Review{ReviewSUCJob}, Apply: sucJobForgedRule},
 		// The adapter's answer to a review it cannot read.
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule},
 		// Last, so the adapter's listing of the holders is in flight while

@@ -62,7 +62,7 @@ func contractCodes(t *testing.T, file string) []gate.Code {
 // fails when a code is added without docs, and when a documented code can
 // no longer be emitted.
 func TestDocumentedCodes(t *testing.T) {
-	all := gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewRecord, gate.ReviewUpgradeCheck, gate.ReviewValidateRecord, gate.ReviewPlanStatus, gate.ReviewAdmission)
+	all := gate.CodesOf(gate.ReviewPlan, gate.ReviewNode, gate.ReviewDriver, gate.ReviewRecord, gate.ReviewUpgradeCheck, gate.ReviewValidateRecord, gate.ReviewPlanStatus, gate.ReviewSUCJob, gate.ReviewAdmission)
 	readme := readmeCodes(t)
 	assert.ElementsMatch(t, all, readme, "README.md code table vs the rule table")
 	for _, c := range readme {

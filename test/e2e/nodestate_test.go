@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -347,4 +349,48 @@ func TestStrandedNodeHaltsThroughAPIServer(t *testing.T) {
 	requireDeniedWith(t, err, gate.CodeRolloutHalted)
 	assert.Contains(t, err.Error(), "node "+first+" failed its upgrade")
 	assert.True(t, getNode(t, first).Spec.Unschedulable)
+}
+
+// sucJobWriter acts as SUC's ServiceAccount with the right to write Jobs in
+// SUC's namespace (SUC's chart gives it; needSUC's RBAC is not installed
+// unless the real SUC runs).
+func sucJobWriter(t *testing.T) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-suc-jobs"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "update", "patch", "get", "delete"}}}})))
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-suc-jobs"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-suc-jobs"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}}})))
+	return sucServiceAccount(t)
+}
+
+// TestSUCJobForgedThroughAPIServer: issue 22, SUC's Jobs are named by their
+// labels only (SUC sets no owner reference). A person who may create Jobs
+// in SUC's namespace creates one with SUC's labels for a GPU node, paused
+// or running: refused (SUCJobForged), so it can never make that node's
+// cordon SUC's. The neighbouring safe cases: the same person's Job without
+// SUC's labels, and SUC's own (paused) create of the same Job. The real
+// SUC's own Jobs are never refused (TestInFlightNodeStaysOutThroughAPIServer
+// and the other SUC tests run them through the same webhook).
+func TestSUCJobForgedThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	suc := sucJobWriter(t)
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-alice-jobs"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-suc-jobs"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})))
+	alice, _ := as(t, "alice")
+	job := func(parallelism int32, labels map[string]string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "apply-forged-on-gpu-v100-02", Labels: labels},
+			Spec: batchv1.JobSpec{Parallelism: &parallelism, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade:v1.36.1-rke2r1"}}}}}}
+	}
+	sucLabels := map[string]string{upgradev1.LabelPlan: "forged", upgradev1.LabelNode: "gpu-v100-02"}
+	for _, parallelism := range []int32{0, 1} {
+		err := alice.Create(ctx, job(parallelism, sucLabels), client.DryRunAll)
+		requireDenied(t, err, gate.CodeSUCJobForged)
+		assert.Contains(t, err.Error(), `is written by "alice", not by SUC`)
+	}
+	require.NoError(t, alice.Create(ctx, job(1, map[string]string{"team": "ml"}), client.DryRunAll), "a person's own Job")
+	require.NoError(t, suc.Create(ctx, job(0, sucLabels), client.DryRunAll), "SUC's paused create")
 }
