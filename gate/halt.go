@@ -193,7 +193,14 @@ func strandedHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool
 	if len(cl.Records) == 0 {
 		return nil
 	}
-	idx, jobs := cl.nodeIndex(cfg), upgradeJobsByNode(cl)
+	// Only cordoned GPU nodes can be stranded: the fleet view keeps them, so
+	// a quiet fleet costs nothing more here.
+	idx := cl.nodeIndex(cfg)
+	cordoned := idx.viewed(cfg, idx.root().fleet(cfg).cordoned, func(_ int32, n *corev1.Node) bool { return isCordoned(n) })
+	if len(cordoned) == 0 {
+		return nil
+	}
+	jobs := upgradeJobsByNode(cl)
 	op, dcgm := clusterVersions(cl)
 	halted := map[string]bool{}
 	for _, h := range found {
@@ -211,24 +218,25 @@ func strandedHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool
 			continue
 		}
 		var stranded []int32
-		idx.withTrue(identityLabels(hw), func(i int32) {
+	nodes:
+		for _, i := range cordoned {
 			n := idx.nodes[i]
-			if !n.Spec.Unschedulable || !idx.isGPU(cfg, i) || slices.ContainsFunc(jobs[n.Name], jobLive) {
-				return
+			if slices.ContainsFunc(jobs[n.Name], jobLive) {
+				continue
 			}
 			f := idx.factsOf(cfg, i)
 			if !slices.Equal(f.Identities, hw) || !betweenTuples(f.current(op, dcgm), *rec.Source, rec.Target) {
-				return
+				continue
 			}
 			for _, p := range plansOf[key] {
 				if p.sel.selects(n) || slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
 					return j.Namespace == p.plan.Namespace && j.Labels[upgradev1.LabelPlan] == p.plan.Name && jobRan(j)
 				}) {
-					return // its Plan's halt detection judges it
+					continue nodes // its Plan's halt detection judges it
 				}
 			}
 			stranded = append(stranded, i)
-		})
+		}
 		slices.SortFunc(stranded, func(a, b int32) int { return strings.Compare(idx.nodes[a].Name, idx.nodes[b].Name) })
 		for _, i := range stranded {
 			n := idx.nodes[i]
