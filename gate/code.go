@@ -87,6 +87,10 @@ const (
 	CodeOwnedFactWritten Code = "OwnedFactWritten"
 )
 
+// CodeSUCJobForged: a Job carrying SUC's labels in a SUC namespace is
+// written by someone other than SUC (rule_sucjob.go).
+const CodeSUCJobForged Code = "SUCJobForged"
+
 // CodeReviewInvalid is what an adapter answers when the request itself cannot
 // be read (malformed object, kind that does not match the resource). The
 // engine never produces it; it is here so every code lives in one list.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -84,6 +86,10 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		{"subscription", []Review{ReviewSubscription}, func(t *testing.T) Decision {
 			return DecideSubscription(DefaultConfig(), SubscriptionRequest{Object: "Subscription gpu-operator/gpu-operator-certified", Package: "gpu-operator-certified", Changed: true, User: UserInfo{Name: "alice"}})
 		}},
+		{"suc-job", []Review{ReviewSUCJob}, func(t *testing.T) Decision {
+			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-x", Labels: map[string]string{upgradev1.LabelPlan: "x"}}}
+			return DecideSUCJobWrite(DefaultConfig(), SUCJobWriteRequest{Operation: OpCreate, Job: j, User: UserInfo{Name: "alice"}})
+		}},
 		{"upgrade-check", []Review{ReviewUpgradeCheck}, func(t *testing.T) Decision {
 			rec, err := qualification.Load(strings.NewReader(ucRecord))
 			require.NoError(t, err)
@@ -137,7 +143,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		})
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission} {
+		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewAdmission} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

@@ -92,11 +92,20 @@ func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 // (mayHalt); only those are matched against the hardware's Plans, so a
 // quiet fleet costs one pass over the hardware's nodes, not Plans × nodes.
 func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) []Halt {
-	type forward struct {
-		plan *upgradev1.Plan
-		sel  *PlanSelector
-		rec  *qualification.Record
-	}
+	out, plansOf := planHalts(cfg, cl, now, only)
+	return append(out, strandedHalts(cfg, cl, now, only, plansOf, out)...)
+}
+
+// forward is a stored forward GPU Plan with its selector and record.
+type forward struct {
+	plan *upgradev1.Plan
+	sel  *PlanSelector
+	rec  *qualification.Record
+}
+
+// planHalts are the halts of the nodes the stored forward Plans move, and
+// those Plans by hardware key.
+func planHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) ([]Halt, map[string][]forward) {
 	var keys []string
 	hwOf, plansOf := map[string][]string{}, map[string][]forward{}
 	for i, p := range cl.Plans {
@@ -117,7 +126,7 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 		plansOf[key] = append(plansOf[key], forward{p, sel, e.Record})
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, plansOf
 	}
 	idx, jobs := cl.nodeIndex(cfg), upgradeJobsByNode(cl)
 	op, dcgm := clusterVersions(cl)
@@ -167,6 +176,92 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 					RequestedBy: f.plan.Annotations[AnnotationRequestedBy], MovedBy: n.Annotations[AnnotationMovedBy]})
 				break plans
 			}
+		}
+	}
+	return out, plansOf
+}
+
+// strandedHalts: a GPU node stopped half way (issue 22 item 2) that no
+// stored forward Plan moves any more (its Plan deleted, or it opted out and
+// its Job is gone) is a failure too: cordoned, no live SUC Job for it, on a
+// tuple between a loaded record's source and target for its hardware, and
+// the recovery timeout passed since its upgrade last moved (its last SUC
+// Job, its cordon; undated counts as passed, as for a Plan's node). The
+// halt names the Plan of its last SUC Job, if one is left, and the record;
+// no requester is known, so only the break-glass group clears it. Hardware
+// already halted (found) is skipped: one halt per hardware.
+func strandedHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool, plansOf map[string][]forward, found []Halt) []Halt {
+	if len(cl.Records) == 0 {
+		return nil
+	}
+	// Only cordoned GPU nodes can be stranded: the fleet view keeps them, so
+	// a quiet fleet costs nothing more here.
+	idx := cl.nodeIndex(cfg)
+	cordoned := idx.CordonedGPU(cfg)
+	if len(cordoned) == 0 {
+		return nil
+	}
+	jobs := upgradeJobsByNode(cl)
+	op, dcgm := clusterVersions(cl)
+	halted := map[string]bool{}
+	for _, h := range found {
+		halted[h.HardwareKey()] = true
+	}
+	var out []Halt
+	for _, name := range sortedKeys(cl.Records) {
+		rec := cl.Records[name].Record
+		if cl.Records[name].Err != nil || rec == nil || rec.Source == nil {
+			continue
+		}
+		hw := rec.NormalizedHardware()
+		key := HardwareKey(hw)
+		if halted[key] || (only != nil && !only[key]) {
+			continue
+		}
+		var stranded []*corev1.Node
+		facts := map[*corev1.Node]NodeFacts{}
+	nodes:
+		for _, n := range cordoned {
+			if slices.ContainsFunc(jobs[n.Name], jobLive) {
+				continue
+			}
+			f, ok := idx.FactsByName(cfg, n)
+			if !ok || !slices.Equal(f.Identities, hw) || !betweenTuples(f.Tuple(op, dcgm), *rec.Source, rec.Target) {
+				continue
+			}
+			for _, p := range plansOf[key] {
+				if p.sel.Selects(n) || slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
+					return j.Namespace == p.plan.Namespace && j.Labels[upgradev1.LabelPlan] == p.plan.Name && jobRan(j)
+				}) {
+					continue nodes // its Plan's halt detection judges it
+				}
+			}
+			stranded, facts[n] = append(stranded, n), f
+		}
+		slices.SortFunc(stranded, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+		for _, n := range stranded {
+			var last *batchv1.Job
+			for _, j := range jobs[n.Name] {
+				if last == nil || j.CreationTimestamp.After(last.CreationTimestamp.Time) {
+					last = j
+				}
+			}
+			start := upgradeStart(last, n)
+			if !start.IsZero() && now.Sub(start) < cfg.Halts.RecoveryTimeout.Duration {
+				continue
+			}
+			plan, at := "(none stored)", now
+			if last != nil {
+				plan = last.Namespace + "/" + last.Labels[upgradev1.LabelPlan]
+			}
+			if !start.IsZero() {
+				at = start.Add(cfg.Halts.RecoveryTimeout.Duration)
+			}
+			signal := fmt.Sprintf("tuple half applied and no stored Plan moves it (its Plan deleted or opted out): neither record %s's source nor its target (%s), cordoned and not back within %s",
+				rec.ID, strings.Join(tupleDiff(facts[n].Tuple(op, dcgm), rec.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
+			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: plan, Record: rec.ID, MovedBy: n.Annotations[AnnotationMovedBy]})
+			halted[key] = true
+			break
 		}
 	}
 	return out

@@ -58,9 +58,11 @@ func TestNodeStateHoldsTheLine(t *testing.T) {
 			want: []Code{CodeRolloutInFlight, CodeDisruptionBudgetExceeded}},
 		{name: "its Plan deleted, its Job still running", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Plans = nil },
 			want: []Code{CodeRolloutInFlight, CodeDisruptionBudgetExceeded}},
-		{name: "its Plan and Job deleted: still cordoned, still out", mutate: func(s *scenario, _ *corev1.Node) {
+		// Its cordon undated, the recovery timeout counts as passed: a halt
+		// (TestStrandedNodeHalts).
+		{name: "its Plan and Job deleted: still cordoned, still out, stranded half way", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cluster.Plans, s.cluster.Proof.UpgradeJobs = nil, nil
-		}, want: []Code{CodeDisruptionBudgetExceeded}},
+		}, want: []Code{CodeDisruptionBudgetExceeded, CodeRolloutHalted}},
 		{name: "safe: the node back, uncordoned on the source, its Job done", mutate: func(s *scenario, n *corev1.Node) {
 			n.Spec.Unschedulable = false
 			setTuple(n, tupleSource)
@@ -363,4 +365,64 @@ func TestMovedBy(t *testing.T) {
 		assert.Contains(t, hs[0].String(), "moved into the Plan by carol")
 		assert.Contains(t, s.cfg.clearHint(hs[0]), "someone other than alice and carol")
 	})
+}
+
+// TestStrandedNodeHalts: issue 22 item 2. A node stopped half way (kernel
+// moved, RKE2 not, cordoned by its Job) whose Plan is deleted, and its Job
+// with it, is a failure once the recovery timeout has passed since its
+// cordon: halt detection finds it with no Plan stored, and a person's
+// uncordon is refused while it is half applied. The neighbouring safe cases:
+// within the timeout, its Job still running, or back on its source.
+func TestStrandedNodeHalts(t *testing.T) {
+	cordonedAt := func(n *corev1.Node, at time.Time) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: at}})
+	}
+	cases := []struct {
+		name   string
+		mutate func(s *scenario, n *corev1.Node)
+		halt   bool
+	}{
+		{name: "Plan and Job deleted, cordoned past the recovery timeout", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Plans, s.cluster.Proof.UpgradeJobs = nil, nil
+			cordonedAt(n, testNow.Add(-2*time.Hour))
+		}, halt: true},
+		{name: "Plan deleted, its Job failed and kept", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Plans = nil
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-02", batchv1.JobFailed, testNow.Add(-2*time.Hour))}
+			s.cluster.Proof.UpgradeJobs[0].Labels[upgradev1.LabelPlan] = "gpu-v100-first"
+		}, halt: true},
+		{name: "opted out, its Job gone, its Plan stored", mutate: func(s *scenario, n *corev1.Node) {
+			n.Labels[upgradev1.LabelPlanName("gpu-v100-first")] = upgradev1.LabelPlanValueDisabled
+			s.cluster.Proof.UpgradeJobs = nil
+		}, halt: true},
+		{name: "safe: within the recovery timeout of its cordon", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Plans, s.cluster.Proof.UpgradeJobs = nil, nil
+			cordonedAt(n, testNow.Add(-10*time.Minute))
+		}},
+		{name: "safe: Plan deleted, its Job still running", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Plans = nil }},
+		{name: "safe: Plan and Job deleted, back on the source", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Plans, s.cluster.Proof.UpgradeJobs = nil, nil
+			setTuple(n, tupleSource)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			n := midUpgrade(s)
+			tc.mutate(s, n)
+			hs := DetectHalts(s.cfg, s.cluster, testNow)
+			if !tc.halt {
+				assert.Empty(t, hs)
+				return
+			}
+			require.Len(t, hs, 1)
+			assert.Equal(t, "gpu-v100-02", hs[0].Node)
+			assert.Contains(t, hs[0].Signal, "half applied")
+			up := n.DeepCopy()
+			up.Spec.Unschedulable = false
+			d := PrepareNode(s.cfg, s.cluster, NodeRequest{Node: up, OldNode: n, User: UserInfo{Name: "carol"}, Now: testNow}).Decide(nil, nil)
+			assert.Contains(t, d.Codes(), CodeRolloutHalted, d.Message())
+			assert.Contains(t, d.Message(), "node gpu-v100-02 failed its upgrade")
+		})
+	}
 }

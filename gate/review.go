@@ -38,6 +38,7 @@ var (
 	kindsRecord         = []Review{ReviewRecord}
 	kindsHaltRecord     = []Review{ReviewHaltRecord}
 	kindsSubscription   = []Review{ReviewSubscription}
+	kindsSUCJob         = []Review{ReviewSUCJob}
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}

@@ -51,6 +51,9 @@ const (
 	// ReviewSubscription: a write of an OLM Subscription of the GPU
 	// Operator's package (DecideSubscription).
 	ReviewSubscription Review = "subscription"
+	// ReviewSUCJob: a write of a Job carrying SUC's labels by anyone but
+	// SUC (DecideSUCJobWrite).
+	ReviewSUCJob Review = "suc-job"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -171,7 +174,7 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -466,6 +469,13 @@ func rules() []Rule {
 				CodeOperatorAutoApproval: {Meaning: "a Subscription of the GPU Operator's OLM package (`gpuOperatorPackage`) does not say `installPlanApproval: Manual`, so OLM would create each new operator version's InstallPlan already approved and move every GPU node to it unreviewed (`allowAutomaticOperatorApproval` admits it, giving that review up)",
 					Example: "[OperatorAutoApproval] spec.installPlanApproval is \"Automatic\" for OLM package gpu-operator-certified (the GPU Operator), expected exactly \"Manual\": under any other value OLM creates each new operator version's InstallPlan already approved, and every GPU node moves to it with no record; set spec.installPlanApproval: Manual, then approve each InstallPlan with the gpu-upgrade-gate.io/qualification annotation naming the records that qualify the new version (webhook/operator.md); to accept unreviewed operator upgrades instead, set allowAutomaticOperatorApproval: true in the gate's configuration",
 					Fix:     "set `spec.installPlanApproval: Manual`, then approve each InstallPlan with the `gpu-upgrade-gate.io/qualification` annotation naming the records that qualify the new version"},
+			}},
+		// Only SUC writes a Job the gate reads as SUC's upgrade of a node.
+		{Name: "sucjob", Codes: []Code{CodeSUCJobForged}, Reviews: []Review{ReviewSUCJob}, Apply: sucJobForgedRule,
+			Docs: map[Code]CodeDoc{
+				CodeSUCJobForged: {Meaning: "someone other than SUC creates, relabels or starts a Job carrying SUC's labels in a SUC namespace: the gate reads such a Job as SUC's upgrade of a node (whose cordon is then SUC's, whose start is a per-node step)",
+					Example: "[SUCJobForged] Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 carries SUC's labels (upgrade.cattle.io/plan=\"gpu-v100-canary\", upgrade.cattle.io/node=\"gpu-v100-01\") but is written by \"alice\", not by SUC (a ServiceAccount of a SUC namespace): the gate reads such a Job as SUC's upgrade of that node (who cordoned it, whether it is upgrading, whether it failed), so only SUC creates, relabels or starts one; to upgrade a node write a Plan and let SUC create its Job, and name Jobs of your own without SUC's labels (webhook/jobs.md)",
+					Fix:     "write a Plan and let SUC create its Job; name Jobs of your own without SUC's labels"},
 			}},
 		// The adapter's answer to a review it cannot read.
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule,

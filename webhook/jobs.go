@@ -41,6 +41,11 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	tr := traceOf(ctx)
 	tr.mark("decode")
 	object := "Job " + job.Namespace + "/" + job.Name
+	if user := userOf(req); !gate.IsSUC(s.Config, user) {
+		// Anyone but SUC: a Job with SUC's labels is SUC's to write
+		// (SUCJobForged); the match conditions send no other.
+		return gate.DecideSUCJobWrite(s.Config, gate.SUCJobWriteRequest{Operation: string(req.Operation), Job: job, Old: old, User: user}), nil
+	}
 	if !gate.JobStarts(old, job) {
 		// The match conditions send only starts; anything else never waits.
 		return gate.Decision{Allowed: true, Object: object}, nil

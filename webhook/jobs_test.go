@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,6 +65,9 @@ func sucJob(parallelism int32, labels map[string]string) *batchv1.Job {
 // The Job webhook never allows a start it could not judge: every fact it
 // cannot read is named in a FactsMissing denial; a write that starts nothing
 // is allowed without reading anything.
+// sucUserInfo is SUC's ServiceAccount as the API server sends it.
+var sucUserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:system-upgrade:system-upgrade", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:system-upgrade"}}
+
 func TestJobReviewFailsClosed(t *testing.T) {
 	labels := map[string]string{upgradev1.LabelPlan: "gpu-canary", upgradev1.LabelNode: "gpu-v100-01"}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v100-01", Labels: map[string]string{"nvidia.com/gpu.present": "true"}}}
@@ -90,7 +94,12 @@ func TestJobReviewFailsClosed(t *testing.T) {
 		code      int32
 		reason    gate.Code
 		inMessage string
+		user      *authenticationv1.UserInfo // SUC's ServiceAccount when nil
 	}{
+		{name: "SUCJobForged: a person creates a Job with SUC's labels", op: admissionv1.Create, job: sucJob(0, labels), user: &authenticationv1.UserInfo{Username: "alice", Groups: []string{"platform-admins"}},
+			reason: gate.CodeSUCJobForged, inMessage: `carries SUC's labels (upgrade.cattle.io/plan="gpu-canary", upgrade.cattle.io/node="gpu-v100-01") but is written by "alice"`},
+		{name: "safe: a person's write that changes neither labels nor start", op: admissionv1.Update, old: sucJob(1, labels), job: sucJob(1, labels), allowed: true,
+			user: &authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:generic-garbage-collector", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}}},
 		{name: "SUC's paused create starts nothing", op: admissionv1.Create, job: sucJob(0, labels), allowed: true},
 		{name: "a running Job's update starts nothing", op: admissionv1.Update, old: sucJob(1, labels), job: sucJob(1, labels), allowed: true},
 		{name: "no node label", op: admissionv1.Update, old: sucJob(0, labels), job: sucJob(1, map[string]string{upgradev1.LabelPlan: "gpu-canary"}), objs: both,
@@ -117,7 +126,11 @@ func TestJobReviewFailsClosed(t *testing.T) {
 			s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: liveObjects{objs: tc.objs, fail: tc.fail}}, Log: logr.Discard(),
 				Now: func() time.Time { return time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) }}
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "1", Operation: tc.op, Namespace: "system-upgrade", Name: "apply-x",
-				Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, Resource: metav1.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}}}
+				Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, Resource: metav1.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+				UserInfo: sucUserInfo}}
+			if tc.user != nil {
+				req.UserInfo = *tc.user
+			}
 			req.Object.Raw, _ = json.Marshal(tc.job)
 			if tc.old != nil {
 				req.OldObject.Raw, _ = json.Marshal(tc.old)

@@ -267,14 +267,13 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"InstallPlan when config.allowAutomaticOperatorApproval gives that review up.",
 }, {
 	Name: WebhookJobs, Path: PathJobs, Metric: "jobs", Contract: "jobs.md",
-	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewAdmission},
+	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewSUCStep, gate.ReviewSUCJob, gate.ReviewAdmission},
 	decide:    (*Server).decideJob,
 	Resources: []Resource{resourceOf(batchv1.SchemeGroupVersion, "jobs", batchv1.SchemeGroupVersion.WithKind("Job"))}, Operations: []admissionv1.Operation{opCreate, opUpdate},
 	Scope: admissionregistrationv1.NamespacedScope, Namespaces: SUCNamespaces,
 	ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: upgradev1.LabelPlan, Operator: metav1.LabelSelectorOpExists}}},
 	MatchConditions: []MatchCondition{
-		{Name: "written-by-suc", Template: "gug.writtenBySUC"},
-		{Name: "starts-the-job", CEL: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && (request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+		{Name: "suc-starts-or-another-writes", Template: "gug.sucJobWrite"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "The per-node guard on SUC's upgrade Jobs (webhook/jobs.md). SUC creates each\n" +
@@ -283,8 +282,10 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"moment a node's upgrade starts, and the only Job write sent here: Jobs SUC\n" +
 		"labels with its Plan, in the SUC namespaces, written by a ServiceAccount of a\n" +
 		"SUC namespace, starting now. SUC's paused creates, relabels and deletes, and\n" +
-		"the Job controller's status writes, never wait on the gate. Fail: while the\n" +
-		"gate is down, a node's upgrade stays paused and SUC retries.",
+		"the Job controller's status writes, never wait on the gate. Anyone else's\n" +
+		"create, relabel or start of a Job with SUC's labels is sent too and refused\n" +
+		"(SUCJobForged): the gate reads such a Job as SUC's upgrade of its node. Fail:\n" +
+		"while the gate is down, a node's upgrade stays paused and SUC retries.",
 }, {
 	Name: WebhookPlanStatus, Path: PathPlanStatus, Metric: "plans/status", Contract: "planstatus.md",
 	Reviews:   []gate.Review{gate.ReviewPlanStatus, gate.ReviewAdmission},

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -206,8 +207,17 @@ func TestCheckEqualsTheWebhook(t *testing.T) {
 			require.NoError(t, alice.Create(ctx, other.DeepCopy()), "the other Plan alone is allowed")
 		}, probe: gpuPlan("crosscheck", "v100-r580", "gpu-v100-01")},
 		{name: "and SUC's Job for it, held", setup: func(t *testing.T) {
-			// SUC creates the Job with parallelism 0 (no Job controller runs).
-			require.NoError(t, env.Admin.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-crosscheck-other-on-gpu-v100-02",
+			// SUC creates the Job with parallelism 0 (no Job controller runs),
+			// as SUC's ServiceAccount: only SUC writes a Job with its labels
+			// (SUCJobForged). Its right to, as SUC's chart gives it.
+			require.NoError(t, env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "crosscheck-suc-jobs"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create"}}}}))
+			require.NoError(t, env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "crosscheck-suc-jobs"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "crosscheck-suc-jobs"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:system-upgrade"}}}))
+			suc, err := client.New(env.CP.ConfigFor(testenv.SUCUser, "system:serviceaccounts", "system:serviceaccounts:system-upgrade", "system:authenticated"), client.Options{Scheme: env.Scheme})
+			require.NoError(t, err)
+			require.NoError(t, suc.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-crosscheck-other-on-gpu-v100-02",
 				Labels: map[string]string{upgradev1.LabelPlan: other.Name, upgradev1.LabelNode: "gpu-v100-02"}},
 				Spec: batchv1.JobSpec{Parallelism: &held, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade"}}}}}}))

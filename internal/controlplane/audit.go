@@ -27,6 +27,8 @@ rules:
     resources: [nodes, nodes/status, configmaps]
   - group: batch
     resources: [jobs, jobs/status]
+  - group: apps
+    resources: [daemonsets]
 - level: None
 `
 

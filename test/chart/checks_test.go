@@ -870,10 +870,12 @@ func celList(xs []string) string {
 // by a ServiceAccount of a SUC namespace that start a Job (created running,
 // or from paused or suspended to running) and nothing else.
 func expectedJobMatchConditions(sucNamespaces []string) []admissionregistrationv1.MatchCondition {
+	starts := "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
+		"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"
 	return []admissionregistrationv1.MatchCondition{
-		{Name: "written-by-suc", Expression: "request.userInfo.groups.exists(g, g in [" + celList(sucGroups(sucNamespaces)) + "])"},
-		{Name: "starts-the-job", Expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && " +
-			"(request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"},
+		// SUC's start, or anyone else's create, relabel or start (SUCJobForged).
+		{Name: "suc-starts-or-another-writes", Expression: "(request.userInfo.groups.exists(g, g in [" + celList(sucGroups(sucNamespaces)) + "])) ? (" + starts + ") : " +
+			"(request.operation == 'CREATE' || object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (" + starts + "))"},
 	}
 }
 

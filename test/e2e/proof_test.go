@@ -181,12 +181,14 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	// Pod: the gate knows the cordon is SUC's by that Job, which ran no
 	// later than the cordon (CordonedByOther otherwise). The cordon is never
 	// reviewed by the completions webhook (match conditions).
-	one := int32(1)
+	// Created paused by SUC's ServiceAccount (only SUC writes a Job with
+	// its labels: SUCJobForged); the Job controller's status below says it ran.
+	zero := int32(0)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "apply-canary-06-on-" + node,
 		Labels: map[string]string{upgradev1.LabelPlan: p.Name, upgradev1.LabelNode: node}},
-		Spec: batchv1.JobSpec{Parallelism: &one, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Spec: batchv1.JobSpec{Parallelism: &zero, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "upgrade", Image: "rancher/rke2-upgrade:" + strings.ReplaceAll(testenv.Target.RKE2, "+", "-")}}}}}}
-	require.NoError(t, env.Admin.Create(ctx, job))
+	require.NoError(t, sucJobWriter(t).Create(ctx, job))
 	t.Cleanup(func() {
 		require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))))
 	})

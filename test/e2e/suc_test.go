@@ -551,7 +551,8 @@ func TestJobMatchConditions(t *testing.T) {
 	}{
 		{"SUC creates a running Job", sucClient, job(testenv.SUCNamespace, 1, sucLabels), true},
 		{"SUC creates its Job paused", sucClient, job(testenv.SUCNamespace, 0, sucLabels), false},
-		{"a person's running Job with SUC's labels", alice, job(testenv.SUCNamespace, 1, sucLabels), false},
+		// Reviewed and refused (SUCJobForged, TestSUCJobForgedThroughAPIServer).
+		{"a person's running Job with SUC's labels", alice, job(testenv.SUCNamespace, 1, sucLabels), true},
 		{"SUC's running Job without the plan label", sucClient, job(testenv.SUCNamespace, 1, map[string]string{upgradev1.LabelNode: "gpu-v100-holder"}), false},
 		{"SUC's running Job outside the SUC namespaces", sucClient, job("ml", 1, sucLabels), false},
 	}
@@ -564,6 +565,10 @@ func TestJobMatchConditions(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), `admission webhook "jobs.gpu-upgrade-gate.io" denied the request`)
+			if tc.c == alice {
+				requireDenied(t, err, gate.CodeSUCJobForged)
+				return
+			}
 			assert.Contains(t, err.Error(), "[FactsMissing] the Job's Plan system-upgrade/mc-no-such-plan (for node gpu-v100-holder) cannot be read")
 		})
 	}
@@ -571,7 +576,7 @@ func TestJobMatchConditions(t *testing.T) {
 	// Updates of a stored Job (no controller label, so a running SUC leaves
 	// it alone): only paused -> running is a start.
 	paused := job(testenv.SUCNamespace, 0, sucLabels)
-	require.NoError(t, env.Admin.Create(ctx, paused))
+	require.NoError(t, sucClient.Create(ctx, paused), "SUC's paused create")
 	defer env.Admin.Delete(ctx, paused)
 	relabel := paused.DeepCopy()
 	relabel.Labels["note"] = "relabel"
@@ -581,7 +586,8 @@ func TestJobMatchConditions(t *testing.T) {
 	err = sucClient.Update(ctx, start, client.DryRunAll)
 	require.Error(t, err, "raising parallelism 0 -> 1 is the start")
 	assert.Contains(t, err.Error(), `admission webhook "jobs.gpu-upgrade-gate.io" denied the request`)
-	require.NoError(t, alice.Update(ctx, start, client.DryRunAll), "a person's raise is not SUC's step")
+	// A person's raise is not SUC's step, and only SUC starts SUC's Job.
+	requireDenied(t, alice.Update(ctx, start, client.DryRunAll), gate.CodeSUCJobForged)
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -130,6 +130,14 @@ are none.
 {{- printf "request.userInfo.groups.exists(g, g in [%s])" (include "gug.sucGroups" .) }}
 {{- end }}
 
+{{/* Job webhook: SUC's start of its Job, or anyone else's create, relabel or
+start of a Job with SUC's labels (SUCJobForged). The garbage collector's and
+others' writes that change neither labels nor start stay away. */}}
+{{- define "gug.sucJobWrite" -}}
+{{- $starts := "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && (request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))" -}}
+{{- printf "(%s) ? (%s) : (request.operation == 'CREATE' || object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (%s))" (include "gug.writtenBySUC" .) $starts $starts }}
+{{- end }}
+
 {{/* Plan status webhook: written by anyone but SUC. */}}
 {{- define "gug.notSUC" -}}
 {{- printf "!request.userInfo.groups.exists(g, g in [%s])" (include "gug.sucGroups" .) }}

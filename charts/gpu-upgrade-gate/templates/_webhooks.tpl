@@ -237,8 +237,10 @@ names (templates/_helpers.tpl).
 # moment a node's upgrade starts, and the only Job write sent here: Jobs SUC
 # labels with its Plan, in the SUC namespaces, written by a ServiceAccount of a
 # SUC namespace, starting now. SUC's paused creates, relabels and deletes, and
-# the Job controller's status writes, never wait on the gate. Fail: while the
-# gate is down, a node's upgrade stays paused and SUC retries.
+# the Job controller's status writes, never wait on the gate. Anyone else's
+# create, relabel or start of a Job with SUC's labels is sent too and refused
+# (SUCJobForged): the gate reads such a Job as SUC's upgrade of its node. Fail:
+# while the gate is down, a node's upgrade stays paused and SUC retries.
 - name: jobs.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/jobs") | nindent 4 }}
@@ -259,10 +261,8 @@ names (templates/_helpers.tpl).
       - key: upgrade.cattle.io/plan
         operator: Exists
   matchConditions:
-    - name: written-by-suc
-      expression: {{ include "gug.writtenBySUC" . | quote }}
-    - name: starts-the-job
-      expression: "object.spec.?parallelism.orValue(1) > 0 && !object.spec.?suspend.orValue(false) && (request.operation == 'CREATE' || oldObject.spec.?parallelism.orValue(1) == 0 || oldObject.spec.?suspend.orValue(false))"
+    - name: suc-starts-or-another-writes
+      expression: {{ include "gug.sucJobWrite" . | quote }}
   failurePolicy: Fail
   matchPolicy: Equivalent
   sideEffects: None
