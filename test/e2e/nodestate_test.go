@@ -283,17 +283,7 @@ func TestHaltNamesTheMoverThroughAPIServer(t *testing.T) {
 	assert.Equal(t, "dave", h.RequestedBy)
 	assert.Equal(t, "alice", h.MovedBy)
 
-	clear := func(c client.Client) error {
-		var cm corev1.ConfigMap
-		if err := env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm); err != nil {
-			return err
-		}
-		if cm.Annotations == nil {
-			cm.Annotations = map[string]string{}
-		}
-		cm.Annotations[gate.ClearAnnotation(key)] = "INC-4806 the driver is fixed"
-		return c.Update(ctx, &cm)
-	}
+	clear := func(c client.Client) error { return clearHalt(ctx, c, key, "INC-4806 the driver is fixed") }
 	for _, who := range []struct {
 		name string
 		c    client.Client

@@ -31,6 +31,20 @@ func haltRecord(t *testing.T) gate.HaltRecord {
 	return env.Config.ParseHaltRecord(&cm)
 }
 
+// clearHalt annotates the halt record, as c, with the documented clear of
+// the halt of hardware key: the write the halt webhook judges.
+func clearHalt(ctx context.Context, c client.Client, key, reason string) error {
+	var cm corev1.ConfigMap
+	if err := env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm); err != nil {
+		return err
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[gate.ClearAnnotation(key)] = reason
+	return c.Update(ctx, &cm)
+}
+
 // startHaltKeeper runs `serve` as the gate's ServiceAccount with its
 // leader-elected halt loop (the shared in-process webhook runs none), not
 // registered as a webhook: the shared webhook enforces what it records.
@@ -166,17 +180,7 @@ func TestSUCFailureHaltsTheRollout(t *testing.T) {
 
 	// The failed rollout is withdrawn; the requester cannot clear, bob can.
 	require.NoError(t, env.Admin.Delete(ctx, fwd))
-	clear := func(c client.Client) error {
-		var cm corev1.ConfigMap
-		if err := env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm); err != nil {
-			return err
-		}
-		if cm.Annotations == nil {
-			cm.Annotations = map[string]string{}
-		}
-		cm.Annotations[gate.ClearAnnotation(key)] = "rolled back, driver fixed (INC-4711)"
-		return c.Update(ctx, &cm)
-	}
+	clear := func(c client.Client) error { return clearHalt(ctx, c, key, "rolled back, driver fixed (INC-4711)") }
 	var cm corev1.ConfigMap
 	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Namespace: env.Config.Namespace, Name: env.Config.Halts.ConfigMap}, &cm))
 	cm.Data = map[string]string{"halt." + key: "nonsense"}
