@@ -24,6 +24,11 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
+// This file is named after the SUC tests on purpose: it starts the real
+// SUC (needSUC), which then runs for the rest of the package, and the
+// budget and rollout tests that sort before "events" assume no SUC acts on
+// their Plans.
+
 // TestSystemActorsNeverRefused: issue 22's Done-when. The system actors on
 // their normal paths get no refusal from the gate, counted from the API
 // server's audit log (every write to Nodes, nodes/status, Jobs, Plans,
