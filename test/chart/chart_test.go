@@ -467,6 +467,26 @@ func TestChecksCanFail(t *testing.T) {
 			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
 			c.Command[len(c.Command)-1] = strings.Replace(c.Command[len(c.Command)-1], "probe /validate/nodes ", "true ", 1)
 		}, "does not post to /validate/nodes"},
+		{"probe posts another path's review", "own-ca-values.yaml", func(o []Object) {
+			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
+			c.Command[len(c.Command)-1] = strings.Replace(c.Command[len(c.Command)-1], `probe /validate/operator "$REVIEW_OPERATOR"`, `probe /validate/operator "$REVIEW_PLANS"`, 1)
+		}, "/validate/operator: the probe's review is of plans Plan, which operator.gpu-upgrade-gate.io does not review"},
+		{"probe review outside the webhook's namespaces", "own-ca-values.yaml", func(o []Object) {
+			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
+			for i := range c.Env {
+				if c.Env[i].Name == "REVIEW_JOBS" {
+					c.Env[i].Value = strings.ReplaceAll(c.Env[i].Value, `"namespace":"`, `"namespace":"kube-system-`)
+				}
+			}
+		}, "/validate/jobs: the probe's review is in namespace \"kube-system-"},
+		{"probe review for another uid", "own-ca-values.yaml", func(o []Object) {
+			c := &Find[*batchv1.Job](o)[0].Spec.Template.Spec.Containers[0]
+			for i := range c.Env {
+				if c.Env[i].Name == "REVIEW_HALTS" {
+					c.Env[i].Value = strings.Replace(c.Env[i].Value, `"uid":"`, `"uid":"x`, 1)
+				}
+			}
+		}, "/validate/halts: the probe's review has uid"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -1339,19 +1341,86 @@ func (r *rendered) checkHooks() []string {
 	if !slices.Equal(got, want) {
 		problems = append(problems, fmt.Sprintf("hook Jobs %v, expected %v", got, want))
 	}
-	// The probe posts to every path the webhook configuration names.
-	if v := Find[*admissionregistrationv1.ValidatingWebhookConfiguration](r.objs); len(v) == 1 {
-		for _, j := range jobs {
-			if !strings.HasSuffix(j.Name, "-probe") || len(j.Spec.Template.Spec.Containers) != 1 {
-				continue
-			}
-			script := strings.Join(j.Spec.Template.Spec.Containers[0].Command, " ")
-			for _, w := range v[0].Webhooks {
-				if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil && !strings.Contains(script, "probe "+*w.ClientConfig.Service.Path+" ") {
-					problems = append(problems, "the probe Job does not post to "+*w.ClientConfig.Service.Path)
-				}
-			}
+	for _, j := range jobs {
+		if strings.HasSuffix(j.Name, "-probe") {
+			problems = append(problems, r.checkProbe(j)...)
 		}
+	}
+	return problems
+}
+
+// probeCall is one line of the probe's script: the path it posts to and the
+// environment variable that carries the review.
+var probeCall = regexp.MustCompile(`(?m)^\s*probe (\S+) "\$(\w+)"$`)
+
+// checkProbe: the probe posts, to every path of the webhook table and to no
+// other, a review the API server could send there, for the uid the script
+// waits for: one of the row's resources with its kind, one of its operations
+// on it, in a namespace the rendered webhook selects (none for a cluster
+// resource).
+func (r *rendered) checkProbe(j *batchv1.Job) []string {
+	var problems []string
+	if len(j.Spec.Template.Spec.Containers) != 1 || len(j.Spec.Template.Spec.Containers[0].Command) == 0 {
+		return []string{"the probe Job has no one container with a script"}
+	}
+	c := &j.Spec.Template.Spec.Containers[0]
+	script := c.Command[len(c.Command)-1]
+	m := regexp.MustCompile(`'"uid":"([^"]+)"'`).FindStringSubmatch(script)
+	if m == nil {
+		return []string{"the probe's script waits for no uid"}
+	}
+	uid := m[1]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	posts := map[string]string{}
+	for _, call := range probeCall.FindAllStringSubmatch(script, -1) {
+		posts[call[1]] = call[2]
+	}
+	v := r.vwc(&problems)
+	for i := range webhook.Webhooks {
+		row := &webhook.Webhooks[i]
+		name, ok := posts[row.Path]
+		delete(posts, row.Path)
+		if !ok {
+			problems = append(problems, "the probe Job does not post to "+row.Path)
+			continue
+		}
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal([]byte(env[name]), &review); err != nil || review.Request == nil {
+			problems = append(problems, fmt.Sprintf("%s: the probe's $%s is no AdmissionReview request (%v): %.80q", row.Path, name, err, env[name]))
+			continue
+		}
+		req := review.Request
+		if string(req.UID) != uid {
+			problems = append(problems, fmt.Sprintf("%s: the probe's review has uid %q, its script waits for %q", row.Path, req.UID, uid))
+		}
+		resource := req.Resource.Resource
+		if req.SubResource != "" {
+			resource += "/" + req.SubResource
+		}
+		sent := slices.IndexFunc(row.Resources, func(res webhook.Resource) bool {
+			return res.Group == req.Resource.Group && res.Version == req.Resource.Version && res.Resource == resource &&
+				res.Kind.Group == req.Kind.Group && res.Kind.Version == req.Kind.Version && res.Kind.Kind == req.Kind.Kind
+		})
+		if sent < 0 {
+			problems = append(problems, fmt.Sprintf("%s: the probe's review is of %s %s, which %s does not review", row.Path, resource, req.Kind.Kind, row.Name))
+			continue
+		}
+		if !slices.Contains(row.OperationsOf(row.Resources[sent]), req.Operation) {
+			problems = append(problems, fmt.Sprintf("%s: the probe's review is a %s, which %s does not review", row.Path, req.Operation, row.Name))
+		}
+		var selected []string
+		if w := hook(v, row.Name); w != nil {
+			selected, _ = namespacesSelected(w.NamespaceSelector)
+		}
+		if (row.Namespaces == webhook.AnyNamespace) != (req.Namespace == "") || (req.Namespace != "" && !slices.Contains(selected, req.Namespace)) {
+			problems = append(problems, fmt.Sprintf("%s: the probe's review is in namespace %q, the webhook selects %v", row.Path, req.Namespace, selected))
+		}
+	}
+	for p := range posts {
+		problems = append(problems, "the probe Job posts to "+p+", which is no path of the webhook table")
 	}
 	return problems
 }
