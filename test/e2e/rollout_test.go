@@ -183,8 +183,8 @@ func (w *sucWave) jobDenials(t *testing.T, node string) []controlplane.AuditEven
 	return slices.DeleteFunc(jobDenials(t, w.plan.Name, node), func(e controlplane.AuditEvent) bool { return e.StageTimestamp.Before(w.since) })
 }
 
-//
-// The annotation alone is the gate's answer to the request it saw; the API
+// refused: the gate refused the completion write. The annotation alone is
+// the gate's answer to the request it saw; the API
 // server may still end the request otherwise (a conflict with a newer
 // object, issue 23), so the response must be the webhook's denial too.
 func refused(e controlplane.AuditEvent) bool {
