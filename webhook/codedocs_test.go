@@ -207,6 +207,29 @@ func webhookNames() string {
 	return "Webhook names (the `<webhook name>` of each key): " + strings.Join(names, ", ") + ".\n"
 }
 
+// contractLinks links every webhook's contract by its heading's title, in
+// the table's order; contractTitle holds each heading to its row.
+func contractLinks(t *testing.T) string {
+	links := make([]string, len(Webhooks))
+	for i, w := range Webhooks {
+		links[i] = "[" + contractTitle(t, w) + "](webhook/" + w.Contract + ")"
+	}
+	return "Each webhook's contract: " + strings.Join(links, ", ") + ".\n"
+}
+
+// contractTitle is the title of w's contract: its first line reads
+// "# <title> — `<webhook name>` at `<path>`", the name and path the table's.
+func contractTitle(t *testing.T, w Webhook) string {
+	t.Helper()
+	data, err := os.ReadFile(w.Contract)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(data), "\n")
+	title, rest, ok := strings.Cut(strings.TrimPrefix(first, "# "), " — ")
+	require.True(t, ok && strings.HasPrefix(first, "# "), "%s: the first line must read \"# <title> — `%s` at `%s`\", got %q", w.Contract, w.Name, w.Path, first)
+	require.Equal(t, "`"+w.Name+"` at `"+w.Path+"`", rest, "%s: the heading names the table's webhook and path", w.Contract)
+	return title
+}
+
 // auditPolicy is the audit policy rule that keeps at least Metadata for
 // every write a webhook of the table reviews, subresources included: one
 // rule per set of verbs (UPDATE is update and patch).
@@ -287,7 +310,8 @@ func auditPolicy() string {
 func TestCodeDocsAreGenerated(t *testing.T) {
 	requireGeneratedDoc(t, "../README.md",
 		generated{"code table", readmeCodeTable()},
-		generated{"webhook names", webhookNames()})
+		generated{"webhook names", webhookNames()},
+		generated{"contracts", contractLinks(t)})
 	requireGeneratedDoc(t, "../docs/install.md",
 		generated{"webhook names", webhookNames()},
 		generated{"audit policy", auditPolicy()})

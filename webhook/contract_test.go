@@ -20,19 +20,6 @@ import (
 
 var backticked = regexp.MustCompile("`([A-Za-z0-9]+)`")
 
-// TestReadmeLinksEveryContract: the README's list of contracts links the
-// contract of every row of the webhook table.
-func TestReadmeLinksEveryContract(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, rest, found := strings.Cut(string(data), "\nEach webhook's contract:")
-	require.True(t, found, "README.md has no \"Each webhook's contract:\" paragraph")
-	para, _, _ := strings.Cut(rest, "\n\n")
-	for _, w := range Webhooks {
-		assert.Contains(t, para, "(webhook/"+w.Contract+")", "README's contract list vs %s", w.Name)
-	}
-}
-
 // TestDocumentedAuditKeys: every audit annotation key the engine writes (the
 // Audit* constants of gate/decision.go) has a row in docs/install.md's audit
 // table, so a person reading an audit event can look each key up.
