@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // startNFDMaster runs the real nfd-master as NFD's chart's ServiceAccount
