@@ -71,6 +71,12 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	}
 	cl.Halts, _ = l.HaltRecord(ctx) // a failed read fails closed in the record
 	cl.CreationGates = l.CreationGates(ctx)
+	// RKE2's etcd snapshots are read live only (the webhook reads them per
+	// review that needs them); a saved List does not hold them yet, so
+	// `check` from a file sees the API as not served.
+	if live, ok := l.Source.(*Live); ok {
+		cl.EtcdSnapshots = ReadEtcdSnapshots(ctx, live.Client)
+	}
 	return cl, nil
 }
 
