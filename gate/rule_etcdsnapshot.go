@@ -93,9 +93,16 @@ func (r *PlanReview) RKE2MinorMove() (node string, from, to RKE2Version, ok bool
 	return "", from, to, false
 }
 
+// etcdSnapshotChecked: the rule judges a Plan write and SUC's start of a
+// node's Job (which a Node write that pulls a node into a Plan reaches too,
+// so that path needs no read of its own).
+func (r *PlanReview) etcdSnapshotChecked() bool {
+	return (r.write || r.sucStep) && r.cfg.EtcdSnapshot.Required
+}
+
 // NeedsEtcdSnapshots says whether Decide reads the ETCDSnapshotFiles.
 func (r *PlanReview) NeedsEtcdSnapshots() bool {
-	if !r.write || !r.cfg.EtcdSnapshot.Required {
+	if !r.etcdSnapshotChecked() {
 		return false
 	}
 	_, _, _, ok := r.RKE2MinorMove()
@@ -106,12 +113,12 @@ func (r *PlanReview) NeedsEtcdSnapshots() bool {
 // for it (in place of the cluster view's).
 func (r *PlanReview) SetEtcdSnapshots(s EtcdSnapshots) { r.etcdSnapshots = &s }
 
-// etcdSnapshotRule (Plans, review-level): a Plan write that moves a GPU
-// node's RKE2 minor needs a ready ETCDSnapshotFile taken within
-// etcdSnapshot.maxAge.
+// etcdSnapshotRule (Plans, review-level): a Plan write, and SUC's start of
+// a node's Job, that moves a GPU node's RKE2 minor needs a ready
+// ETCDSnapshotFile taken within etcdSnapshot.maxAge.
 func etcdSnapshotRule(rv review, f *findings, _ *Decision) {
 	r, ok := rv.(*PlanReview)
-	if !ok || !r.write || !r.cfg.EtcdSnapshot.Required {
+	if !ok || !r.etcdSnapshotChecked() {
 		return
 	}
 	node, from, to, ok := r.RKE2MinorMove()
@@ -157,4 +164,15 @@ func etcdSnapshotStale(path *field.Path, node string, from, to RKE2Version, snap
 	}
 	return forbidden(CodeEtcdSnapshotStale, "", path, "this Plan moves node %s from Kubernetes %d.%d to %d.%d (RKE2 %s), and an RKE2 minor upgrade cannot be undone except by an etcd restore: it needs a ready etcd snapshot taken within %s, but %s; take one first (`rke2 etcd-snapshot save` on a server node), or turn the precondition off (etcdSnapshot.required: false)",
 		node, from.Major, from.Minor, to.Major, to.Minor, to, maxAge, seen)
+}
+
+// NeedsEtcdSnapshots says whether Decide reads the ETCDSnapshotFiles (a
+// GPU node's step of a Plan that moves its RKE2 minor).
+func (s *SUCStep) NeedsEtcdSnapshots() bool { return s.review != nil && s.review.NeedsEtcdSnapshots() }
+
+// SetEtcdSnapshots gives the step the ETCDSnapshotFiles the adapter read.
+func (s *SUCStep) SetEtcdSnapshots(snaps EtcdSnapshots) {
+	if s.review != nil {
+		s.review.SetEtcdSnapshots(snaps)
+	}
 }

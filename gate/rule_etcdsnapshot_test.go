@@ -107,3 +107,25 @@ func TestEtcdSnapshotConfigValidates(t *testing.T) {
 	c.EtcdSnapshot.Required = false
 	assert.Empty(t, c.Validate())
 }
+
+// TestEtcdSnapshotAtSUCStep: SUC's start of a GPU node's Job that moves its
+// RKE2 minor is held without a recent ready snapshot, whatever path pulled
+// the node into the Plan (a Node write reaches this step too), and starts
+// with one the adapter read for the step.
+func TestEtcdSnapshotAtSUCStep(t *testing.T) {
+	s := safeStep(t)
+	s.cluster.EtcdSnapshots = EtcdSnapshots{Served: true}
+	prepare := func() *SUCStep {
+		return PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01", Plan: s.req.Plan, Node: s.node, User: s.req.User, Now: s.req.Now})
+	}
+	st := prepare()
+	require.True(t, st.NeedsEtcdSnapshots())
+	d := st.Decide(s.holders, nil)
+	assert.Contains(t, codesOf(d), CodeEtcdSnapshotStale)
+
+	st = prepare()
+	st.SetEtcdSnapshots(EtcdSnapshots{Served: true, Items: []EtcdSnapshot{{Name: "fresh", CreatedAt: testNow.Add(-time.Hour), ReadyToUse: true}}})
+	d = st.Decide(s.holders, nil)
+	assert.NotContains(t, codesOf(d), CodeEtcdSnapshotStale)
+	assert.True(t, d.Allowed, "%+v", d.Blockers)
+}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -208,6 +209,9 @@ func (r *jobReads) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 func (r *jobReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*unstructured.UnstructuredList); ok {
+		return r.fleetPods.List(ctx, list, opts...) // ETCDSnapshotFiles: not served
+	}
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
 	r.mu.Lock()
