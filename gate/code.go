@@ -62,6 +62,9 @@ const (
 	// package that lets OLM approve its InstallPlans itself (anything but
 	// installPlanApproval: Manual), unless allowAutomaticOperatorApproval.
 	CodeOperatorAutoApproval Code = "OperatorAutoApproval"
+	// CodeEtcdSnapshotStale: a Plan that moves a GPU node's RKE2 minor
+	// while no ready ETCDSnapshotFile is younger than etcdSnapshot.maxAge.
+	CodeEtcdSnapshotStale Code = "EtcdSnapshotStale"
 )
 
 // Node codes.

@@ -154,6 +154,9 @@ type Config struct {
 	// CreationGates must read their closed value before a GPU mode
 	// transition or a GPU upgrade starts (creationgate.go); none by default.
 	CreationGates []CreationGate `json:"creationGates,omitempty"`
+	// EtcdSnapshot: a Plan that moves a GPU node's RKE2 minor needs a
+	// recent ready etcd snapshot (rule_etcdsnapshot.go).
+	EtcdSnapshot EtcdSnapshotConfig `json:"etcdSnapshot"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -185,6 +188,7 @@ func DefaultConfig() *Config {
 		Enforcement:    DefaultEnforcementConfig(),
 
 		GPUOperatorPackage: "gpu-operator-certified",
+		EtcdSnapshot:       DefaultEtcdSnapshotConfig(),
 	}
 }
 
@@ -327,6 +331,7 @@ func (c *Config) Validate() field.ErrorList {
 	for i, e := range c.Exemptions {
 		errs = append(errs, e.validate(field.NewPath("exemptions").Index(i))...)
 	}
+	errs = append(errs, c.EtcdSnapshot.validate(field.NewPath("etcdSnapshot"))...)
 	names := map[string]bool{}
 	for i, g := range c.CreationGates {
 		path := field.NewPath("creationGates").Index(i)

@@ -58,6 +58,9 @@ type Cluster struct {
 	// CreationGates are the configured creation gates as read
 	// (creationgate.go).
 	CreationGates []GateReading
+	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
+	// the webhook reads them live for the one review that needs them.
+	EtcdSnapshots EtcdSnapshots
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

@@ -76,6 +76,9 @@ type PlanReview struct {
 	// sucStep: the review is of SUC's start of the node's Job
 	// (PrepareSUCStep), which the maintenance windows hold too.
 	sucStep bool
+	// etcdSnapshots, when set, are the ETCDSnapshotFiles the adapter read
+	// for this review (SetEtcdSnapshots).
+	etcdSnapshots *EtcdSnapshots
 }
 
 // PreparePlan selects the Plan's nodes as SUC would for the Plan as written.

@@ -281,6 +281,12 @@ func rules() []Rule {
 				CodeVersionSkew: {Meaning: "the Plan's RKE2 version is newer than the API server's (a kubelet never runs ahead of the control plane)",
 					Example: "[VersionSkew] RKE2 v1.36.1+rke2r1 is newer than the API server v1.35; a kubelet may never be newer than the control plane: upgrade the servers first"},
 			}},
+		{Name: "etcdsnapshot", Codes: []Code{CodeEtcdSnapshotStale}, Reviews: []Review{ReviewPlan, ReviewSUCStep}, Apply: etcdSnapshotRule,
+			Docs: map[Code]CodeDoc{
+				CodeEtcdSnapshotStale: {Meaning: "a Plan write, or SUC's start of a GPU node's Job, that moves a GPU node's RKE2 (Kubernetes) minor while no `ETCDSnapshotFile` (k3s.cattle.io/v1, which RKE2 writes for each etcd snapshot) has `status.readyToUse: true`, a `status.creationTime` within `etcdSnapshot.maxAge` (24h by default) and no `status.error`; one that cannot be read counts as none. A patch-level move needs none",
+					Example: "[EtcdSnapshotStale] this Plan moves node gpu-v100-01 from Kubernetes 1.35 to 1.36 (RKE2 v1.36.1+rke2r1), and an RKE2 minor upgrade cannot be undone except by an etcd restore: it needs a ready etcd snapshot taken within 24h0m0s, but the newest ready ETCDSnapshotFile, local-etcd-snapshot-server-1-1764633600-4b1e2f (snapshot etcd-snapshot-server-1-1764633600 on node server-1), was taken at 2026-11-20T06:00:00Z, 30h0m0s ago; take one first (`rke2 etcd-snapshot save` on a server node), or turn the precondition off (etcdSnapshot.required: false)",
+					Fix:     "take a snapshot (`rke2 etcd-snapshot save` on a server node) and apply the Plan again once its ETCDSnapshotFile reads `readyToUse: true`; or set `etcdSnapshot.required: false` (chart value `config.etcdSnapshot`), or use break glass"},
+			}},
 		// One transition per node the review moves.
 		{Name: "hardware", Codes: []Code{CodeHardwareUnknown, CodeHardwareNotQualified}, Reviews: movePaths, Judge: hardwareRule, Apply: typedHardwareRule,
 			Docs: map[Code]CodeDoc{

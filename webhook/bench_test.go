@@ -30,7 +30,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -45,6 +47,7 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/benchcpu"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 var benchNow = time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
@@ -137,6 +140,10 @@ type fleetPods struct {
 func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
+	if _, ok := list.(*unstructured.UnstructuredList); ok {
+		// The fleet is not RKE2's: it serves no ETCDSnapshotFile API.
+		return &meta.NoKindMatchError{GroupKind: loader.ETCDSnapshotFileGVK.GroupKind(), SearchedVersions: []string{"v1"}}
+	}
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
 	pl := list.(*corev1.PodList)
 	for _, pod := range p.fleet.Pods {

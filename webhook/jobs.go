@@ -17,6 +17,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 var (
@@ -119,6 +120,9 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	tr.mark("facts")
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
+	if step.NeedsEtcdSnapshots() {
+		step.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
+	}
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the
 		// step wants other nodes): list its holders now.

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -193,10 +194,12 @@ func TestJobPlanFromEtcd(t *testing.T) {
 // each Get asked for and the Pod listings, answering from the fleet.
 type jobReads struct {
 	fleetPods
-	holder   string // a node given a GPU holder Pod
-	mu       sync.Mutex
-	gets     map[string]string // "Node/name" → resourceVersion ("": etcd)
-	listings []string          // nodes listed
+	holder string // a node given a GPU holder Pod
+	// etcdSnapshots, when set, is the served ETCDSnapshotFile list (RKE2's).
+	etcdSnapshots *unstructured.UnstructuredList
+	mu            sync.Mutex
+	gets          map[string]string // "Node/name" → resourceVersion ("": etcd)
+	listings      []string          // nodes listed
 }
 
 func (r *jobReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -208,6 +211,13 @@ func (r *jobReads) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 func (r *jobReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		if r.etcdSnapshots == nil {
+			return r.fleetPods.List(ctx, list, opts...) // ETCDSnapshotFiles: not served
+		}
+		r.etcdSnapshots.DeepCopyInto(ul)
+		return nil
+	}
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
 	r.mu.Lock()
@@ -261,6 +271,7 @@ func TestJobStartReads(t *testing.T) {
 		name, plan, node  string
 		missing, asCPU    string
 		holder            string
+		etcdSnapshots     *unstructured.UnstructuredList
 		wantNodeRV        string
 		wantListings      []string
 		wantAllowed       bool
@@ -269,6 +280,10 @@ func TestJobStartReads(t *testing.T) {
 		{name: "a GPU node: cached reads, holders with them", plan: "gpu-v100-canary-zone-a", node: gpu, wantNodeRV: "77", wantListings: []string{gpu}, wantAllowed: true},
 		{name: "a GPU node's holder stops it", plan: "gpu-v100-canary-zone-a", node: gpu, holder: gpu, wantNodeRV: "77", wantListings: []string{gpu},
 			wantCode: "GPUHolders", wantMsg: "train-0"},
+		{name: "an RKE2-minor step without a ready snapshot is held", plan: "gpu-v100-canary-zone-a", node: gpu, etcdSnapshots: snapshotList(benchNow.Add(-48 * time.Hour)),
+			wantNodeRV: "77", wantListings: []string{gpu}, wantCode: "EtcdSnapshotStale", wantMsg: "was taken at " + benchNow.Add(-48*time.Hour).UTC().Format(time.RFC3339) + ", 48h0m0s ago"},
+		{name: "an RKE2-minor step with a fresh ready snapshot starts", plan: "gpu-v100-canary-zone-a", node: gpu, etcdSnapshots: snapshotList(benchNow.Add(-time.Hour)),
+			wantNodeRV: "77", wantListings: []string{gpu}, wantAllowed: true},
 		{name: "a CPU node of an RKE2 Plan: no holder listing", plan: "rke2-agent-cpu-pool-1", node: "cpu-0001", wantNodeRV: "77", wantAllowed: true},
 		{name: "a node the cache does not have: from etcd, holders with it", plan: "gpu-v100-canary-zone-a", node: gpu, missing: gpu, wantListings: []string{gpu}, wantAllowed: true},
 		{name: "cached as a CPU node, live a GPU node: holders listed after the reads", plan: "gpu-v100-canary-zone-a", node: gpu, asCPU: gpu, holder: gpu,
@@ -276,7 +291,7 @@ func TestJobStartReads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := e.facts.Cache.(*fleetCache)
-			live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, holder: tc.holder, gets: map[string]string{}}
+			live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, holder: tc.holder, etcdSnapshots: tc.etcdSnapshots, gets: map[string]string{}}
 			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU}, Live: live}
 			facts.SetServerVersion(fleetgen.ServerVersion)
 			facts.synced.Store(true)
@@ -297,4 +312,14 @@ func TestJobStartReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// snapshotList is one ready ETCDSnapshotFile taken at, as RKE2 writes it.
+func snapshotList(at time.Time) *unstructured.UnstructuredList {
+	return &unstructured.UnstructuredList{Items: []unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "k3s.cattle.io/v1", "kind": "ETCDSnapshotFile",
+		"metadata": map[string]any{"name": "local-etcd-snapshot-server-1"},
+		"spec":     map[string]any{"snapshotName": "etcd-snapshot-server-1", "nodeName": "server-1", "location": "file:///var/lib/rancher/rke2/server/db/snapshots/etcd-snapshot-server-1"},
+		"status":   map[string]any{"readyToUse": true, "creationTime": at.UTC().Format(time.RFC3339)},
+	}}}}
 }

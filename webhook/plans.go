@@ -10,6 +10,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // decidePlan reviews a Plan CREATE or UPDATE (contract: plans.md).
@@ -39,6 +40,12 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	tr.mark("engine")
+	// Only a Plan that moves a GPU node's RKE2 minor reads the
+	// ETCDSnapshotFiles, live: a handful of objects, and no informer for a
+	// kind most clusters do not serve.
+	if r.NeedsEtcdSnapshots() {
+		r.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
+	}
 	// The holder listing is a round trip to the API server: the holder row
 	// is the table's last, so every other rule runs while it is in flight.
 	listed := s.listHolders(ctx, tr, r.HolderNodes())

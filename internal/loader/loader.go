@@ -27,6 +27,12 @@ type Source interface {
 	ServerVersion(ctx context.Context) (string, error)
 }
 
+// EtcdSnapshotSource is a Source that holds RKE2's ETCDSnapshotFiles
+// itself (a saved List): they are no Read row, as no informer caches them.
+type EtcdSnapshotSource interface {
+	EtcdSnapshots() gate.EtcdSnapshots
+}
+
 // Loader builds the engine's view from a Source, part by part: the
 // webhook builds each part once per informer event (webhook/facts.go), the
 // CLI all at once (Cluster). It keeps parsed records and converted Plan
@@ -71,6 +77,14 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	}
 	cl.Halts, _ = l.HaltRecord(ctx) // a failed read fails closed in the record
 	cl.CreationGates = l.CreationGates(ctx)
+	// RKE2's etcd snapshots: listed live, or the saved List's (the webhook
+	// lists them itself for the one review that needs them).
+	switch src := l.Source.(type) {
+	case *Live:
+		cl.EtcdSnapshots = ReadEtcdSnapshots(ctx, src.Client)
+	case EtcdSnapshotSource:
+		cl.EtcdSnapshots = src.EtcdSnapshots()
+	}
 	return cl, nil
 }
 

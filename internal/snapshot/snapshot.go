@@ -19,10 +19,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
@@ -54,6 +56,10 @@ type Snapshot struct {
 	// ResourceSlices are read by the DRA recovery planner
 	// (RecoveryRecipe), not by the engine.
 	ResourceSlices []*resourcev1.ResourceSlice
+	// EtcdSnapshotFiles are RKE2's etcd snapshots (k3s.cattle.io/v1), in a
+	// List saved with etcdsnapshotfiles.k3s.cattle.io added to Recipe (an
+	// RKE2 cluster serves them; elsewhere kubectl refuses the type).
+	EtcdSnapshotFiles []unstructured.Unstructured
 	// Skipped counts the items of kinds the gate does not read, by
 	// "apiVersion/kind".
 	Skipped map[string]int
@@ -380,6 +386,12 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		s.ResourceSlices = append(s.ResourceSlices, rs)
+	case loader.ETCDSnapshotFileGVK.GroupVersion().String() + "/" + loader.ETCDSnapshotFileGVK.Kind:
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(item); err != nil {
+			return err
+		}
+		s.EtcdSnapshotFiles = append(s.EtcdSnapshotFiles, u)
 	default:
 		if tm.Kind == "" {
 			return errors.New("the item has no kind")

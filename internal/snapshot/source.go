@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
@@ -92,6 +93,16 @@ func (s *Snapshot) objectsOf(kind client.Object) []client.Object {
 		}
 	}
 	return out
+}
+
+// EtcdSnapshots are the List's ETCDSnapshotFiles; a List without any reads
+// as a cluster that serves none (the Recipe leaves the kind out, which
+// kubectl refuses where it is not served).
+func (f *fileSource) EtcdSnapshots() gate.EtcdSnapshots {
+	if len(f.snap.EtcdSnapshotFiles) == 0 {
+		return gate.EtcdSnapshots{}
+	}
+	return loader.EtcdSnapshotsOf(f.snap.EtcdSnapshotFiles)
 }
 
 func (f *fileSource) ServerVersion(context.Context) (string, error) {

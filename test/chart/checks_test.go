@@ -542,9 +542,11 @@ func (r *rendered) checkRBAC() []string {
 		// The driver path reads the upgrade policy live (webhook/driver.md).
 		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
-		"/configmaps":                {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
-		"apps/deployments":           {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
-		"apps/daemonsets":            {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+		// RKE2's etcd snapshots, listed live for an RKE2-minor Plan.
+		"k3s.cattle.io/etcdsnapshotfiles": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
+		"/configmaps":                     {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
+		"apps/deployments":                {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
+		"apps/daemonsets":                 {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
 		// The one write: Events on the Plans (SUC namespaces) and Nodes
 		// (default) whose step the gate holds; never read, update or delete.
 		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
@@ -623,7 +625,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}
