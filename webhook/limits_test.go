@@ -32,6 +32,22 @@ func bigReview(uid string, size int) []byte {
 		strings.Repeat("x", pad) + `"]}}}}}`)
 }
 
+// postReview posts a review to url and decodes the answer.
+func postReview(t *testing.T, url string, review []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(review))
+	require.NoError(t, err)
+	return readResponse(t, resp)
+}
+
+// readResponse reads and decodes an answer.
+func readResponse(t *testing.T, resp *http.Response) *admissionv1.AdmissionResponse {
+	t.Helper()
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return decodeResponse(t, body)
+}
+
 func decodeResponse(t *testing.T, body []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
 	var ar admissionv1.AdmissionReview
@@ -59,11 +75,7 @@ func TestReviewLimiter(t *testing.T) {
 	defer srv.Close()
 
 	t.Run("a body above the cap is denied with its uid, unread", func(t *testing.T) {
-		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-big", 2<<20)))
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		r := decodeResponse(t, body)
+		r := postReview(t, srv.URL, bigReview("uid-big", 2<<20))
 		assert.False(t, r.Allowed)
 		assert.Equal(t, types.UID("uid-big"), r.UID)
 		assert.EqualValues(t, http.StatusRequestEntityTooLarge, r.Result.Code)
@@ -77,9 +89,7 @@ func TestReviewLimiter(t *testing.T) {
 		req.ContentLength = -1
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		r := decodeResponse(t, body)
+		r := readResponse(t, resp)
 		assert.False(t, r.Allowed)
 		assert.Equal(t, types.UID("uid-chunked"), r.UID)
 		assert.EqualValues(t, http.StatusRequestEntityTooLarge, r.Result.Code)
@@ -103,11 +113,7 @@ func TestReviewLimiter(t *testing.T) {
 			}()
 		}
 		require.Eventually(t, func() bool { return called.Load() == 2 }, 10*time.Second, 5*time.Millisecond)
-		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-third", 900<<10)))
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		r := decodeResponse(t, body)
+		r := postReview(t, srv.URL, bigReview("uid-third", 900<<10))
 		assert.False(t, r.Allowed)
 		assert.Equal(t, types.UID("uid-third"), r.UID)
 		assert.Contains(t, r.Result.Message, "busy")
@@ -115,7 +121,7 @@ func TestReviewLimiter(t *testing.T) {
 		close(release)
 		wg.Wait()
 		// The budget is back: a review runs again.
-		resp, err = http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-after", 900<<10)))
+		resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-after", 900<<10)))
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
@@ -248,11 +254,7 @@ func TestPerSourceCap(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return in.Load() == 2 }, 10*time.Second, 5*time.Millisecond)
-	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-third", 1<<10)))
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r := decodeResponse(t, body)
+	r := postReview(t, srv.URL, bigReview("uid-third", 1<<10))
 	assert.False(t, r.Allowed)
 	assert.Equal(t, types.UID("uid-third"), r.UID)
 	assert.EqualValues(t, http.StatusTooManyRequests, r.Result.Code)
@@ -272,11 +274,7 @@ func TestBusyBeforeTheFirstByte(t *testing.T) {
 		t.Error("the handler must not run")
 	})))
 	defer srv.Close()
-	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(bigReview("uid-busy", 1<<10)))
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r := decodeResponse(t, body)
+	r := postReview(t, srv.URL, bigReview("uid-busy", 1<<10))
 	assert.False(t, r.Allowed)
 	assert.Equal(t, types.UID("uid-busy"), r.UID)
 	assert.EqualValues(t, http.StatusTooManyRequests, r.Result.Code)
