@@ -145,6 +145,20 @@ func resourceOf(gv schema.GroupVersion, res string, kind schema.GroupVersionKind
 	return Resource{GroupVersionResource: gv.WithResource(res), Kind: kind}
 }
 
+// nodeResources are Nodes and their status subresource: a label changed
+// through either is the same write to the gate.
+func nodeResources() []Resource {
+	return []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)}
+}
+
+// celUncordon: the write uncordons the node.
+const celUncordon = "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"
+
+// celAnnotationChanged: the write sets, changes or removes annotation key.
+func celAnnotationChanged(key string) string {
+	return "object.metadata.?annotations.orValue({})[?'" + key + "'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'" + key + "'].orValue('')"
+}
+
 // Webhooks is the webhook table, in the chart's order.
 var Webhooks = []Webhook{{
 	Name: WebhookPlans, Path: PathPlans, Metric: "plans", Contract: "plans.md",
@@ -157,12 +171,12 @@ var Webhooks = []Webhook{{
 	Name: WebhookNodes, Path: PathNodes, Metric: "nodes", Contract: "nodes.md",
 	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewModeStep, gate.ReviewPlan, gate.ReviewAdmission},
 	decide:     (*Server).decideNode,
-	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Resources:  nodeResources(),
 	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
 	MatchConditions: []MatchCondition{
 		{Name: "not-a-kubelet", CEL: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Template: "gug.gpuNodeCondition"},
-		{Name: "labels-changed-or-uncordon", CEL: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"},
+		{Name: "labels-changed-or-uncordon", CEL: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || " + celUncordon + " || " + celAnnotationChanged(gate.AnnotationMovedBy) + " || " + celAnnotationChanged(gate.AnnotationCordonHandover)},
 		{Name: "not-a-system-controller", Template: "gug.nodeExemptCondition", Optional: true},
 	},
 	FailurePolicy: admissionregistrationv1.Fail, FailurePolicyValue: "webhook.nodeFailurePolicy",
@@ -173,12 +187,12 @@ var Webhooks = []Webhook{{
 	Name: WebhookCompletions, Path: PathCompletions, Metric: "completions", Contract: "completions.md",
 	Reviews:    []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},
 	decide:     (*Server).decideCompletion,
-	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Resources:  nodeResources(),
 	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
 	MatchConditions: []MatchCondition{
 		{Name: "suc-service-account", Template: "gug.sucServiceAccount"},
 		{Name: "gpu-node", Template: "gug.gpuNodeCondition"},
-		{Name: "uncordon-or-marked-done", CEL: "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])"},
+		{Name: "uncordon-or-marked-done", CEL: celUncordon + " || object.metadata.?labels.orValue({}).exists(k, k.startsWith('plan.upgrade.cattle.io/') && object.metadata.labels[k] != 'disabled' && oldObject.metadata.?labels.orValue({})[?k].orValue('') != object.metadata.labels[k])"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "SUC's completion write (webhook/completions.md): only SUC's uncordon or\n" +
@@ -231,7 +245,7 @@ var Webhooks = []Webhook{{
 	Name: WebhookDriverStep, Path: PathDriverStep, Metric: "driver-step", Contract: "driverstep.md",
 	Reviews:    []gate.Review{gate.ReviewDriverStep, gate.ReviewAdmission},
 	decide:     (*Server).decideDriverStep,
-	Resources:  []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)},
+	Resources:  nodeResources(),
 	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
 	MatchConditions: []MatchCondition{{Name: "driver-reload-starts", Folded: true, CEL: `object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') in ['pod-restart-required', 'post-maintenance-required'] &&
 object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != oldObject.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('')`}},
