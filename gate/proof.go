@@ -203,7 +203,10 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 		}
 	}
 	for _, j := range jobs {
-		if _, ok := j.Labels[upgradev1.LabelNode]; ok {
+		// Both labels, as SUC writes them and the loader reads them: the Job
+		// webhook reviews every write of a Job with the plan label, so one
+		// with the node label alone is not SUC's (SUCJobForged).
+		if j.Labels[upgradev1.LabelNode] != "" && j.Labels[upgradev1.LabelPlan] != "" {
 			out.UpgradeJobs = append(out.UpgradeJobs, j)
 		}
 	}

@@ -407,3 +407,15 @@ func TestPreviousNodeUnprovenOnTheDriverPath(t *testing.T) {
 	assert.True(t, d.Allowed, d.Message())
 	assert.Equal(t, "gpu-v100-02=proven", d.AuditAnnotations()[AuditProofs])
 }
+
+// TestProofFactsTakeSUCsJobsOnly: a Job counts as SUC's only with both
+// labels SUC writes; the Job webhook reviews every write of one with the
+// plan label, so one with the node label alone (written unreviewed) is
+// not SUC's upgrade of that node.
+func TestProofFactsTakeSUCsJobsOnly(t *testing.T) {
+	suc := upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow)
+	nodeOnly := upgradeJob("gpu-v100-02", batchv1.JobComplete, testNow)
+	delete(nodeOnly.Labels, upgradev1.LabelPlan)
+	facts := DefaultConfig().ProofFactsOf(nil, []*batchv1.Job{suc, nodeOnly})
+	assert.Equal(t, []*batchv1.Job{suc}, facts.UpgradeJobs)
+}

@@ -133,7 +133,10 @@ func etcdSnapshotRule(rv review, f *findings, _ *Decision) {
 	var newest *EtcdSnapshot
 	for i := range snaps.Items {
 		s := &snaps.Items[i]
-		if !s.usable() {
+		// One dated ahead of the clock (beyond the records' skew) would
+		// pass the age check for ever: the object has no status
+		// subresource, so whoever may create it writes its creationTime.
+		if !s.usable() || s.CreatedAt.After(r.now.Add(r.cfg.ClockSkew.Duration)) {
 			continue
 		}
 		if newest == nil || s.CreatedAt.After(newest.CreatedAt) {
@@ -157,7 +160,7 @@ func etcdSnapshotStale(path *field.Path, node string, from, to RKE2Version, snap
 	case snaps.Err != nil:
 		seen = "the ETCDSnapshotFiles cannot be read (" + qualification.Clip(snaps.Err.Error()) + "), which counts as none"
 	case newest == nil:
-		seen = fmt.Sprintf("no ready ETCDSnapshotFile exists (%d seen, none with status.readyToUse true, a creationTime and no error)", len(snaps.Items))
+		seen = fmt.Sprintf("no ready ETCDSnapshotFile exists (%d seen, none with status.readyToUse true, a creationTime not in the future and no error)", len(snaps.Items))
 	default:
 		seen = fmt.Sprintf("the newest ready ETCDSnapshotFile, %s (snapshot %s on node %s), was taken at %s, %s ago", newest.Name, newest.Snapshot, newest.Node,
 			newest.CreatedAt.UTC().Format(time.RFC3339), now.Sub(newest.CreatedAt).Round(time.Second))

@@ -34,6 +34,8 @@ func TestEtcdSnapshotRule(t *testing.T) {
 		{name: "EtcdSnapshotStale: not readyToUse", mutate: served(with(func(s *EtcdSnapshot) { s.ReadyToUse = false })), stale: true, message: "1 seen"},
 		{name: "EtcdSnapshotStale: error set", mutate: served(with(func(s *EtcdSnapshot) { s.Error = "upload to s3 failed" })), stale: true, message: "1 seen"},
 		{name: "EtcdSnapshotStale: no creationTime", mutate: served(with(func(s *EtcdSnapshot) { s.CreatedAt = time.Time{} })), stale: true, message: "1 seen"},
+		{name: "EtcdSnapshotStale: dated ahead of the clock", mutate: served(with(func(s *EtcdSnapshot) { s.CreatedAt = testNow.Add(48 * time.Hour) })), stale: true, message: "1 seen"},
+		{name: "a snapshot within the clock skew ahead allows", mutate: served(with(func(s *EtcdSnapshot) { s.CreatedAt = testNow.Add(time.Minute) }))},
 		{name: "the newest ready one counts, not the newest", mutate: served(with(func(s *EtcdSnapshot) { s.CreatedAt = testNow.Add(-30 * time.Hour) }),
 			with(func(s *EtcdSnapshot) { s.Name, s.ReadyToUse = "failed", false })), stale: true, message: "30h0m0s ago"},
 		{name: "EtcdSnapshotStale: unreadable counts as none", mutate: func(s *scenario) {

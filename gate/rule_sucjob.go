@@ -57,14 +57,24 @@ func sucJobForgedRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	j, old := r.req.Job, r.req.Old
-	plan, node := j.Labels[upgradev1.LabelPlan], j.Labels[upgradev1.LabelNode]
-	if !slices.Contains(r.cfg.SUCNamespaces, j.Namespace) || (plan == "" && node == "") || isSUC(r.cfg, r.req.User) {
+	// The labels before the write count too: stripping them from SUC's Job
+	// would hide it (a failed one's halt with it).
+	shown := j
+	if !hasSUCLabels(j) {
+		shown = old
+	}
+	if !slices.Contains(r.cfg.SUCNamespaces, j.Namespace) || !hasSUCLabels(shown) || isSUC(r.cfg, r.req.User) {
 		return
 	}
 	if old != nil && maps.Equal(old.Labels, j.Labels) && !JobStarts(old, j) {
 		return
 	}
-	f.add(sucJobForged(j, r.req.User.Name))
+	f.add(sucJobForged(shown, r.req.User.Name))
+}
+
+// hasSUCLabels: j carries SUC's plan or node label.
+func hasSUCLabels(j *batchv1.Job) bool {
+	return j != nil && (j.Labels[upgradev1.LabelPlan] != "" || j.Labels[upgradev1.LabelNode] != "")
 }
 
 // sucJobForged builds every SUCJobForged blocker.

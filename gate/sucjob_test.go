@@ -33,6 +33,7 @@ func TestSUCJobForged(t *testing.T) {
 		{name: "a person creates a paused one", req: SUCJobWriteRequest{Operation: OpCreate, Job: job("system-upgrade", &zero, sucLabels), User: alice}, want: true},
 		{name: "only the node label", req: SUCJobWriteRequest{Operation: OpCreate, Job: job("system-upgrade", &zero, map[string]string{upgradev1.LabelNode: "gpu-v100-01"}), User: alice}, want: true},
 		{name: "a person labels their Job as SUC's", req: SUCJobWriteRequest{Operation: OpUpdate, Old: relabelled, Job: job("system-upgrade", &zero, sucLabels), User: alice}, want: true},
+		{name: "a person strips SUC's labels from its Job", req: SUCJobWriteRequest{Operation: OpUpdate, Old: job("system-upgrade", &one, sucLabels), Job: relabelled, User: alice}, want: true},
 		{name: "a person starts SUC's paused Job", req: SUCJobWriteRequest{Operation: OpUpdate, Old: job("system-upgrade", &zero, sucLabels), Job: job("system-upgrade", &one, sucLabels), User: alice}, want: true},
 		{name: "safe: SUC creates its Job", req: SUCJobWriteRequest{Operation: OpCreate, Job: job("system-upgrade", &zero, sucLabels), User: sucUser}},
 		{name: "safe: SUC starts its Job", req: SUCJobWriteRequest{Operation: OpUpdate, Old: job("system-upgrade", &zero, sucLabels), Job: job("system-upgrade", &one, sucLabels), User: sucUser}},

@@ -72,7 +72,11 @@ type Reads struct {
 
 // ReadsOf is the table for a config.
 func ReadsOf(cfg *gate.Config) Reads {
-	sucJobs, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
+	// SUC labels its Jobs with both; the Job webhook sees every Job with
+	// the plan label (its object selector), so a Job the gate reads as
+	// SUC's can be neither created nor relabelled unreviewed.
+	sucJobNode, _ := labels.NewRequirement(upgradev1.LabelNode, selection.Exists, nil)
+	sucJobPlan, _ := labels.NewRequirement(upgradev1.LabelPlan, selection.Exists, nil)
 	var gates []Read
 	for _, g := range cfg.CreationGates {
 		r := Read{What: "creation gate " + g.Name, Object: &appsv1.Deployment{}, NewList: func() client.ObjectList { return &appsv1.DeploymentList{} },
@@ -97,7 +101,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 		AllocationChecks: Read{What: "allocation-check Pods", Object: &corev1.Pod{}, NewList: pods,
 			Namespaces: oneOrAll(cfg.Proof.AllocationCheck.Namespace), Label: cfg.Proof.AllocationSelector()},
 		UpgradeJobs: Read{What: "SUC Jobs", Object: &batchv1.Job{}, NewList: func() client.ObjectList { return &batchv1.JobList{} },
-			Namespaces: cfg.SUCNamespaces, Label: labels.NewSelector().Add(*sucJobs)},
+			Namespaces: cfg.SUCNamespaces, Label: labels.NewSelector().Add(*sucJobNode, *sucJobPlan)},
 		HaltRecord: Read{What: "the halt record", Object: &corev1.ConfigMap{}, NewList: configMaps,
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
 		CreationGates: gates,

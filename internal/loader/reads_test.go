@@ -24,7 +24,7 @@ func TestReadsSelect(t *testing.T) {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	}
 	record := map[string]string{"gpu-upgrade-gate.io/qualification": "true"}
-	sucJob := map[string]string{upgradev1.LabelNode: "gpu-1"}
+	sucJob := map[string]string{upgradev1.LabelNode: "gpu-1", upgradev1.LabelPlan: "p"}
 	validator := map[string]string{"app": "nvidia-operator-validator"}
 	check := map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}
 	for _, tc := range []struct {
@@ -49,6 +49,9 @@ func TestReadsSelect(t *testing.T) {
 		{"a Pod without the label", reads.AllocationChecks, &corev1.Pod{ObjectMeta: meta(cfg.Proof.AllocationCheck.Namespace, "c", nil)}, false},
 		{"SUC's Job", reads.UpgradeJobs, &batchv1.Job{ObjectMeta: meta("system-upgrade", "apply", sucJob)}, true},
 		{"a Job without the node label", reads.UpgradeJobs, &batchv1.Job{ObjectMeta: meta("system-upgrade", "other", nil)}, false},
+		// The Job webhook's object selector needs the plan label: a Job with
+		// the node label alone would be written unreviewed.
+		{"a Job with the node label but no plan label", reads.UpgradeJobs, &batchv1.Job{ObjectMeta: meta("system-upgrade", "other", map[string]string{upgradev1.LabelNode: "gpu-1"})}, false},
 		{"a labelled Job elsewhere", reads.UpgradeJobs, &batchv1.Job{ObjectMeta: meta("ml", "apply", sucJob)}, false},
 		{"the halt record", reads.HaltRecord, &corev1.ConfigMap{ObjectMeta: meta(cfg.Namespace, cfg.Halts.ConfigMap, nil)}, true},
 		{"another ConfigMap", reads.HaltRecord, &corev1.ConfigMap{ObjectMeta: meta(cfg.Namespace, "other", nil)}, false},
