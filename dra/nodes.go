@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodeState is what one DRA driver shows of one node: the devices its
@@ -30,7 +31,7 @@ func NodeStates(d Driver, ds *appsv1.DaemonSet, pods []*corev1.Pod, slices []*re
 	}
 	names := make([]*corev1.Pod, 0, len(pods))
 	for _, p := range pods {
-		if ds != nil && p.Namespace == d.Namespace && p.Spec.NodeName != "" && controlledBy(p, ds) && p.DeletionTimestamp == nil {
+		if ds != nil && p.Namespace == d.Namespace && p.Spec.NodeName != "" && metav1.IsControlledBy(p, ds) && p.DeletionTimestamp == nil {
 			names = append(names, p)
 		}
 	}

@@ -135,7 +135,10 @@ func PlanRecovery(in RecoveryInput) *RecoveryPlan {
 		if pod.Namespace != in.Driver.Namespace {
 			continue
 		}
-		if ds == nil || !controlledBy(pod, ds) {
+		// Controlled by this DaemonSet object, by UID: a Pod of a deleted
+		// and recreated DaemonSet, or one a tenant labelled to look like a
+		// driver Pod, never counts.
+		if ds == nil || !metav1.IsControlledBy(pod, ds) {
 			if ds != nil && looksLikeDriverPod(pod, ds) {
 				p.Ignored = append(p.Ignored, pod.Namespace+"/"+pod.Name+": not controlled by DaemonSet "+ds.Namespace+"/"+ds.Name+" (uid "+string(ds.UID)+")")
 			}
@@ -186,14 +189,6 @@ func why(p *RecoveryPlan) string {
 		out = append(out, f.Namespace+"/"+f.Pod+": "+strings.Join(failed, ", "))
 	}
 	return "no Pod meets every condition (" + strings.Join(out, "; ") + ")"
-}
-
-// controlledBy: the Pod's controller owner reference is this DaemonSet
-// object, by UID, so a Pod of a deleted and recreated DaemonSet or one a
-// tenant labelled to look like a driver Pod never counts.
-func controlledBy(pod *corev1.Pod, ds *appsv1.DaemonSet) bool {
-	ref := metav1.GetControllerOf(pod)
-	return ref != nil && ref.Kind == "DaemonSet" && ref.Name == ds.Name && ref.UID == ds.UID
 }
 
 // looksLikeDriverPod: the Pod carries the DaemonSet's selector labels or

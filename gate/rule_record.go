@@ -171,19 +171,21 @@ func recordRule(rv review, f *findings, d *Decision) {
 		if rec == nil {
 			continue
 		}
-		if !plan {
-			refs = append(refs, rec.Ref())
-		}
+		var explained []string
 		if plan {
 			d.Record = recordInfo(rec, name, b.cfg.MaxCanaryAge.Duration)
 			d.Record.Approval = b.cfg.approvalState(rec, e.Attestation)
+			explained = d.Record.Explained
+		} else {
+			refs = append(refs, rec.Ref())
+			explained = rec.ExplainedDeviations()
 		}
 		if exp, err := rec.Expiry(b.cfg.MaxCanaryAge.Duration); err == nil && b.now.Before(exp) && exp.Sub(b.now) <= b.cfg.ExpiryWarning.Duration {
 			f.warn("record %s expires at %s (in %s); renew the canary evidence soon", rec.ID, exp.UTC().Format(time.RFC3339), exp.Sub(b.now).Round(time.Minute))
 		}
 		// An explained deviation qualifies; whoever applies the record
 		// still reads it in the answer.
-		for _, x := range rec.ExplainedDeviations() {
+		for _, x := range explained {
 			f.warn("record %s: canary check %s", rec.ID, x)
 		}
 	}

@@ -64,10 +64,10 @@ func recoveryPlan(c *clusterFlags, d dra.Driver, minUnready time.Duration, cm *c
 	if minUnready < time.Minute {
 		return nil, usagef("--min-unready-age %s is too short: at least 1m (the seed's bound is %s)", minUnready, dra.DefaultMinUnready)
 	}
-	for flag, v := range map[string]string{"--driver": d.Name, "--namespace": d.Namespace, "--daemonset": d.DaemonSet} {
-		if v == "" {
-			return nil, usagef("%s must not be empty", flag)
-		}
+	// Each flag names what the driver entry of the config names.
+	if errs := d.Validate(nil); len(errs) > 0 {
+		flag := map[string]string{"name": "--driver", "namespace": "--namespace", "daemonSet": "--daemonset"}[errs[0].Field]
+		return nil, usagef("%s %q: %s", flag, errs[0].BadValue, errs[0].Detail)
 	}
 	live, err := c.live()
 	if err != nil {
