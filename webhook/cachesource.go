@@ -74,13 +74,35 @@ func (s cacheSource) Read(ctx context.Context, r loader.Read) ([]client.Object, 
 	return out, nil
 }
 
+// gateCache is a creation gate's own cache, read only while it has synced
+// and its watch is healthy: else that gate is unreadable (open).
+type gateCache struct {
+	cache.Cache
+	f *Facts
+	r loader.Read
+}
+
+func (g gateCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	inf, err := g.GetInformer(ctx, g.r.Object, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if !inf.HasSynced() {
+		return fmt.Errorf("%s: its cache has not synced (can the gate read it?)", g.r.What)
+	}
+	if err := g.f.gateWatches.freshFor(g.r.What); err != nil {
+		return err
+	}
+	return g.Cache.Get(ctx, key, obj, opts...)
+}
+
 // cacheOf is the cache holding r's objects: a cache holds one selector per
 // type, so the allocation checks, the halt record and each creation gate
 // have their own.
 func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 	reads := s.f.load().Reads
 	if c, ok := s.f.Gates[r.What]; ok {
-		return c
+		return gateCache{c, s.f, r}
 	}
 	for _, g := range reads.CreationGates {
 		if r.What == g.What {

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -57,4 +58,17 @@ func TestCreationGatesFromTheirCaches(t *testing.T) {
 	deployments.infs[reflect.TypeOf(&appsv1.Deployment{})].w.Modify(open)
 	require.Eventually(t, func() bool { return readings()[0].Value == "true" }, 5*time.Second, 20*time.Millisecond, "the next review reads the change")
 	assert.False(t, readings()[0].Closed())
+
+	// The gate's object lives in another team's namespace: a failed watch
+	// of it (its RoleBinding deleted there) makes that gate unreadable,
+	// so open for what reads it, and nothing else: the other gate still
+	// reads, and every review still gets its facts.
+	deployments.infs[reflect.TypeOf(&appsv1.Deployment{})].w.Modify(manager("false"))
+	require.Eventually(t, func() bool { return readings()[0].Closed() }, 5*time.Second, 20*time.Millisecond)
+	w.facts.gateWatches.fail("creation gate gpu-shared-creation", errors.New("deployments.apps is forbidden"))
+	r = readings()
+	assert.ErrorContains(t, r[0].Err, "deployments.apps is forbidden")
+	assert.False(t, r[0].Closed())
+	assert.True(t, r[1].Closed(), "the other gate still reads")
+	assert.NoError(t, w.facts.ready(), "no other review waits on a gate's cache")
 }

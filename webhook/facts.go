@@ -41,7 +41,11 @@ type Facts struct {
 	Halts cache.Cache
 	// Gates caches each creation gate's object, by its Read's What (a
 	// cache holds one selector per type, and each gate names one object).
-	Gates map[string]cache.Cache
+	// A gate's object usually lives in another team's namespace: its cache's
+	// failures (gateWatches) and sync make only that gate unreadable, which
+	// counts as open for the reviews that read it, never every webhook.
+	Gates       map[string]cache.Cache
+	gateWatches watchHealth
 
 	// haltProbe and haltWrite: why the halt record could not be written,
 	// by this replica's dry-run write (haltWriter) and by the halt loop's
@@ -244,15 +248,21 @@ func (w *watchHealth) failedWatch(ctx context.Context, r *toolscache.Reflector, 
 	toolscache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
-func (w *watchHealth) fresh() error {
+func (w *watchHealth) fresh() error { return w.freshFor("") }
+
+// freshFor is fresh for the watches named what ("": every watch).
+func (w *watchHealth) freshFor(what string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for what, fail := range w.failed {
+	for name, fail := range w.failed {
 		if time.Since(fail.at) > staleWindow {
-			delete(w.failed, what)
+			delete(w.failed, name)
 			continue
 		}
-		return fmt.Errorf("%s failed %s ago (%v), so the caches may miss changes; reviews resume %s after it recovers", what, time.Since(fail.at).Round(time.Second), fail.err, staleWindow)
+		if what != "" && name != what {
+			continue
+		}
+		return fmt.Errorf("%s failed %s ago (%v), so the caches may miss changes; reviews resume %s after it recovers", name, time.Since(fail.at).Round(time.Second), fail.err, staleWindow)
 	}
 	return nil
 }

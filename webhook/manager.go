@@ -168,12 +168,16 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Halts); err != nil {
 		return nil, nil, err
 	}
-	// Each creation gate's object, by name: a cache of its own.
+	// Each creation gate's object, by name: a cache of its own, outside
+	// the caches every review waits for (Facts.Gates).
 	gateCaches := []cache.Cache{mgr.GetCache(), facts.Allocations, facts.Halts}
 	facts.Gates = map[string]cache.Cache{}
 	for _, r := range loader.ReadsOf(cfg).CreationGates {
 		c, err := cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
-			DefaultWatchErrorHandler: facts.watches.failedWatch, DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultWatchErrorHandler: func(ctx context.Context, rf *toolscache.Reflector, err error) {
+				facts.gateWatches.fail(r.What, err)
+				toolscache.DefaultWatchErrorHandler(ctx, rf, err)
+			}, DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{r.Object: byObject(r)}})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s cache: %w", r.What, err)
@@ -185,7 +189,6 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 			return nil, nil, fmt.Errorf("informer for %s: %w", r.What, err)
 		}
 		facts.Gates[r.What] = c
-		gateCaches = append(gateCaches, c)
 	}
 	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, ReviewReadTimeout: opts.ReviewReadTimeout, PerSourceRequests: opts.PerSourceRequests, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
