@@ -231,7 +231,7 @@ func TestWorkloadImage(t *testing.T) {
 
 // TestSourceSelectsAsTheCaches: the List's Plans and Jobs are read, and
 // each Read selects from them as the webhook's caches select from the
-// cluster: SUC's Jobs (by their node label) and Plans of the SUC
+// cluster: SUC's Jobs (by their node and plan labels) and Plans of the SUC
 // namespaces only, the halt record by name.
 func TestSourceSelectsAsTheCaches(t *testing.T) {
 	item := func(apiVersion, kind, ns, name, labels string) string {
@@ -239,9 +239,9 @@ func TestSourceSelectsAsTheCaches(t *testing.T) {
 	}
 	list := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join([]string{
 		`{"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-1"}}`,
-		item("batch/v1", "Job", "system-upgrade", "apply-gpu-on-gpu-1", `"upgrade.cattle.io/node":"gpu-1"`),
+		item("batch/v1", "Job", "system-upgrade", "apply-gpu-on-gpu-1", `"upgrade.cattle.io/node":"gpu-1","upgrade.cattle.io/plan":"gpu"`),
 		item("batch/v1", "Job", "system-upgrade", "unlabelled", ``),
-		item("batch/v1", "Job", "ml-team", "train", `"upgrade.cattle.io/node":"gpu-1"`),
+		item("batch/v1", "Job", "ml-team", "train", `"upgrade.cattle.io/node":"gpu-1","upgrade.cattle.io/plan":"gpu"`),
 		item("upgrade.cattle.io/v1", "Plan", "system-upgrade", "gpu", ``),
 		item("upgrade.cattle.io/v1", "Plan", "elsewhere", "gpu", ``),
 		item("v1", "ConfigMap", "gpu-upgrade-gate", "gpu-upgrade-gate-halts", ``),
