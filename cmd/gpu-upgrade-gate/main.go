@@ -40,6 +40,7 @@ Commands:
   upgrade-check    the kube-dc upgrade-check gate, with typed current and target versions
   validate-record  lint qualification records
   inventory        per GPU node: current and target versions, record, readiness, rollback
+  change-record    per rollout (a Plan, or a driver change's record): objective, versions, record, canary, proofs, halts
   recovery-plan    read-only: the one stale DRA driver Pod the seed's bounded rules allow deleting, or why none
   version          print the version
   help [command]   show help
@@ -55,6 +56,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"upgrade-check":   runUpgradeCheck,
 	"validate-record": runValidateRecord,
 	"inventory":       runInventory,
+	"change-record":   runChangeRecord,
 	"recovery-plan":   runRecoveryPlan,
 	"version":         runVersion,
 }

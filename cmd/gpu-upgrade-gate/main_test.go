@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
 )
 
@@ -149,6 +150,13 @@ func TestGolden(t *testing.T) {
 		{"inventory-stale", []string{"inventory", "--now=2027-01-10T00:00:00Z", "--cluster", ex + "cluster/snapshot.yaml"}, 0},
 		{"inventory-both-sources", []string{"inventory", now, "--cluster", ex + "cluster/snapshot.yaml", "--kubeconfig", "x"}, 2},
 
+		// change-record: the wave of plans/gpu-v100-wave.yaml, halted; a
+		// driver change by its record; a Plan that is not stored.
+		{"change-record", []string{"change-record", now, "--cluster", "testdata/cluster/wave.yaml", "--plan", "system-upgrade/gpu-v100-wave"}, 0},
+		{"change-record-json", []string{"change-record", now, "--cluster", "testdata/cluster/wave.yaml", "--plan", "system-upgrade/gpu-v100-wave", "-o", "json"}, 0},
+		{"change-record-driver", []string{"change-record", now, "--cluster", ex + "cluster/snapshot.yaml", "--record", "v100-kernel-rke2-canary"}, 0},
+		{"change-record-no-plan", []string{"change-record", now, "--cluster", ex + "cluster/snapshot.yaml", "--plan", "system-upgrade/gpu-v100-wave"}, 2},
+
 		// validate-record.
 		{"validate-examples", []string{"validate-record", now, ex + "records/h200-rke2-driver-canary.yaml", ex + "records/v100-kernel-rke2-canary.yaml", kubeDC}, 0},
 		{"validate-bad", []string{"validate-record", now, "testdata/records/bad/many-problems.yaml", "testdata/records/bad/yaml11-booleans.yaml", kubeDC}, 1},
@@ -221,6 +229,24 @@ func TestJSONShape(t *testing.T) {
 	})
 }
 
+// TestChangeRecordJSONShape holds change-record -o json to its documented
+// keys (docs/cli.md#change-record), whatever the golden files say.
+func TestChangeRecordJSONShape(t *testing.T) {
+	r := runCLI("change-record", now, "--cluster", "testdata/cluster/wave.yaml", "--plan", "system-upgrade/gpu-v100-wave", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	assert.ElementsMatch(t, []string{"rollout", "objective", "requester", "versionDiff", "record", "canary", "nodes",
+		"observationWindow", "rollbackTrigger", "failures", "notes", "at"}, keys)
+	var cr gate.ChangeRecord
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cr))
+	assert.Empty(t, cr.EmptyFields(), "the wave snapshot shows every field")
+}
+
 func TestUsageErrors(t *testing.T) {
 	canary := checkArgs(ex + "plans/gpu-v100-canary.yaml")
 	uc := upgradeCheckArgs(kubeDC)
@@ -272,6 +298,11 @@ func TestUsageErrors(t *testing.T) {
 		{"validate-record: --max-canary-age 0", []string{"validate-record", "--max-canary-age", "0", kubeDC}, []string{"--max-canary-age 0s"}},
 		{"validate-record: --clock-skew 2h", []string{"validate-record", "--clock-skew", "2h", kubeDC}, []string{"--clock-skew 2h0m0s"}},
 		{"validate-record: unknown flag", []string{"validate-record", "--strict", kubeDC}, []string{"unknown flag: --strict"}},
+		{"change-record: neither --plan nor --record", []string{"change-record", "--cluster", ex + "cluster/snapshot.yaml"}, []string{"give exactly one of --plan namespace/name"}},
+		{"change-record: both --plan and --record", []string{"change-record", "--cluster", ex + "cluster/snapshot.yaml", "--plan", "a/b", "--record", "c"}, []string{"give exactly one of --plan namespace/name"}},
+		{"change-record: --plan without a namespace", []string{"change-record", "--cluster", ex + "cluster/snapshot.yaml", "--plan", "gpu-v100-wave"}, []string{`--plan "gpu-v100-wave": expected namespace/name`}},
+		{"change-record: record not loaded", []string{"change-record", "--cluster", ex + "cluster/snapshot.yaml", "--record", "nosuch"}, []string{"record ConfigMap gpu-upgrade-gate/nosuch", "is not loaded"}},
+		{"change-record: no --cluster", []string{"change-record", "--record", "v100-kernel-rke2-canary"}, []string{"give exactly one of --cluster"}},
 		{"version: stray argument", []string{"version", "--short"}, []string{"unknown flag: --short"}},
 		{"version: positional", []string{"version", "short"}, []string{`unexpected argument "short"`}},
 	}
