@@ -262,7 +262,7 @@ func (d *demo) setup() error {
 	p.section("Qualification records")
 	p.blank()
 	completed := time.Now().Add(-48 * time.Hour).Truncate(time.Minute)
-	rec := testenv.Record(recordName, completed)
+	rec := testenv.Record(recordName, completed, waveRecordChecks)
 	good, err := env.RecordConfigMap(recordName, rec)
 	if err != nil {
 		return err
@@ -605,6 +605,7 @@ func (d *demo) sequence() {
 		return
 	}
 	d.haltSteps()
+	d.changeRecordStep()
 	d.auditStep()
 }
 
