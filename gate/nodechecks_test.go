@@ -50,7 +50,9 @@ const ncclOK, ncclLow = `{"kind":"nccl-allreduce","value":184.5,"unit":"GB/s"}`,
 func TestNodeChecksProof(t *testing.T) {
 	const node = "gpu-v100-03"
 	after := reachedAt.Add(5 * time.Minute)
-	pod := func(msg string) *corev1.Pod { return checkPod("nccl-"+node, node, "nccl-allreduce", msg, corev1.PodSucceeded, after) }
+	pod := func(msg string) *corev1.Pod {
+		return checkPod("nccl-"+node, node, "nccl-allreduce", msg, corev1.PodSucceeded, after)
+	}
 	cases := []struct {
 		name   string
 		checks []NodeCheck
