@@ -40,8 +40,17 @@ func (nc NodeCheck) String() string {
 	return qualification.CanaryCheck{Kind: nc.Kind, Level: nc.Level}.CheckName()
 }
 
-func validateNodeChecks(checks []NodeCheck, path *field.Path) field.ErrorList {
+// validateNodeChecks checks proof.checks (path); a check's figure can halt
+// a rollout, so with any check the allocation check's namespace must be set:
+// in every namespace, a tenant's Job could report a figure that halts it.
+func validateNodeChecks(p *ProofConfig, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	checks := p.Checks
+	if len(checks) > 0 && p.AllocationCheck.Namespace == "" {
+		errs = append(errs, field.Required(path.Child("allocationCheck", "namespace"),
+			"proof.checks is set and a check's figure can halt a rollout: name the namespace only the platform team writes to, where the check Jobs run (e.g. gpu-upgrade-gate)"))
+	}
+	path = path.Child("checks")
 	seen := map[string]bool{}
 	for i, nc := range checks {
 		p := path.Index(i)
@@ -72,9 +81,10 @@ type CheckFailure struct {
 }
 
 // nodeCheckProof judges the configured checks of node n, which reached
-// its tuple at reached: a Missing entry per check that did not pass, and
-// the failures among them.
-func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure) {
+// its tuple at reached: a Missing entry per check that did not pass, the
+// failures among them, and the results that passed (for the decisions and
+// the change record).
+func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
 	var pods []*corev1.Pod
 	for _, p := range podsOn(cl.Proof.AllocationChecks, n.Name) {
 		if p.Labels[LabelCheck] != "" {
@@ -90,7 +100,10 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 			}
 			ok, note, fail := judgeCheckPod(pod, want, recs, reached)
 			passed = passed || ok
-			if note != "" {
+			switch {
+			case ok:
+				passes = append(passes, note)
+			case note != "":
 				notes = append(notes, note)
 			}
 			if fail != nil {
@@ -115,7 +128,7 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 			missing = append(missing, fmt.Sprintf("no %s check (Pod labelled %s=%s, controlled by a Job) passed after %s: %s", want, LabelCheck, want.Kind, stamp(reached), detail))
 		}
 	}
-	return missing, failures
+	return missing, failures, passes
 }
 
 // nodeRecords are the loaded records of the node's hardware whose target
@@ -137,8 +150,9 @@ func nodeRecords(c *Config, cl *Cluster, n *corev1.Node) []*qualification.Record
 	return out
 }
 
-// judgeCheckPod judges one check Pod of want's kind: whether it passes,
-// else a note saying why it does not count, or its failure.
+// judgeCheckPod judges one check Pod of want's kind: whether it passes
+// (the note then says its result), else a note saying why it does not
+// count, or its failure.
 func judgeCheckPod(pod *corev1.Pod, want NodeCheck, recs []*qualification.Record, reached time.Time) (bool, string, *CheckFailure) {
 	name := pod.Namespace + "/" + qualification.Clip(pod.Name)
 	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
@@ -168,9 +182,9 @@ func judgeCheckPod(pod *corev1.Pod, want NodeCheck, recs []*qualification.Record
 		if !succeeded {
 			return false, fmt.Sprintf("%s reports %s passed but is %s: not counted", name, res.CheckName(), orNone(string(pod.Status.Phase))), nil
 		}
-		return true, "", nil
+		return true, fmt.Sprintf("check Pod %s: %s passed", name, res.CheckName()), nil
 	}
-	var baselines []string
+	var baselines, within []string
 	compared := false
 	for _, rec := range recs {
 		for _, b := range rec.Canary.Checks {
@@ -187,6 +201,7 @@ func judgeCheckPod(pod *corev1.Pod, want NodeCheck, recs []*qualification.Record
 			if _, outside := node.Deviation(); outside {
 				return false, "", &CheckFailure{Signal: fmt.Sprintf("check Pod %s: %s (baseline of record %s)", name, node.Summary(), rec.ID), At: finished}
 			}
+			within = append(within, fmt.Sprintf("%s (baseline of record %s)", node.Summary(), rec.ID))
 		}
 	}
 	switch {
@@ -197,7 +212,7 @@ func judgeCheckPod(pod *corev1.Pod, want NodeCheck, recs []*qualification.Record
 	case !succeeded:
 		return false, fmt.Sprintf("%s reports %s within the baseline but is %s: not counted", name, formatCheckValue(res), orNone(string(pod.Status.Phase))), nil
 	}
-	return true, "", nil
+	return true, fmt.Sprintf("check Pod %s: %s", name, strings.Join(within, "; ")), nil
 }
 
 func formatCheckValue(r qualification.CheckResult) string {

@@ -60,9 +60,11 @@ func TestNodeChecksProof(t *testing.T) {
 		mutate func(s *scenario)
 		want   string // a Missing entry holds it; "" = proven
 		fail   string // a failure holds it
+		passes string // the passing result says it
 	}{
 		{name: "no checks configured: the allocation check alone, as before"},
-		{name: "within the threshold: proven", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{pod(ncclOK)}},
+		{name: "within the threshold: proven", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{pod(ncclOK)},
+			passes: "check Pod gpu-upgrade-gate/nccl-gpu-v100-03: nccl-allreduce 184.5 GB/s is 2.89474% worse than the baseline 190 GB/s, 5% allowed (baseline of record v100-r580-canary-1)"},
 		{name: "better than the baseline: proven", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{pod(`{"kind":"nccl-allreduce","value":230,"unit":"GB/s"}`)}},
 		{name: "below the threshold: a failure", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{pod(ncclLow)},
 			want: "check nccl-allreduce failed: check Pod gpu-upgrade-gate/nccl-gpu-v100-03: nccl-allreduce 150 GB/s is 21.0526% worse than the baseline 190 GB/s, 5% allowed (baseline of record v100-r580-canary-1)",
@@ -117,7 +119,8 @@ func TestNodeChecksProof(t *testing.T) {
 			s.cluster.Records["v100-r580"].Record.Hardware = []string{hwH200}
 		}, pods: []*corev1.Pod{pod(ncclOK)}, want: "no record of the node's hardware and tuple holds a measured nccl-allreduce baseline"},
 		{name: "dcgm-diag at a higher level passed: proven", checks: []NodeCheck{{Kind: "dcgm-diag", Level: 2}},
-			pods: []*corev1.Pod{checkPod("dcgm-"+node, node, "dcgm-diag", `{"kind":"dcgm-diag","level":3,"passed":true}`, corev1.PodSucceeded, after)}},
+			pods:   []*corev1.Pod{checkPod("dcgm-"+node, node, "dcgm-diag", `{"kind":"dcgm-diag","level":3,"passed":true}`, corev1.PodSucceeded, after)},
+			passes: "check Pod gpu-upgrade-gate/dcgm-gpu-v100-03: dcgm-diag level 3 passed"},
 		{name: "dcgm-diag below the required level", checks: []NodeCheck{{Kind: "dcgm-diag", Level: 2}},
 			pods: []*corev1.Pod{checkPod("dcgm-"+node, node, "dcgm-diag", `{"kind":"dcgm-diag","level":1,"passed":true}`, corev1.PodSucceeded, after)},
 			want: "ran dcgm-diag level 1, below the required level 2: not counted"},
@@ -148,6 +151,10 @@ func TestNodeChecksProof(t *testing.T) {
 			if tc.want == "" {
 				assert.True(t, p.Proven(), "%v", p.Missing)
 				assert.Empty(t, p.Failures)
+				assert.Len(t, p.Checks, len(tc.checks), "one passing result per check")
+				if tc.passes != "" {
+					assert.Equal(t, []string{tc.passes}, p.Checks)
+				}
 				return
 			}
 			require.False(t, p.Proven())
@@ -221,11 +228,15 @@ func TestNodeCheckHaltsTheRollout(t *testing.T) {
 // each once, a level for dcgm-diag (1-4) and only for it.
 func TestNodeCheckConfig(t *testing.T) {
 	cases := []struct {
-		name   string
-		checks []NodeCheck
-		want   string // "" = valid
+		name         string
+		checks       []NodeCheck
+		anyNamespace bool   // proof.allocationCheck.namespace left empty
+		want         string // "" = valid
 	}{
 		{name: "none"},
+		{name: "none, check Pods of any namespace", anyNamespace: true},
+		{name: "checks, check Pods of any namespace", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, anyNamespace: true,
+			want: "proof.allocationCheck.namespace: Required value: proof.checks is set and a check's figure can halt a rollout"},
 		{name: "known kinds", checks: []NodeCheck{{Kind: "nccl-allreduce"}, {Kind: "gemm"}, {Kind: "dcgm-diag", Level: 2}}},
 		{name: "a team's own kind", checks: []NodeCheck{{Kind: "stream-triad"}}},
 		{name: "a bad kind", checks: []NodeCheck{{Kind: "NCCL AllReduce"}}, want: `proof.checks[0].kind: Invalid value: "NCCL AllReduce": expected lowercase letters`},
@@ -236,7 +247,10 @@ func TestNodeCheckConfig(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := DefaultProofConfig()
-			p.Checks = tc.checks
+			p.Checks, p.AllocationCheck.Namespace = tc.checks, "gpu-upgrade-gate"
+			if tc.anyNamespace {
+				p.AllocationCheck.Namespace = ""
+			}
 			errs := p.validate(field.NewPath("proof"))
 			if tc.want == "" {
 				assert.Empty(t, errs)

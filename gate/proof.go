@@ -152,7 +152,7 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(path.Child("healthConditions").Index(i).Child("unhealthyStatus"), h.UnhealthyStatus, []string{"True", "False"}))
 		}
 	}
-	errs = append(errs, validateNodeChecks(p.Checks, path.Child("checks"))...)
+	errs = append(errs, validateNodeChecks(p, path)...)
 	if p.Soak.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("soak"), p.Soak.Duration.String(), "must not be negative"))
 	}
@@ -245,8 +245,10 @@ type NodeProof struct {
 	// that the validator DaemonSet does not control.
 	Ignored []string
 	// Failures are the node's check results that failed (proof.checks):
-	// each halts the rollout.
+	// each halts the rollout; Checks the results that passed, with their
+	// figures and baselines.
 	Failures []CheckFailure
+	Checks   []string
 	// ReachedAt is when the node reached the tuple it runs, as far as the
 	// objects' timestamps say; HeldSince when every condition last began to hold.
 	ReachedAt, HeldSince time.Time
@@ -320,7 +322,7 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	}
 	if len(p.Checks) > 0 {
 		var missing []string
-		missing, out.Failures = c.nodeCheckProof(cl, n, out.ReachedAt)
+		missing, out.Failures, out.Checks = c.nodeCheckProof(cl, n, out.ReachedAt)
 		out.Missing = append(out.Missing, missing...)
 	}
 	if p.on(ProofSoak) {

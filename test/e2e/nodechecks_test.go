@@ -73,13 +73,16 @@ func TestNodeCheckHaltsTheRolloutThroughAPIServer(t *testing.T) {
 	})
 	// The gate, restarted with the check required (and back as it was after).
 	require.NoError(t, env.StopWebhook())
-	env.Config.Proof.Checks = []gate.NodeCheck{{Kind: "nccl-allreduce"}}
+	// A check's figure can halt a rollout: only the platform team's
+	// namespace counts (a config with checks requires one).
+	env.Config.Proof.Checks, env.Config.Proof.AllocationCheck.Namespace = []gate.NodeCheck{{Kind: "nccl-allreduce"}}, "gpu-upgrade-gate"
+	require.Empty(t, env.Config.Validate())
 	started := false
 	t.Cleanup(func() {
 		if started {
 			require.NoError(t, env.StopWebhook())
 		}
-		env.Config.Proof.Checks = nil
+		env.Config.Proof.Checks, env.Config.Proof.AllocationCheck.Namespace = nil, ""
 		require.NoError(t, env.StartWebhook(context.Background()))
 	})
 	require.NoError(t, env.StartWebhook(ctx))
