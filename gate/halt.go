@@ -76,7 +76,8 @@ func HardwareKey(hw []string) string {
 // DetectHalts lists, per GPU node that a forward GPU Plan moves to its
 // record's target, the failure signals it shows now: its SUC Job for that
 // Plan failed; the GPU Operator marked its driver upgrade failed; a
-// GPU-health condition is unhealthy; it runs a tuple that is neither the
+// GPU-health condition is unhealthy; a check it must pass (proof.checks)
+// failed against the record's baseline; it runs a tuple that is neither the
 // record's source nor its target (half applied); its Ready condition or its
 // validator Pod has not come back within halts.recoveryTimeout of its
 // upgrade (dated by the objects' own timestamps). Rollback Plans are the way
@@ -328,6 +329,13 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 	for _, h := range cfg.Proof.HealthConditions {
 		if c := condition(n, corev1.NodeConditionType(h.Type)); c.Status == h.UnhealthyStatus {
 			return fmt.Sprintf("condition %s %s", h.Type, c.Status), c.LastTransitionTime.Time
+		}
+	}
+	// A check of the node at the target failed (proof.checks): its figure
+	// is beyond the record's allowed deviation.
+	if len(cfg.Proof.Checks) > 0 && SameTuple(cur, rec.Target) {
+		if fails := cfg.Prove(cl, n, now).Failures; len(fails) > 0 {
+			return fails[0].Signal, fails[0].At
 		}
 	}
 	// Mid-upgrade (its Job running, or cordoned before its Job) a node

@@ -87,6 +87,9 @@ type ProofConfig struct {
 	Validator ValidatorSelector `json:"validator"`
 	// AllocationCheck: Pods that request a GPU and prove a real allocation.
 	AllocationCheck PodSelector `json:"allocationCheck"`
+	// Checks are the check kinds each upgraded GPU node must pass besides
+	// the allocation check (nodechecks.go); none by default.
+	Checks []NodeCheck `json:"checks,omitempty"`
 	// HealthConditions: node conditions that mean the GPUs are unhealthy.
 	HealthConditions []HealthCondition `json:"healthConditions"`
 	// Soak is how long every requirement must have held.
@@ -149,6 +152,7 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(path.Child("healthConditions").Index(i).Child("unhealthyStatus"), h.UnhealthyStatus, []string{"True", "False"}))
 		}
 	}
+	errs = append(errs, validateNodeChecks(p, path)...)
 	if p.Soak.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("soak"), p.Soak.Duration.String(), "must not be negative"))
 	}
@@ -240,6 +244,11 @@ type NodeProof struct {
 	// Ignored names the Pods on the node that carry the validator label but
 	// that the validator DaemonSet does not control.
 	Ignored []string
+	// Failures are the node's check results that failed (proof.checks):
+	// each halts the rollout; Checks the results that passed, with their
+	// figures and baselines.
+	Failures []CheckFailure
+	Checks   []string
 	// ReachedAt is when the node reached the tuple it runs, as far as the
 	// objects' timestamps say; HeldSince when every condition last began to hold.
 	ReachedAt, HeldSince time.Time
@@ -310,6 +319,11 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	}
 	if p.on(ProofAllocation) {
 		c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+	}
+	if len(p.Checks) > 0 {
+		var missing []string
+		missing, out.Failures, out.Checks = c.nodeCheckProof(cl, n, out.ReachedAt)
+		out.Missing = append(out.Missing, missing...)
 	}
 	if p.on(ProofSoak) {
 		if held := now.Sub(out.HeldSince); out.HeldSince.IsZero() || held < p.Soak.Duration {

@@ -373,6 +373,17 @@ func stripPod(obj any) (any, error) {
 			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
 		}
 	}
+	// A check Pod's result is its containers' termination messages (the
+	// kubelet bounds each to 4096 bytes); other Pods keep none.
+	if p.Labels[gate.LabelCheck] != "" {
+		for _, cs := range p.Status.ContainerStatuses {
+			kept := corev1.ContainerStatus{Name: cs.Name}
+			if t := cs.State.Terminated; t != nil {
+				kept.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Message: t.Message, FinishedAt: t.FinishedAt}
+			}
+			out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, kept)
+		}
+	}
 	return out, nil
 }
 

@@ -229,3 +229,25 @@ func TestStripJobKeepsWhetherItRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestStripPodKeepsCheckResults: a check Pod (label gpu-upgrade-gate.io/check)
+// keeps its containers' termination messages and finish times, which its
+// proof reads (gate/nodechecks.go); other proof Pods keep no container
+// statuses.
+func TestStripPodKeepsCheckResults(t *testing.T) {
+	const result = `{"kind":"nccl-allreduce","value":184.5,"unit":"GB/s"}`
+	finished := metav1.NewTime(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	pod := func(labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nccl-check-x", Namespace: "gpu-upgrade-gate", Labels: labels},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: "check", Image: "nvcr.io/nvidia/pytorch:25.01-py3",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", Message: result, FinishedAt: finished}}}}}}
+	}
+	got, err := StripPod(pod(map[string]string{"gpu-upgrade-gate.io/allocation-check": "true", gate.LabelCheck: "nccl-allreduce"}))
+	require.NoError(t, err)
+	want := []corev1.ContainerStatus{{Name: "check", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: result, FinishedAt: finished}}}}
+	assert.Equal(t, want, got.(*corev1.Pod).Status.ContainerStatuses)
+
+	got, err = StripPod(pod(map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}))
+	require.NoError(t, err)
+	assert.Empty(t, got.(*corev1.Pod).Status.ContainerStatuses, "an allocation check without a kind keeps none")
+}
