@@ -154,10 +154,16 @@ type ChangeNode struct {
 	ReachedAt    string   `json:"reachedAt"`
 	// MovedBy is who pulled the node into the Plan (attested), if anyone.
 	MovedBy string `json:"movedBy"`
-	// Checks are the node's own check results against the record's
-	// baseline (issue 26 item 2: the per-node checks). Empty until the
-	// proof reports them; a builder that has them fills this one field.
-	Checks []ChangeFigure `json:"checks"`
+	// Checks are the node's own check results (proof.checks) against the
+	// record's baseline: the passes and the failures its proof reported.
+	Checks []ChangeNodeCheck `json:"checks"`
+}
+
+// ChangeNodeCheck is one check result of an upgraded node: its summary
+// (kind, figure, baseline) and whether it failed, which halts the rollout.
+type ChangeNodeCheck struct {
+	Summary string `json:"summary"`
+	Failed  bool   `json:"failed"`
 }
 
 // ChangeWindow is the observation window: how long each upgraded node must
@@ -240,7 +246,7 @@ func (c *Config) ChangeRecordOf(cl *Cluster, s ChangeSubject, now time.Time) (*C
 		f := c.FactsOf(n)
 		cur := f.Tuple(op, dcgm)
 		cn := ChangeNode{Node: n.Name, Current: cur, Cordoned: n.Spec.Unschedulable, Proof: ProofNotThere,
-			ProofMissing: []string{}, MovedBy: n.Annotations[AnnotationMovedBy], Checks: []ChangeFigure{}}
+			ProofMissing: []string{}, MovedBy: n.Annotations[AnnotationMovedBy], Checks: []ChangeNodeCheck{}}
 		cn.Tuple = tupleState(cur, rec)
 		if j := lastJob(jobs[n.Name]); j != nil {
 			cn.Job = j.Namespace + "/" + j.Name + ": " + jobState(j)
@@ -249,6 +255,12 @@ func (c *Config) ChangeRecordOf(cl *Cluster, s ChangeSubject, now time.Time) (*C
 			p := c.Prove(cl, n, now)
 			cn.Proof, cn.ReachedAt = p.State(), stampOrEmpty(p.ReachedAt)
 			cn.ProofMissing = append(cn.ProofMissing, p.Missing...)
+			for _, pass := range p.Checks {
+				cn.Checks = append(cn.Checks, ChangeNodeCheck{Summary: pass})
+			}
+			for _, f := range p.Failures {
+				cn.Checks = append(cn.Checks, ChangeNodeCheck{Summary: f.Signal, Failed: true})
+			}
 			if first == nil || (!p.ReachedAt.IsZero() && p.ReachedAt.Before(first.at)) {
 				first = &reached{n.Name, p.ReachedAt}
 			}
@@ -478,6 +490,9 @@ func (c *Config) rollbackTrigger(rec *qualification.Record, subject changeSubjec
 	if c.Proof.on(ProofValidator) {
 		out.Signals = append(out.Signals, fmt.Sprintf("validator Pod (%s) not Ready within %s of the upgrade", c.Proof.Validator.Selector, timeout))
 	}
+	for _, nc := range c.Proof.Checks {
+		out.Signals = append(out.Signals, fmt.Sprintf("a node's %s check beyond the record's allowed deviation from its baseline, or failed", nc))
+	}
 	return out
 }
 
@@ -623,8 +638,12 @@ func (r *ChangeRecord) Text() string {
 		if n.MovedBy != "" {
 			line("    moved into the Plan by %s", n.MovedBy)
 		}
-		for _, f := range n.Checks {
-			line("    check: %s%s", f.Summary, explained(f))
+		for _, ch := range n.Checks {
+			verdict := "passed"
+			if ch.Failed {
+				verdict = "FAILED (halts the rollout)"
+			}
+			line("    check %s: %s", verdict, ch.Summary)
 		}
 	}
 	line("observation window: soak %s (requirements: %s; disabled: %s), recovery timeout %s",

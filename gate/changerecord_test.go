@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -239,5 +240,64 @@ func TestChangeRecordText(t *testing.T) {
 		"figure:     nccl-allreduce 182.4 GB/s", "gpu-v100-01: tuple source", "observation window: soak 30m0s",
 		"rollback trigger: halts on", "halted: node gpu-v100-01"} {
 		assert.Contains(t, text, want)
+	}
+}
+
+// TestChangeRecordNodeChecks: a node's own check results (proof.checks)
+// appear in its change-record entry, a failure marked as one.
+func TestChangeRecordNodeChecks(t *testing.T) {
+	cases := []struct {
+		name   string
+		msg    string
+		failed bool
+		part   string
+	}{
+		{name: "within the threshold", msg: ncclOK, part: "184.5 GB/s"},
+		{name: "below the threshold", msg: ncclLow, failed: true, part: "150 GB/s is 21.0526% worse than the baseline 190 GB/s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := changeScenario(t)
+			s.cfg.Proof.Checks = []NodeCheck{{Kind: "nccl-allreduce"}}
+			s.cluster.Records = map[string]RecordEntry{"v100-r580": approved(record(ncclBaseline))}
+			setTuple(s.node("gpu-v100-01"), tupleTarget)
+			prove(s, "gpu-v100-01")
+			s.cluster.Proof.AllocationChecks = append(s.cluster.Proof.AllocationChecks,
+				checkPod("nccl-gpu-v100-01", "gpu-v100-01", "nccl-allreduce", tc.msg, corev1.PodSucceeded, reachedAt.Add(5*time.Minute)))
+			cr, err := s.cfg.ChangeRecordOf(s.cluster, ChangeSubject{Plan: s.req.Plan}, testNow)
+			require.NoError(t, err)
+			var got []ChangeNodeCheck
+			for _, n := range cr.Nodes {
+				if n.Node == "gpu-v100-01" {
+					got = n.Checks
+				}
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.failed, got[0].Failed)
+			assert.Contains(t, got[0].Summary, tc.part)
+			verdict := "check passed: "
+			if tc.failed {
+				verdict = "check FAILED (halts the rollout): "
+			}
+			assert.Contains(t, cr.Text(), verdict)
+		})
+	}
+}
+
+// TestChangeRecordTriggerNamesNodeChecks: each configured node check is a
+// rollback trigger of its own; without any, none is listed.
+func TestChangeRecordTriggerNamesNodeChecks(t *testing.T) {
+	for _, checks := range [][]NodeCheck{nil, {{Kind: "nccl-allreduce"}, {Kind: "dcgm-diag", Level: 3}}} {
+		s := changeScenario(t)
+		s.cfg.Proof.Checks = checks
+		cr, err := s.cfg.ChangeRecordOf(s.cluster, ChangeSubject{Plan: s.req.Plan}, testNow)
+		require.NoError(t, err)
+		n := 0
+		for _, sig := range cr.RollbackTrigger.Signals {
+			if strings.Contains(sig, " check beyond the record's allowed deviation") {
+				n++
+			}
+		}
+		assert.Equal(t, len(checks), n, "%v", cr.RollbackTrigger.Signals)
 	}
 }
