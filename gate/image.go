@@ -150,7 +150,9 @@ func DRADriverVersion(images []string, labelVersion string) (version string, ok 
 	case digestOnly && labelVersion != "":
 		return labelVersion, true
 	case digestOnly:
-		return strings.Join(images, " and ") + " (pinned by digest, no " + LabelVersion + " label)", false
+		// The digest, short: the message must leave room for the fix.
+		img, _ := ParseImage(images[0])
+		return img.Digest[:min(len(img.Digest), 19)] + "...", false
 	}
 	return "", false
 }

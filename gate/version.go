@@ -43,7 +43,7 @@ const (
 	expectedDriver       = "2 to 4 dot-separated numbers, e.g. 580.126.20"
 	expectedGPUOperator  = "a semantic version vMAJOR.MINOR.PATCH[-PRERELEASE] (leading v optional), e.g. v26.3.4"
 	expectedDCGMExporter = "DCGM-EXPORTER[-FLAVOUR] with 2 to 4 dot-separated numbers each, e.g. 4.5.3-4.8.2-distroless, or an image digest sha256:<64 lower-case hex>"
-	expectedDRADriver    = "a semantic version vMAJOR.MINOR.PATCH[-PRERELEASE] (leading v optional), the DRA driver's release as its kubelet plugin image is tagged, e.g. v25.8.1 (an image pinned by digest alone names no release: label the DaemonSet app.kubernetes.io/version with it)"
+	expectedDRADriver    = "the kubelet plugin image's tag vMAJOR.MINOR.PATCH[-PRERELEASE], e.g. v25.8.1; an image pinned by digest alone needs the DaemonSet label app.kubernetes.io/version"
 	expectedKube         = "vMAJOR.MINOR.PATCH, optionally followed by -SUFFIX or +SUFFIX, e.g. v1.36.1+rke2r1"
 )
 

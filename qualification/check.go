@@ -207,7 +207,7 @@ func Check(r *Record, f Freshness) Problems {
 		if r.APIVersion == APIVersionKubeDC {
 			invalid(field.Forbidden(srcPath, fmt.Sprintf("only %s records have a source tuple; use that apiVersion to record it", APIVersionGate)))
 		} else if checkTuple(srcPath, *r.Source, "the tuple the canary started from", invalid) && trimmed(*r.Source) == trimmed(r.Target) {
-			invalid(field.Invalid(srcPath, Clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator or dcgmExporter"))
+			invalid(field.Invalid(srcPath, Clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator, dcgmExporter or draDriver"))
 		}
 	}
 

@@ -33,8 +33,9 @@ var (
 )
 
 // decideDriver reviews a CREATE, UPDATE or DELETE of a ClusterPolicy or an
-// NVIDIADriver, and a CREATE or UPDATE of a GPUCluster or of a configured DRA
-// driver's kubelet-plugin DaemonSet (contract: driver.md).
+// NVIDIADriver or a GPUCluster, and of a configured DRA driver's
+// kubelet-plugin DaemonSet (contract: driver.md; the chart does not send
+// DaemonSets yet: its namespaced rule needs a webhook of its own).
 func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.Decision, error) {
 	obj, old, err := decodePair(req)
 	if err != nil {
@@ -72,8 +73,12 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		// The DRA driver section; the GPU Operator's GPUCluster reference
 		// documents the DRA driver as one of its operands.
 		ch.NewDRA, ch.DRAPath = imageVersion(obj, "spec", "draDriver")
-		if old != nil && req.Operation == admissionv1.Update {
+		switch req.Operation {
+		case admissionv1.Update:
 			ch.OldDRA, _ = imageVersion(old, "spec", "draDriver")
+		case admissionv1.Delete:
+			// Removes the DRA driver from every node: judged as an unload.
+			ch.OldDRA = ch.NewDRA
 		}
 		ch.NoPolicy = true
 	case daemonSetGVK.GroupKind():

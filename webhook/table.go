@@ -87,16 +87,6 @@ type Resource struct {
 	Kind schema.GroupVersionKind
 	// Operations narrow the webhook's for this resource (nil: all of them).
 	Operations []admissionv1.Operation
-	// Scope overrides the webhook's for this resource ("": the webhook's).
-	Scope admissionregistrationv1.ScopeType
-}
-
-// ScopeOf is the scope of r's rule.
-func (w *Webhook) ScopeOf(r Resource) admissionregistrationv1.ScopeType {
-	if r.Scope != "" {
-		return r.Scope
-	}
-	return w.Scope
 }
 
 // Namespaces a namespaced webhook matches; the chart fills them in from
@@ -236,18 +226,16 @@ var Webhooks = []Webhook{{
 	Resources: []Resource{
 		{GroupVersionResource: ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), Kind: ClusterPolicyGVK},
 		{GroupVersionResource: NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers"), Kind: NVIDIADriverGVK},
-		{GroupVersionResource: GPUClusterGVK.GroupVersion().WithResource("gpuclusters"), Kind: GPUClusterGVK, Operations: []admissionv1.Operation{opCreate, opUpdate}},
-		{GroupVersionResource: appsv1.SchemeGroupVersion.WithResource("daemonsets"), Kind: daemonSetGVK, Operations: []admissionv1.Operation{opCreate, opUpdate}, Scope: admissionregistrationv1.NamespacedScope},
+		{GroupVersionResource: GPUClusterGVK.GroupVersion().WithResource("gpuclusters"), Kind: GPUClusterGVK},
 	},
 	Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete}, Scope: admissionregistrationv1.ClusterScope,
-	MatchConditions: []MatchCondition{{Name: "driver-spec-changed", Folded: true, CEL: `request.resource.resource == 'daemonsets' || request.operation != 'UPDATE' ||
+	MatchConditions: []MatchCondition{{Name: "driver-spec-changed", Folded: true, CEL: `request.operation != 'UPDATE' ||
 (request.resource.resource == 'clusterpolicies' ?
   (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
    object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
  request.resource.resource == 'gpuclusters' ?
   object.?spec.?draDriver.orValue({}) != oldObject.?spec.?draDriver.orValue({}) :
-  object.?spec.orValue({}) != oldObject.?spec.orValue({}))`},
-		{Name: "dra-driver-daemonset", Template: "gug.draDaemonSetChange", Folded: true}},
+  object.?spec.orValue({}) != oldObject.?spec.orValue({}))`}},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "The GPU Operator's driver path (webhook/driver.md): ClusterPolicy and NVIDIADriver\n" +
 		"writes. CREATE and DELETE too: a new NVIDIADriver (or a ClusterPolicy deleted and\n" +
@@ -255,10 +243,9 @@ var Webhooks = []Webhook{{
 		"gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM\n" +
 		"exporter section (any field, so one a newer operator adds is judged too), or an\n" +
 		"NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never\n" +
-		"do. The DRA driver's version too: a GPUCluster's DRA driver section, and the\n" +
-		"image (or version label) of a configured DRA driver's kubelet-plugin DaemonSet\n" +
-		"(config.draDrivers); every other DaemonSet write stays away. Deleting this\n" +
-		"webhook configuration still always breaks glass.",
+		"do. A GPUCluster's DRA driver section too (its CREATE and DELETE: it loads\n" +
+		"and removes the DRA driver). Deleting this webhook configuration still always\n" +
+		"breaks glass.",
 }, {
 	Name: WebhookDriverStep, Path: PathDriverStep, Metric: "driver-step", Contract: "driverstep.md",
 	Reviews:    []gate.Review{gate.ReviewDriverStep, gate.ReviewAdmission},

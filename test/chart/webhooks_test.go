@@ -142,12 +142,12 @@ func rulesOf(w *webhook.Webhook) []admissionregistrationv1.RuleWithOperations {
 		}
 		if n := len(rules); n > 0 {
 			last := &rules[n-1]
-			if last.APIGroups[0] == r.Group && last.APIVersions[0] == r.Version && slices.Equal(last.Operations, ops) && *last.Scope == w.ScopeOf(r) {
+			if last.APIGroups[0] == r.Group && last.APIVersions[0] == r.Version && slices.Equal(last.Operations, ops) {
 				last.Resources = append(last.Resources, r.Resource)
 				continue
 			}
 		}
-		scope := w.ScopeOf(r)
+		scope := w.Scope
 		rules = append(rules, admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
 			APIGroups: []string{r.Group}, APIVersions: []string{r.Version}, Resources: []string{r.Resource}, Scope: &scope}})
 	}

@@ -167,22 +167,6 @@ request.resource.resource == 'subscriptions' ?
 {{- end }}
 
 {{/*
-Driver webhook: a DaemonSet write is sent only for a configured DRA driver's
-kubelet-plugin DaemonSet (config.draDrivers), at its creation or when its
-containers' images or its version label change; no other DaemonSet waits on
-the gate. Without draDrivers no DaemonSet is sent.
-*/}}
-{{- define "gug.draDaemonSetChange" -}}
-{{- $ds := list }}
-{{- range .Values.config.draDrivers }}{{ $ds = append $ds (printf "%s/%s" .namespace .daemonSet) }}{{ end -}}
-request.resource.resource != 'daemonsets' ||
-  ([{{ include "gug.celList" $ds }}].exists(n, n == object.metadata.namespace + '/' + object.metadata.name) &&
-   (request.operation == 'CREATE' ||
-    object.spec.template.spec.containers.map(c, c.image) != oldObject.spec.template.spec.containers.map(c, c.image) ||
-    object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')))
-{{- end }}
-
-{{/*
 Operator webhook: not OLM's Deployment write (nor, when
 config.allowAutomaticOperatorApproval gives that review up, OLM's creation of
 an InstallPlan); nothing without olmGroups.
