@@ -57,6 +57,15 @@ type DriverChange struct {
 	OldDriver, NewDriver string
 	OldDCGM, NewDCGM     string
 	DriverPath, DCGMPath *field.Path
+	// OldDRA and NewDRA are the DRA driver versions before and after a
+	// change of its kubelet-plugin DaemonSet's image or of a GPUCluster's
+	// DRA driver; equal (usually empty) for every other change.
+	OldDRA, NewDRA string
+	DRAPath        *field.Path
+	// NoPolicy: the change is rolled out by a DaemonSet of its own (the DRA
+	// kubelet plugin), not by the operator's driver upgrade controller, so
+	// the ClusterPolicy's upgrade policy says nothing about it.
+	NoPolicy bool
 	// OldOperator and NewOperator are the GPU Operator versions before and
 	// after an upgrade of the operator itself; equal for every other change.
 	OldOperator, NewOperator string
@@ -116,7 +125,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	r := &DriverReview{req: req, current: map[string]qualification.Tuple{}, fresh: map[string]bool{}}
 	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
-	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator ||
+	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator || ch.OldDRA != ch.NewDRA ||
 		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete
 	if !r.changed {
 		return r
@@ -135,13 +144,21 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		f := idx.FactsOf(cfg, i)
 		r.nodes = append(r.nodes, f)
 		r.current[f.Name] = f.Tuple(op, dcgm)
+		if ch.OldDRA != ch.NewDRA {
+			// The DRA driver the change moves: from the version it names.
+			cur := r.current[f.Name]
+			cur.DRADriver = ch.OldDRA
+			r.current[f.Name] = cur
+		}
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	for _, f := range r.nodes {
 		// A node reloads when its tuple changes, when a driver field other
 		// than the version changes, and when the object reaches it only now.
-		if r.fresh[f.Name] || ch.Operation == OpDelete || !SameTuple(r.current[f.Name], r.after(f.Name, r.current[f.Name])) {
+		// A new DRA driver image reaches every node its DaemonSet runs on,
+		// whatever the node was thought to run (an unreadable old image).
+		if r.fresh[f.Name] || ch.Operation == OpDelete || ch.OldDRA != ch.NewDRA || !SameTuple(r.current[f.Name], r.after(f.Name, r.current[f.Name])) {
 			r.pending = append(r.pending, f)
 		}
 	}
@@ -178,13 +195,18 @@ func (r *DriverReview) after(node string, cur qualification.Tuple) qualification
 	if ch.NewOperator != ch.OldOperator {
 		cur.GPUOperator = ch.NewOperator
 	}
+	if ch.NewDRA != ch.OldDRA {
+		cur.DRADriver = ch.NewDRA
+	}
 	return cur
 }
 
 // HolderNodes are the nodes whose GPU holders Decide needs: none for an
-// upgrade of the operator itself, which reloads no driver.
+// upgrade of the operator itself, which reloads no driver, nor for a DRA
+// driver change alone, which restarts the kubelet plugin (running Pods keep
+// their devices; new claims wait for it).
 func (r *DriverReview) HolderNodes() []string {
-	if r.operatorUpgrade() {
+	if r.operatorUpgrade() || r.draOnly() {
 		return nil
 	}
 	return names(r.pending)
@@ -192,6 +214,13 @@ func (r *DriverReview) HolderNodes() []string {
 
 func (r *DriverReview) operatorUpgrade() bool {
 	return r.req.Change.OldOperator != r.req.Change.NewOperator
+}
+
+// draOnly: the change moves the DRA driver and nothing else (its
+// DaemonSet's image, a GPUCluster's DRA driver version).
+func (r *DriverReview) draOnly() bool {
+	ch := r.req.Change
+	return ch.OldDRA != ch.NewDRA && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && !ch.Reload && ch.Operation != OpDelete
 }
 
 // review is the engine review this one runs as.
@@ -273,8 +302,8 @@ func (r *DriverReview) transitions() {
 		t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)
 		t.After, t.ByHardware = &after, true
 		t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
-		t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath}
-		t.CheckHolders, t.Drains = !r.operatorUpgrade(), ch.Policy.DrainEnabled
+		t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath, ComponentDRADriver: ch.DRAPath}
+		t.CheckHolders, t.Drains = !r.operatorUpgrade() && !r.draOnly(), ch.Policy.DrainEnabled
 		if r.step != nil {
 			t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
 		}

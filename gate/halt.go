@@ -407,7 +407,7 @@ func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (str
 // business, not a half-applied tuple).
 func complete(t qualification.Tuple) bool {
 	for i := range componentTable {
-		if strings.TrimSpace(componentTable[i].get(t)) == "" {
+		if componentTable[i].required() && strings.TrimSpace(componentTable[i].get(t)) == "" {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -110,4 +111,48 @@ func (c *Config) isRKE2Image(img Image) bool {
 		}
 	}
 	return false
+}
+
+// LabelVersion is the label a DRA driver's DaemonSet carries its release in
+// (app.kubernetes.io/version, as Helm charts set it): read only when the
+// kubelet plugin's image is pinned by digest alone, which names no release.
+const LabelVersion = "app.kubernetes.io/version"
+
+// DRADriverVersion is the DRA driver release its kubelet-plugin DaemonSet
+// runs: the tag of its containers' images (all must agree; a digest beside
+// the tag says which build), else, for images pinned by digest alone, the
+// DaemonSet's LabelVersion. ok=false when it cannot tell: the value is then
+// what it saw (the images, the label), which no record names and which
+// VersionInvalid reports with the accepted form.
+func DRADriverVersion(images []string, labelVersion string) (version string, ok bool) {
+	var tags []string
+	digestOnly := false
+	for _, image := range images {
+		img, err := ParseImage(image)
+		switch {
+		case err != nil:
+			return image, false
+		case img.Tag != "":
+			if !slices.Contains(tags, img.Tag) {
+				tags = append(tags, img.Tag)
+			}
+		case img.Digest != "":
+			digestOnly = true
+		default:
+			return image, false // "latest" is implied and names no release
+		}
+	}
+	switch {
+	case len(tags) > 1 || (len(tags) == 1 && digestOnly):
+		return strings.Join(images, " and "), false
+	case len(tags) == 1:
+		return tags[0], true
+	case digestOnly && labelVersion != "":
+		return labelVersion, true
+	case digestOnly:
+		// The digest, short: the message must leave room for the fix.
+		img, _ := ParseImage(images[0])
+		return img.Digest[:min(len(img.Digest), 19)] + "...", false
+	}
+	return "", false
 }

@@ -24,7 +24,7 @@ func concurrencyRule(rv review, f *findings, _ *Decision) {
 		}
 	case *DriverReview:
 		switch ch := r.req.Change; {
-		case ch.Operation == OpDelete:
+		case ch.Operation == OpDelete, ch.NoPolicy:
 		case ch.PolicyErr != nil:
 			f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
 		default:

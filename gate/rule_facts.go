@@ -18,6 +18,9 @@ func factsRule(t *Transition, f *findings) {
 	var first *field.Path
 	for i := range componentTable {
 		s := &componentTable[i]
+		if !s.required() {
+			continue // an optional member left out is "not run here", not unknown
+		}
 		if strings.TrimSpace(s.get(t.Current)) == "" {
 			if t.Typed {
 				missing = append(missing, t.CurrentPath[s.Name].String())

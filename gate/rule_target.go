@@ -1,9 +1,12 @@
 package gate
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // targetRule: what the request says the node will run must be what the
@@ -13,8 +16,10 @@ func targetRule(t *Transition, f *findings) {
 		return
 	}
 	if !t.Typed {
-		if !SameTuple(*t.After, *t.Dest) {
-			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(tupleDiff(*t.After, *t.Dest, false), ", ")))
+		diff := tupleDiff(*t.After, *t.Dest, false)
+		diff = append(diff, unnamedMoves(t.Current, *t.After, *t.Dest)...)
+		if len(diff) > 0 {
+			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(diff, ", ")))
 		}
 		return
 	}
@@ -24,6 +29,20 @@ func targetRule(t *Transition, f *findings) {
 			f.add(targetNotQualified("", t.AfterPath[s.Name], got, targetTyped, t.Record.ID, string(s.Name), got, want))
 		}
 	}
+}
+
+// unnamedMoves are the optional members the change moves (the DRA driver's
+// new image) that the destination does not name: a record qualifies only
+// what it names, so moving one needs a record that names the new value.
+func unnamedMoves(cur, after, dest qualification.Tuple) []string {
+	var out []string
+	for i := range componentTable {
+		s := &componentTable[i]
+		if have, will := s.get(cur), s.get(after); s.Optional && strings.TrimSpace(s.get(dest)) == "" && strings.TrimSpace(will) != "" && !sameTrimmed(have, will) {
+			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have))))
+		}
+	}
+	return out
 }
 
 type targetProblem int

@@ -26,6 +26,10 @@ type ComponentSpec struct {
 	// Workload is that workload's kind and the config names it.
 	Fact     string
 	Workload string
+	// Optional: a tuple may leave it out (the DRA driver, which only DRA
+	// GPU nodes run). It is compared only where both tuples name it; a
+	// change that moves it needs a destination that names it (targetRule).
+	Optional bool
 	// Ordered says whether a move to a lower value is a downgrade the
 	// rollback rules govern; RKE2 has its own rules (RKE2Downgrade).
 	Ordered bool
@@ -57,7 +61,21 @@ var componentTable = []ComponentSpec{
 	{Name: ComponentDCGMExporter, Label: "DCGM exporter version", Flag: "dcgm-exporter", Fact: "image of", Workload: "DaemonSet", Ordered: true, Expected: expectedDCGMExporter,
 		get: func(t qualification.Tuple) string { return t.DCGMExporter }, set: func(t *qualification.Tuple, v string) { t.DCGMExporter = v },
 		parse: validates(ParseDCGMExporter), compare: ordered(ParseDCGMExporter, DCGMExporterVersion.Compare), same: sameDCGMExporter},
+	{Name: ComponentDRADriver, Label: "DRA driver version", Flag: "dra-driver", Fact: "kubelet-plugin image of", Workload: "DaemonSet", Optional: true, Ordered: true, Expected: expectedDRADriver,
+		get: func(t qualification.Tuple) string { return t.DRADriver }, set: func(t *qualification.Tuple, v string) { t.DRADriver = v },
+		parse: validates(ParseDRADriver), compare: ordered(ParseDRADriver, total((*semver.Version).Compare)), same: optional(sameDRADriver)},
 }
+
+// optional wraps an optional component's same: a tuple that does not name
+// it (a node without DRA, a record that leaves it out) matches any value.
+func optional(same func(a, b string) bool) func(a, b string) bool {
+	return func(a, b string) bool {
+		return strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" || same(a, b)
+	}
+}
+
+// required: the component must be known for a transition to be judged.
+func (s *ComponentSpec) required() bool { return !s.Optional }
 
 // ComponentTable returns the component table (a copy), in record order.
 func ComponentTable() []ComponentSpec { return append([]ComponentSpec(nil), componentTable...) }
@@ -94,8 +112,18 @@ func (s *ComponentSpec) fact(cfg *Config) string {
 		return s.Fact
 	}
 	ref := cfg.GPUOperator
-	if s.Name == ComponentDCGMExporter {
+	switch s.Name {
+	case ComponentDCGMExporter:
 		ref = cfg.DCGMExporter
+	case ComponentDRADriver:
+		var ds []string
+		for _, d := range cfg.DRADrivers {
+			ds = append(ds, d.Namespace+"/"+d.DaemonSet)
+		}
+		if len(ds) == 0 {
+			return s.Fact + " the configured DRA driver's DaemonSet (draDrivers: none configured)"
+		}
+		return fmt.Sprintf("%s %s %s", s.Fact, s.Workload, strings.Join(ds, ", "))
 	}
 	return fmt.Sprintf("%s %s %s/%s", s.Fact, s.Workload, ref.Namespace, ref.Name)
 }

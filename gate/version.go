@@ -21,6 +21,8 @@ const (
 	ComponentDriver       Component = "driver"
 	ComponentGPUOperator  Component = "gpuOperator"
 	ComponentDCGMExporter Component = "dcgmExporter"
+	// ComponentDRADriver is optional: only DRA GPU nodes run it.
+	ComponentDRADriver Component = "draDriver"
 )
 
 // componentKube names the Kubernetes version of a kubelet or API server in
@@ -41,6 +43,7 @@ const (
 	expectedDriver       = "2 to 4 dot-separated numbers, e.g. 580.126.20"
 	expectedGPUOperator  = "a semantic version vMAJOR.MINOR.PATCH[-PRERELEASE] (leading v optional), e.g. v26.3.4"
 	expectedDCGMExporter = "DCGM-EXPORTER[-FLAVOUR] with 2 to 4 dot-separated numbers each, e.g. 4.5.3-4.8.2-distroless, or an image digest sha256:<64 lower-case hex>"
+	expectedDRADriver    = "the kubelet plugin image's tag vMAJOR.MINOR.PATCH[-PRERELEASE], e.g. v25.8.1; an image pinned by digest alone needs the DaemonSet label app.kubernetes.io/version"
 	expectedKube         = "vMAJOR.MINOR.PATCH, optionally followed by -SUFFIX or +SUFFIX, e.g. v1.36.1+rke2r1"
 )
 
@@ -474,6 +477,29 @@ func parseGPUOperator(s string) (*semver.Version, error) {
 		return fail()
 	}
 	return v, nil
+}
+
+// ParseDRADriver parses a DRA driver version: its release, as the kubelet
+// plugin's image tag names it (v25.8.1), the leading v optional.
+func ParseDRADriver(s string) (*semver.Version, error) { return parsedDRADriver(s) }
+
+var parsedDRADriver = remembered(func(s string) (*semver.Version, error) {
+	if !badLength(s) {
+		if v, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v")); err == nil {
+			return v, nil
+		}
+	}
+	return nil, &VersionError{Component: ComponentDRADriver, Value: s, Expected: expectedDRADriver}
+})
+
+// sameDRADriver: the same release, with or without the leading v.
+func sameDRADriver(a, b string) bool {
+	x, errX := ParseDRADriver(strings.TrimSpace(a))
+	y, errY := ParseDRADriver(strings.TrimSpace(b))
+	if errX != nil || errY != nil {
+		return sameTrimmed(a, b)
+	}
+	return x.Equal(y)
 }
 
 // ---------------------------------------------------------------- DCGM exporter

@@ -723,7 +723,7 @@ func TestExpectedForm(t *testing.T) {
 		seen[form] = c
 	}
 	assert.Equal(t, "v1.MINOR.PATCH+rke2rN, e.g. v1.36.1+rke2r1 (SUC also reads -rke2rN; a release candidate puts -rcN before it, e.g. v1.37.0-rc1+rke2r1)", ExpectedForm(ComponentRKE2))
-	assert.Equal(t, []Component{"kernel", "rke2", "driver", "gpuOperator", "dcgmExporter"}, Components)
+	assert.Equal(t, []Component{"kernel", "rke2", "driver", "gpuOperator", "dcgmExporter", "draDriver"}, Components)
 }
 
 func TestImageVersion(t *testing.T) {

@@ -207,7 +207,7 @@ func Check(r *Record, f Freshness) Problems {
 		if r.APIVersion == APIVersionKubeDC {
 			invalid(field.Forbidden(srcPath, fmt.Sprintf("only %s records have a source tuple; use that apiVersion to record it", APIVersionGate)))
 		} else if checkTuple(srcPath, *r.Source, "the tuple the canary started from", invalid) && trimmed(*r.Source) == trimmed(r.Target) {
-			invalid(field.Invalid(srcPath, Clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator or dcgmExporter"))
+			invalid(field.Invalid(srcPath, Clip(r.Source.String()), "source equals target; a record must change at least one of kernel, rke2, driver, gpuOperator, dcgmExporter or draDriver"))
 		}
 	}
 
@@ -252,11 +252,12 @@ func Check(r *Record, f Freshness) Problems {
 	return p
 }
 
-// checkTuple reports blank components and tells whether all five are set.
+// checkTuple reports blank components and tells whether all required ones
+// are set (an optional one, the DRA driver, may be left out).
 func checkTuple(path *field.Path, t Tuple, what string, invalid func(*field.Error)) bool {
 	ok := true
 	for _, m := range t.Members() {
-		if strings.TrimSpace(*m.Value) == "" {
+		if strings.TrimSpace(*m.Value) == "" && !IsOptionalTupleKey(m.Key) {
 			invalid(field.Required(path.Child(m.Key), "every component of "+what+" is required"))
 			ok = false
 		}

@@ -299,7 +299,17 @@ func pathOrRecord(path *field.Path) string {
 func (d *decoder) tuple(t *Tuple) func(*field.Path, *yaml.Node) {
 	var specs []fieldSpec
 	for _, m := range t.Members() {
-		specs = append(specs, fieldSpec{m.Key, d.str(m.Value)})
+		load := d.str(m.Value)
+		if IsOptionalTupleKey(m.Key) {
+			load = func(path *field.Path, v *yaml.Node) {
+				if d.apiVersion == APIVersionKubeDC {
+					d.addf(v, "%s: field is not allowed in %s records; use apiVersion %s to name the DRA driver version", path, APIVersionKubeDC, APIVersionGate)
+					return
+				}
+				d.str(m.Value)(path, v)
+			}
+		}
+		specs = append(specs, fieldSpec{m.Key, load})
 	}
 	return func(path *field.Path, v *yaml.Node) {
 		if isNull(v) {

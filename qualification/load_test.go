@@ -132,7 +132,9 @@ func TestParseRefusals(t *testing.T) {
 		{"top-level typo", replace(t, base, "approvedBy:", "approvedby:"),
 			[]string{`unknown field "approvedby"`, "known fields: apiVersion"}},
 		{"target.cuda", replace(t, base, "  kernel: 6.8.0-135-generic\n", "  kernel: 6.8.0-135-generic\n  cuda: \"13.0\"\n"),
-			[]string{`unknown field "target.cuda"`, "known fields of target: kernel, rke2, driver, gpuOperator, dcgmExporter"}},
+			[]string{`unknown field "target.cuda"`, "known fields of target: kernel, rke2, driver, gpuOperator, dcgmExporter, draDriver"}},
+		{"target.draDriver in a kube-dc record", replace(t, base, "  kernel: 6.8.0-135-generic\n", "  kernel: 6.8.0-135-generic\n  draDriver: v25.8.1\n"),
+			[]string{"target.draDriver: field is not allowed in kube-dc.io/v1alpha1 records; use apiVersion gpu-upgrade-gate.io/v1alpha1 to name the DRA driver version"}},
 		{"canary.xid", replace(t, base, "  evidence:", "  xid: 79\n  evidence:"),
 			[]string{`unknown field "canary.xid"`, "known fields of canary: completedAt, allocationPassed, monitoringPassed, rollbackPassed, evidence"}},
 		{"source in a kube-dc record", replace(t, base, "canary:\n", "source:\n  kernel: 6.8.0-134-generic\ncanary:\n"),
@@ -295,6 +297,10 @@ func TestParseAccepts(t *testing.T) {
 		{"flow style", `{apiVersion: gpu-upgrade-gate.io/v1alpha1, hardware: [10de:1db6/10de:124a], source: null}`, func(t *testing.T, r *Record) {
 			assert.Equal(t, []string{"10de:1db6/10de:124a"}, r.Hardware)
 			assert.Nil(t, r.Source)
+		}},
+		{"the DRA driver named in a gate record", "apiVersion: gpu-upgrade-gate.io/v1alpha1\ntarget: {kernel: k, draDriver: v25.8.1}\nsource: {kernel: j}\n", func(t *testing.T, r *Record) {
+			assert.Equal(t, Tuple{Kernel: "k", DRADriver: "v25.8.1"}, r.Target)
+			assert.Equal(t, &Tuple{Kernel: "j"}, r.Source, "a tuple may leave the DRA driver out")
 		}},
 		{"empty source mapping in a gate record", "apiVersion: gpu-upgrade-gate.io/v1alpha1\nsource: {}\n", func(t *testing.T, r *Record) {
 			assert.Equal(t, &Tuple{}, r.Source)

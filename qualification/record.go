@@ -58,13 +58,20 @@ type Tuple struct {
 	Driver       string `json:"driver"`
 	GPUOperator  string `json:"gpuOperator"`
 	DCGMExporter string `json:"dcgmExporter"`
+	// DRADriver is the DRA driver's version (its kubelet plugin's image),
+	// optional: a node that offers no GPUs through DRA, and a record that
+	// does not name it, leave it empty (OptionalTupleKeys).
+	DRADriver string `json:"draDriver,omitempty"`
 }
 
 // String renders the tuple on one line for messages.
 func (t Tuple) String() string {
 	var sb strings.Builder
-	for i, m := range t.Members() {
-		if i > 0 {
+	for _, m := range t.Members() {
+		if *m.Value == "" && IsOptionalTupleKey(m.Key) {
+			continue // not named: the tuple reads as it did without it
+		}
+		if sb.Len() > 0 {
 			sb.WriteByte(' ')
 		}
 		sb.WriteString(m.Key + "=" + *m.Value)

@@ -27,8 +27,8 @@ func TestRoundTripTrickyStrings(t *testing.T) {
 		r := validRecord()
 		r.APIVersion, r.Kind, r.ID, r.State, r.ApprovedBy, r.SourceRevision = v, v, v, v, v, v
 		r.Hardware = []string{v, v + "x"}
-		r.Target = Tuple{v, v, v, v, v}
-		r.Source = &Tuple{v, v, v, v, v}
+		r.Target = Tuple{v, v, v, v, v, v}
+		r.Source = &Tuple{v, v, v, v, v, v}
 		r.Canary.CompletedAt, r.Canary.Evidence = v, v
 		out, err := sigsyaml.Marshal(r)
 		require.NoError(t, err)

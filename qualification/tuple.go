@@ -2,6 +2,7 @@ package qualification
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,22 @@ var tupleKeys = func() []string {
 	}
 	return keys
 }()
+
+// optionalTupleKeys are the members a tuple may leave out: the DRA
+// driver, which only DRA GPU nodes run. Their json tags say omitempty.
+var optionalTupleKeys = func() []string {
+	typ := reflect.TypeOf(Tuple{})
+	var keys []string
+	for i := range typ.NumField() {
+		if name, opts, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); opts == "omitempty" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}()
+
+// IsOptionalTupleKey says whether a tuple may leave the member out.
+func IsOptionalTupleKey(key string) bool { return slices.Contains(optionalTupleKeys, key) }
 
 // TupleKeys lists the tuple's record keys in the record's order.
 func TupleKeys() []string { return append([]string(nil), tupleKeys...) }

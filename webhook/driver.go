@@ -20,6 +20,11 @@ import (
 var (
 	ClusterPolicyGVK = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1", Kind: "ClusterPolicy"}
 	NVIDIADriverGVK  = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "NVIDIADriver"}
+	// GPUClusterGVK is the GPU Operator's DRA model (v26.7, technology
+	// preview): one cluster-scoped GPUCluster whose spec names the DRA
+	// driver the operator deploys.
+	GPUClusterGVK = schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "GPUCluster"}
+	daemonSetGVK  = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
 )
 
 var (
@@ -28,13 +33,15 @@ var (
 )
 
 // decideDriver reviews a CREATE, UPDATE or DELETE of a ClusterPolicy or an
-// NVIDIADriver (contract: driver.md).
+// NVIDIADriver or a GPUCluster, and of a configured DRA driver's
+// kubelet-plugin DaemonSet (contract: driver.md; the chart does not send
+// DaemonSets yet: its namespaced rule needs a webhook of its own).
 func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.Decision, error) {
 	obj, old, err := decodePair(req)
 	if err != nil {
 		return gate.Decision{}, err
 	}
-	ch := gate.DriverChange{Object: obj.GetKind() + " " + obj.GetName(), Annotations: obj.GetAnnotations(), Operation: string(req.Operation), PolicyPath: pathUpgradePolicy}
+	ch := gate.DriverChange{Object: obj.GetKind() + " " + namespaced(obj), Annotations: obj.GetAnnotations(), Operation: string(req.Operation), PolicyPath: pathUpgradePolicy}
 	if req.Operation == admissionv1.Update {
 		ch.OldAnnotations = old.GetAnnotations()
 	}
@@ -62,6 +69,30 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 			ch.Reload = !sameExcept(obj, old, []string{"spec"}, "version", "nodeSelector")
 		}
 		ch.PolicyPath = pathCPUpgradePolicy
+	case GPUClusterGVK.GroupKind():
+		// The DRA driver section; the GPU Operator's GPUCluster reference
+		// documents the DRA driver as one of its operands.
+		ch.NewDRA, ch.DRAPath = imageVersion(obj, "spec", "draDriver")
+		switch req.Operation {
+		case admissionv1.Update:
+			ch.OldDRA, _ = imageVersion(old, "spec", "draDriver")
+		case admissionv1.Delete:
+			// Removes the DRA driver from every node: judged as an unload.
+			ch.OldDRA = ch.NewDRA
+		}
+		ch.NoPolicy = true
+	case daemonSetGVK.GroupKind():
+		if !s.draDaemonSet(obj) {
+			return gate.Decision{Allowed: true, Object: ch.Object}, nil // another DaemonSet: not the gate's
+		}
+		ch.NewDRA, ch.DRAPath = draVersion(obj)
+		if old != nil && req.Operation == admissionv1.Update {
+			ch.OldDRA, _ = draVersion(old)
+		}
+		if ch.NodeSelector, err = podNodeSelector(obj); err != nil {
+			return gate.Decision{}, err
+		}
+		ch.NoPolicy = true
 	default:
 		return gate.Decision{}, fmt.Errorf("kind %s is not a GPU Operator driver resource", obj.GroupVersionKind())
 	}
@@ -166,6 +197,54 @@ func driverVersion(u *unstructured.Unstructured, section ...string) (string, *fi
 		v, _, _ = strings.Cut(v, "-")
 	}
 	return v, p
+}
+
+func namespaced(u *unstructured.Unstructured) string {
+	if u.GetNamespace() != "" {
+		return u.GetNamespace() + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// draDaemonSet says whether the DaemonSet is a configured DRA driver's
+// kubelet plugin (config draDrivers); the chart's match condition sends no
+// other, this is the same check on the server.
+func (s *Server) draDaemonSet(u *unstructured.Unstructured) bool {
+	for _, d := range s.Config.DRADrivers {
+		if u.GetNamespace() == d.Namespace && u.GetName() == d.DaemonSet {
+			return true
+		}
+	}
+	return false
+}
+
+var pathPodContainers = field.NewPath("spec", "template", "spec", "containers")
+
+// draVersion is the DRA driver release the kubelet-plugin DaemonSet runs
+// (gate.DRADriverVersion); the path is its first container's image.
+func draVersion(u *unstructured.Unstructured) (string, *field.Path) {
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	var images []string
+	for _, c := range cs {
+		m, _ := c.(map[string]any)
+		image, _ := m["image"].(string)
+		images = append(images, image)
+	}
+	if len(images) == 0 {
+		return "", pathPodContainers
+	}
+	v, _ := gate.DRADriverVersion(images, u.GetLabels()[gate.LabelVersion])
+	return v, pathPodContainers.Index(0).Child("image")
+}
+
+// podNodeSelector is the DaemonSet's Pod nodeSelector: the nodes it can
+// reach (its affinity is left out, so more nodes count, never fewer).
+func podNodeSelector(u *unstructured.Unstructured) (map[string]string, error) {
+	sel, _, err := unstructured.NestedStringMap(u.Object, "spec", "template", "spec", "nodeSelector")
+	if err != nil {
+		return nil, fmt.Errorf("spec.template.spec.nodeSelector: %w", err)
+	}
+	return sel, nil // nil: every GPU node
 }
 
 func nodeSelector(u *unstructured.Unstructured) (map[string]string, error) {

@@ -226,12 +226,15 @@ var Webhooks = []Webhook{{
 	Resources: []Resource{
 		{GroupVersionResource: ClusterPolicyGVK.GroupVersion().WithResource("clusterpolicies"), Kind: ClusterPolicyGVK},
 		{GroupVersionResource: NVIDIADriverGVK.GroupVersion().WithResource("nvidiadrivers"), Kind: NVIDIADriverGVK},
+		{GroupVersionResource: GPUClusterGVK.GroupVersion().WithResource("gpuclusters"), Kind: GPUClusterGVK},
 	},
 	Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete}, Scope: admissionregistrationv1.ClusterScope,
 	MatchConditions: []MatchCondition{{Name: "driver-spec-changed", Folded: true, CEL: `request.operation != 'UPDATE' ||
 (request.resource.resource == 'clusterpolicies' ?
   (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
    object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+ request.resource.resource == 'gpuclusters' ?
+  object.?spec.?draDriver.orValue({}) != oldObject.?spec.?draDriver.orValue({}) :
   object.?spec.orValue({}) != oldObject.?spec.orValue({}))`}},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "The GPU Operator's driver path (webhook/driver.md): ClusterPolicy and NVIDIADriver\n" +
@@ -240,7 +243,9 @@ var Webhooks = []Webhook{{
 		"gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM\n" +
 		"exporter section (any field, so one a newer operator adds is judged too), or an\n" +
 		"NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never\n" +
-		"do. Deleting this webhook configuration still always breaks glass.",
+		"do. A GPUCluster's DRA driver section too (its CREATE and DELETE: it loads\n" +
+		"and removes the DRA driver). Deleting this webhook configuration still always\n" +
+		"breaks glass.",
 }, {
 	Name: WebhookDriverStep, Path: PathDriverStep, Metric: "driver-step", Contract: "driverstep.md",
 	Reviews:    []gate.Review{gate.ReviewDriverStep, gate.ReviewAdmission},

@@ -111,7 +111,9 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 var inventoryColumns = func() []string {
 	cols := []string{"NODE", "HARDWARE"}
 	for _, c := range gate.ComponentTable() {
-		cols = append(cols, strings.ToUpper(c.Flag))
+		if !c.Optional { // the DRA driver: its column is DRA's
+			cols = append(cols, strings.ToUpper(c.Flag))
+		}
 	}
 	return append(cols, "RECORD", "AGE", "EXPIRES", "APPROVED", "TARGET", "STATUS", "PROOF", "ROLLBACK", "HOLDERS", "CORDONED", "DRA")
 }()
@@ -150,7 +152,9 @@ func inventoryRow(n gate.NodeInventory) []string {
 	}
 	row := []string{n.Node, hw}
 	for _, c := range gate.ComponentTable() {
-		row = append(row, c.Value(n.Current))
+		if !c.Optional {
+			row = append(row, c.Value(n.Current))
+		}
 	}
 	var draState []string
 	for _, s := range n.DRA {

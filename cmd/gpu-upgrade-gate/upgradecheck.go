@@ -42,9 +42,15 @@ func runUpgradeCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "upgrade-check", err)
 	}
+	optional := map[string]bool{"max-canary-age": true, "now": true, "output": true}
+	for _, c := range gate.ComponentTable() {
+		// A member a tuple may leave out (the DRA driver) is typed only
+		// where the record names it.
+		optional["current-"+c.Flag], optional["target-"+c.Flag] = c.Optional, c.Optional
+	}
 	var missing []string
 	fs.VisitAll(func(fl *pflag.Flag) {
-		if !fs.Changed(fl.Name) && fl.Name != "max-canary-age" && fl.Name != "now" && fl.Name != "output" {
+		if !fs.Changed(fl.Name) && !optional[fl.Name] {
 			missing = append(missing, "--"+fl.Name)
 		}
 	})

@@ -760,7 +760,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"completions.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},
 		{"records.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cu}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
 		{"halts.gpu-upgrade-gate.io", []rule{{"", "v1", "configmaps", namespaced, cud}}, admissionregistrationv1.Fail, []string{r.e.namespace}},
-		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers", cluster, cud}},
+		{"driver.gpu-upgrade-gate.io", []rule{{"nvidia.com", "v1", "clusterpolicies", cluster, cud}, {"nvidia.com", "v1alpha1", "nvidiadrivers,gpuclusters", cluster, cud}},
 			admissionregistrationv1.Fail, nil},
 		{"jobs.gpu-upgrade-gate.io", []rule{{"batch", "v1", "jobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"driverstep.gpu-upgrade-gate.io", []rule{{"", "v1", "nodes,nodes/status", cluster, u}}, admissionregistrationv1.Fail, nil},

@@ -137,7 +137,9 @@ names (templates/_helpers.tpl).
 # gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM
 # exporter section (any field, so one a newer operator adds is judged too), or an
 # NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never
-# do. Deleting this webhook configuration still always breaks glass.
+# do. A GPUCluster's DRA driver section too (its CREATE and DELETE: it loads
+# and removes the DRA driver). Deleting this webhook configuration still always
+# breaks glass.
 - name: driver.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/driver") | nindent 4 }}
@@ -149,7 +151,7 @@ names (templates/_helpers.tpl).
       scope: Cluster
     - apiGroups: ["nvidia.com"]
       apiVersions: ["v1alpha1"]
-      resources: ["nvidiadrivers"]
+      resources: ["nvidiadrivers", "gpuclusters"]
       operations: ["CREATE", "UPDATE", "DELETE"]
       scope: Cluster
   matchConditions:
@@ -159,6 +161,8 @@ names (templates/_helpers.tpl).
         (request.resource.resource == 'clusterpolicies' ?
           (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
            object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+         request.resource.resource == 'gpuclusters' ?
+          object.?spec.?draDriver.orValue({}) != oldObject.?spec.?draDriver.orValue({}) :
           object.?spec.orValue({}) != oldObject.?spec.orValue({}))
   failurePolicy: Fail
   matchPolicy: Equivalent

@@ -1,0 +1,159 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// draRecord qualifies hardware hw at the source tuple with DRA driver dra.
+func draRecord(id, hw, dra string) RecordEntry {
+	return approved(record(func(r *qualification.Record) {
+		r.ID, r.Hardware = id, []string{hw}
+		r.Target = tupleSource
+		r.Target.DRADriver = dra
+	}))
+}
+
+// safeDRAScenario: a new image of the DRA driver's kubelet-plugin DaemonSet
+// (v25.3.0 -> v25.8.1), annotated with records naming v25.8.1 for both
+// hardware kinds.
+func safeDRAScenario(t *testing.T) *driverScenario {
+	s := safeScenario(t)
+	s.cluster.Records = map[string]RecordEntry{
+		"v100-dra": draRecord("v100-dra-25-8", hwV100, "v25.8.1"),
+		"h200-dra": draRecord("h200-dra-25-8", hwH200, "v25.8.1"),
+	}
+	return &driverScenario{scenario: s, change: DriverChange{
+		Object:      "DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin",
+		Annotations: map[string]string{AnnotationQualification: "v100-dra, h200-dra"},
+		Operation:   OpUpdate, OldDRA: "v25.3.0", NewDRA: "v25.8.1",
+		DRAPath:  field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
+		NoPolicy: true, PolicyPath: field.NewPath("spec", "driver", "upgradePolicy"),
+	}}
+}
+
+// TestDRADriverPath: a change of the DRA driver's version is a driver-path
+// change: it needs a qualified record naming the new version for the
+// hardware it reaches; records that leave the DRA driver out qualify no
+// move of it.
+func TestDRADriverPath(t *testing.T) {
+	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+	cases := []struct {
+		name   string
+		mutate func(*driverScenario)
+		want   []Code
+		says   string
+	}{
+		{name: "a new DRA driver image named by a qualified record is allowed", mutate: func(*driverScenario) {}},
+		{name: "the same release (another digest of v25.3.0) is not gated", mutate: func(s *driverScenario) {
+			s.change.NewDRA, s.change.Annotations = s.change.OldDRA, nil
+		}},
+		{name: "RecordMissing: a new DRA driver image without a record", mutate: func(s *driverScenario) { s.change.Annotations = nil },
+			want: []Code{CodeRecordMissing}},
+		{name: "TargetNotQualified: the records do not name the DRA driver", mutate: func(s *driverScenario) {
+			for name, hw := range map[string]string{"v100-dra": hwV100, "h200-dra": hwH200} {
+				s.cluster.Records[name] = driverRecord(name, hw, func(r *qualification.Record) { r.Target, r.Source = tupleSource, nil })
+			}
+		}, want: []Code{CodeTargetNotQualified}, says: "draDriver v25.8.1 (the record names no DRA driver version; the change moves it from v25.3.0)"},
+		{name: "TargetNotQualified: the record names another DRA driver", mutate: func(s *driverScenario) { s.change.NewDRA = "v25.12.0" },
+			want: []Code{CodeTargetNotQualified}, says: "draDriver v25.12.0 (want v25.8.1)"},
+		{name: "a DaemonSet created (from nothing) needs the record too", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.Annotations = OpCreate, "", nil
+		}, want: []Code{CodeRecordMissing}},
+		{name: "an unreadable old image still reaches every node", mutate: func(s *driverScenario) {
+			s.change.OldDRA = ""
+			s.cluster.Records["h200-dra"] = draRecord("h200-dra-25-8", hwH200, "v25.12.0")
+		}, want: []Code{CodeTargetNotQualified}},
+		{name: "HardwareNotQualified: no record for the H200", mutate: func(s *driverScenario) {
+			s.change.Annotations[AnnotationQualification] = "v100-dra"
+		}, want: []Code{CodeHardwareNotQualified}},
+		{name: "ComponentDowngrade: back to an older DRA driver", mutate: func(s *driverScenario) {
+			s.change.OldDRA, s.change.NewDRA = "v25.8.1", "v25.3.0"
+			s.cluster.Records["v100-dra"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			s.cluster.Records["h200-dra"] = draRecord("h200-dra-25-3", hwH200, "v25.3.0")
+		}, want: []Code{CodeComponentDowngrade}},
+		{name: "VersionInvalid: an image pinned by digest alone without a version label", mutate: func(s *driverScenario) {
+			s.change.NewDRA, _ = DRADriverVersion([]string{"nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + strings.Repeat("ab", 32)}, "")
+		}, want: []Code{CodeVersionInvalid, CodeTargetNotQualified}, says: `draDriver version "sha256:abababababab..." is not valid: expected the kubelet plugin image's tag vMAJOR.MINOR.PATCH[-PRERELEASE], e.g. v25.8.1; an image pinned by digest alone needs the DaemonSet label app.kubernetes.io/version`},
+		{name: "the kubelet plugin restarting leaves running GPU holders alone", mutate: func(s *driverScenario) { s.holders["gpu-v100-01"] = holder }},
+		{name: "the ClusterPolicy's upgrade policy does not roll the DaemonSet", mutate: func(s *driverScenario) { s.change.Policy = DriverUpgradePolicy{} }},
+		{name: "DaemonSet nodeSelector: only the nodes it reaches need a record", mutate: func(s *driverScenario) {
+			s.change.NodeSelector = map[string]string{"nvidia.com/gpu.product": "Tesla-V100-PCIE-32GB"}
+			s.change.Annotations[AnnotationQualification] = "v100-dra"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDRAScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			assert.Contains(t, d.Message(), tc.says)
+		})
+	}
+}
+
+// TestDRADriverOptional: a tuple that leaves the DRA driver out (a node
+// without DRA, a record that does not name it) behaves as before; a record
+// that names it is held to it.
+func TestDRADriverOptional(t *testing.T) {
+	with := func(v string) qualification.Tuple { x := tupleSource; x.DRADriver = v; return x }
+	cases := []struct {
+		name string
+		a, b qualification.Tuple
+		same bool
+	}{
+		{"neither names it", tupleSource, tupleSource, true},
+		{"the node has none, the record names it", tupleSource, with("v25.8.1"), true},
+		{"the node runs one, the record does not name it", with("v25.8.1"), tupleSource, true},
+		{"both name the same release, v or not", with("v25.8.1"), with("25.8.1"), true},
+		{"both name different releases", with("v25.3.0"), with("v25.8.1"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.same, SameTuple(tc.a, tc.b))
+			assert.True(t, complete(tc.a), "an optional member left out keeps the tuple complete")
+		})
+	}
+	assert.NotContains(t, tupleSource.String(), "draDriver", "a tuple without it reads as before")
+	assert.Contains(t, with("v25.8.1").String(), "draDriver=v25.8.1")
+}
+
+// TestDRADriverVersion: the release is the kubelet plugin's image tag; an
+// image pinned by digest alone needs the DaemonSet's version label; what
+// cannot be read is refused, never guessed.
+func TestDRADriverVersion(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	cases := []struct {
+		name   string
+		images []string
+		label  string
+		want   string
+		ok     bool
+	}{
+		{"tag", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}, "", "v25.8.1", true},
+		{"tag and digest: the tag is the release", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1" + digest}, "v9.9.9", "v25.8.1", true},
+		{"two containers of one image", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}, "", "v25.8.1", true},
+		{"digest alone with the version label", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu" + digest}, "v25.8.1", "v25.8.1", true},
+		{"digest alone without the label", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu" + digest}, "", "sha256:abababababab...", false},
+		{"containers disagree", []string{"r/dra:v25.8.1", "r/dra:v25.3.0"}, "", "r/dra:v25.8.1 and r/dra:v25.3.0", false},
+		{"no tag (latest names no release)", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu"}, "", "nvcr.io/nvidia/k8s-dra-driver-gpu", false},
+		{"unparseable reference", []string{"nvcr.io/nvidia/k8s-dra-driver-gpu:bad tag"}, "", "nvcr.io/nvidia/k8s-dra-driver-gpu:bad tag", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, ok := DRADriverVersion(tc.images, tc.label)
+			assert.Equal(t, tc.want, v)
+			assert.Equal(t, tc.ok, ok)
+			if !ok {
+				assert.Error(t, ParseComponent(ComponentDRADriver, v), "an unreadable value never parses as a release")
+			}
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+func daemonSet(ns, name string, labels map[string]any, images ...string) *unstructured.Unstructured {
+	var cs []any
+	for i, image := range images {
+		cs = append(cs, map[string]any{"name": "c" + string(rune('0'+i)), "image": image})
+	}
+	meta := map[string]any{"name": name, "namespace": ns}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta,
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": cs}}}}}
+}
+
+// TestDRADriverDaemonSetVersion: the kubelet plugin's release is its image
+// tag; a digest alone needs the version label; what cannot be read stays
+// unreadable (VersionInvalid in the gate), never "unchanged".
+func TestDRADriverDaemonSetVersion(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("cd", 32)
+	for _, tc := range []struct {
+		name string
+		ds   *unstructured.Unstructured
+		want string
+	}{
+		{"tag of both containers", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), "v25.8.1"},
+		{"digest alone, with the version label", daemonSet("dra", "plugin", map[string]any{gate.LabelVersion: "v25.8.1"}, "nvcr.io/nvidia/k8s-dra-driver-gpu"+digest), "v25.8.1"},
+		{"digest alone, no label: unreadable", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu"+digest), "sha256:cdcdcdcdcdcd..."},
+		{"no containers", daemonSet("dra", "plugin", nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _ := draVersion(tc.ds)
+			assert.Equal(t, tc.want, v)
+		})
+	}
+}
+
+// TestDRADriverOtherDaemonSets: a DaemonSet that is no configured DRA
+// driver's kubelet plugin is never judged, whatever its image.
+func TestDRADriverOtherDaemonSets(t *testing.T) {
+	cfg := gate.DefaultConfig()
+	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	s := &Server{Config: cfg}
+	raw := func(u *unstructured.Unstructured) runtime.RawExtension {
+		b, err := u.MarshalJSON()
+		require.NoError(t, err)
+		return runtime.RawExtension{Raw: b}
+	}
+	for _, tc := range []struct{ ns, name string }{
+		{"nvidia-dra-driver-gpu", "another-daemonset"},
+		{"kube-system", "nvidia-dra-driver-gpu-kubelet-plugin"},
+		{"gpu-operator", "nvidia-dcgm-exporter"},
+	} {
+		t.Run(tc.ns+"/"+tc.name, func(t *testing.T) {
+			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update, Namespace: tc.ns, Name: tc.name,
+				Kind:      metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+				Object:    raw(daemonSet(tc.ns, tc.name, nil, "r/x:v2.0.0")),
+				OldObject: raw(daemonSet(tc.ns, tc.name, nil, "r/x:v1.0.0"))}}
+			d, err := s.decideDriver(context.Background(), req)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed)
+			assert.Empty(t, d.Codes())
+		})
+	}
+	assert.True(t, s.draDaemonSet(daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil)), "the configured one is judged")
+}
