@@ -115,7 +115,9 @@ func TestDRAProofThroughAPIServer(t *testing.T) {
 		eventuallyWrite(t, func() error { return c.Create(ctx, plan("after-dra", "v100-r580", "gpu-v100-01"), client.DryRunAll) })
 	})
 	alice, _ := as(t, "alice")
-	next := func() error { return alice.Create(ctx, plan("next-after-dra", "v100-r580", "gpu-v100-01"), client.DryRunAll) }
+	next := func() error {
+		return alice.Create(ctx, plan("next-after-dra", "v100-r580", "gpu-v100-01"), client.DryRunAll)
+	}
 
 	// The validator (GPU Operator) as for any node; the plugin Pod Ready,
 	// as its kubelet writes it.
