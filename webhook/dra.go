@@ -45,7 +45,7 @@ func newDRACache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config,
 	}
 	byObject := map[client.Object]cache.ByObject{r.PluginPods.Object: pluginPods(r.PluginPods)}
 	if facts.draUnserved == "" {
-		byObject[r.Slices.Object] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
+		byObject[r.Slices.Object] = cache.ByObject{Transform: StripSlice}
 		claims := cache.ByObject{Transform: StripClaim}
 		if ns := r.Claims.Namespaces; ns != nil {
 			claims.Namespaces = map[string]cache.Config{ns[0]: {}}
@@ -131,6 +131,34 @@ func stripClaim(obj any) (any, error) {
 			out.Status.Allocation.Devices.Results = append(out.Status.Allocation.Devices.Results,
 				resourcev1.DeviceRequestAllocationResult{Request: res.Request, Driver: res.Driver, Pool: res.Pool, Device: res.Device})
 		}
+	}
+	return out, nil
+}
+
+// StripSlice keeps what a proof reads of a ResourceSlice: its driver, node
+// and pool, and each device's name and type (a driver lists many attributes
+// and capacities per device, and the cache holds every driver's slices).
+func StripSlice(obj any) (any, error) { return asIs(obj, stripSlice) }
+
+func stripSlice(obj any) (any, error) {
+	s, ok := obj.(*resourcev1.ResourceSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &resourcev1.ResourceSlice{TypeMeta: s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Spec:       resourcev1.ResourceSliceSpec{Driver: s.Spec.Driver, NodeName: s.Spec.NodeName, Pool: s.Spec.Pool}}
+	for _, d := range s.Spec.Devices {
+		kept := resourcev1.Device{Name: d.Name}
+		for name, a := range d.Attributes {
+			if name == "type" || name == resourcev1.QualifiedName(s.Spec.Driver+"/type") {
+				if kept.Attributes == nil {
+					kept.Attributes = map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{}
+				}
+				kept.Attributes[name] = a
+			}
+		}
+		out.Spec.Devices = append(out.Spec.Devices, kept)
 	}
 	return out, nil
 }

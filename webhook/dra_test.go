@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -33,4 +34,24 @@ func TestDRAServed(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestStripSlice: a cached slice keeps what the proof counts (driver, node,
+// pool, each device and its type), not the rest of its attributes.
+func TestStripSlice(t *testing.T) {
+	node := "gpu-01"
+	in := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"x": "y"}},
+		Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &node, Pool: resourcev1.ResourcePool{Name: node, Generation: 3, ResourceSliceCount: 2},
+			Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				"type": {StringValue: new("gpu")}, "uuid": {StringValue: new("GPU-1")}}}, {Name: "gpu-1"}}}}
+	out, err := StripSlice(in)
+	require.NoError(t, err)
+	got := out.(*resourcev1.ResourceSlice)
+	assert.Equal(t, in.Spec.Pool, got.Spec.Pool)
+	assert.Equal(t, node, *got.Spec.NodeName)
+	assert.Equal(t, "gpu.nvidia.com", got.Spec.Driver)
+	require.Len(t, got.Spec.Devices, 2)
+	assert.Equal(t, "gpu", *got.Spec.Devices[0].Attributes["type"].StringValue)
+	assert.NotContains(t, got.Spec.Devices[0].Attributes, resourcev1.QualifiedName("uuid"))
+	assert.Nil(t, got.Labels)
 }
