@@ -122,7 +122,8 @@ type Config struct {
 	GPURuntimeClasses []string `json:"gpuRuntimeClasses"`
 	// DRADrivers are the DRA drivers through which GPU nodes offer their
 	// GPUs (ResourceSlices) and the DaemonSets that run their kubelet
-	// plugins; inventory shows each node's slices and plugin Pod.
+	// plugins; a node they publish devices for is proven through them
+	// (proof_dra.go), and inventory shows each node's slices and plugin Pod.
 	DRADrivers []dra.Driver `json:"draDrivers,omitempty"`
 	// Proof says what proves an upgraded node (proof.go).
 	Proof ProofConfig `json:"proof"`

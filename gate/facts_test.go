@@ -95,6 +95,13 @@ func TestHoldersOf(t *testing.T) {
 		}),
 		pod("overhead", func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{"amd.com/gpu": resource.MustParse("1")} }),
 		pod("claims", func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} }),
+		// A DRA-backed extended resource of any name: the scheduler's claim
+		// in the status (resource.k8s.io/v1, DRAExtendedResource).
+		pod("extended-claim", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"example.com/accelerator": resource.MustParse("1")}
+			p.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "extended-claim-gpu-x2k9f",
+				RequestMappings: []corev1.ContainerExtendedResourceRequest{{ContainerName: "c", ResourceName: "example.com/accelerator", RequestName: "container-0-request-0"}}}
+		}),
 		pod("virt-launcher-vm-1", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/GV100GL_Tesla_V100": resource.MustParse("1")}
 			p.OwnerReferences = []metav1.OwnerReference{{Kind: "VirtualMachineInstance", Name: "vm-1", Controller: &ctrl}}
@@ -114,10 +121,11 @@ func TestHoldersOf(t *testing.T) {
 	for _, h := range hs {
 		got = append(got, h.Owner)
 	}
-	assert.Equal(t, []string{"Pod/limits", "Pod/init", "Pod/ephemeral", "Pod/overhead", "Pod/claims", "VirtualMachineInstance/vm-1"}, got)
-	require.Len(t, hs, 6)
-	assert.Equal(t, "VirtualMachineInstance ns/vm-1 [nvidia.com/GV100GL_Tesla_V100]", hs[5].String())
+	assert.Equal(t, []string{"Pod/limits", "Pod/init", "Pod/ephemeral", "Pod/overhead", "Pod/claims", "Pod/extended-claim", "VirtualMachineInstance/vm-1"}, got)
+	require.Len(t, hs, 7)
+	assert.Equal(t, "VirtualMachineInstance ns/vm-1 [nvidia.com/GV100GL_Tesla_V100]", hs[6].String())
 	assert.Equal(t, []string{"resourceClaims"}, hs[4].Resources)
+	assert.Equal(t, []string{"resourceClaims"}, hs[5].Resources)
 }
 
 // TestHoldersByRuntime: a Pod that reaches GPUs through the NVIDIA runtime,

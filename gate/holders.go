@@ -39,7 +39,8 @@ func ownerName(owner string) string {
 
 // HoldersOf returns the GPU holders among pods: non-terminal, not deleting,
 // and asking for a GPU resource in any container kind or the overhead,
-// using dynamic resource claims, running with a GPU runtime class, or
+// using dynamic resource claims (its own, or the scheduler's for a
+// DRA-backed extended resource; any claim counts, a GPU's or not), running with a GPU runtime class, or
 // asking the NVIDIA container runtime for devices through
 // NVIDIA_VISIBLE_DEVICES (which needs no resource at all where that runtime
 // is the node's default). KubeVirt VMs show as their virt-launcher Pods,
@@ -90,7 +91,10 @@ func gpuResources(p *corev1.Pod, runtimeClasses []string) []string {
 		addList(c.Resources.Limits)
 	}
 	addList(p.Spec.Overhead)
-	if len(p.Spec.ResourceClaims) > 0 {
+	// A DRA-backed extended resource need not be a GPU resource's name (a
+	// DeviceClass's extendedResourceName is any name): the scheduler's
+	// claim for it, in the Pod's status, says it holds devices.
+	if len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil {
 		res = append(res, "resourceClaims")
 	}
 	if rc := p.Spec.RuntimeClassName; rc != nil && slices.Contains(runtimeClasses, *rc) {

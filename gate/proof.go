@@ -185,6 +185,8 @@ type ProofFacts struct {
 	AllocationChecks []*corev1.Pod
 	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).
 	UpgradeJobs []*batchv1.Job
+	// DRA: what proofs of DRA nodes read (proof_dra.go).
+	DRA DRAProofFacts
 }
 
 // ProofFactsOf picks, from Pods and Jobs listed some other way (a snapshot),
@@ -291,6 +293,8 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	for _, v := range validators {
 		out.ReachedAt = later(out.ReachedAt, podCondition(v, corev1.PodReady).LastTransitionTime.Time)
 	}
+	draNodes := c.draNodeOf(cl, n)
+	out.ReachedAt = later(out.ReachedAt, pluginReadyAt(draNodes))
 	out.HeldSince = out.ReachedAt
 
 	if p.on(ProofReady) && ready.Status != corev1.ConditionTrue {
@@ -300,7 +304,11 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		c.validatorProof(validators, miss)
 	}
 	if p.on(ProofResources) {
-		resourceProof(n, miss)
+		if len(draNodes) > 0 {
+			c.draResourceProof(cl, n, draNodes, miss)
+		} else {
+			resourceProof(n, miss)
+		}
 	}
 	if p.on(ProofDriverState) {
 		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != driverUpgradeDone {
@@ -318,7 +326,11 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		}
 	}
 	if p.on(ProofAllocation) {
-		c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+		if len(draNodes) > 0 {
+			c.draAllocationProof(cl, n, draNodes, podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+		} else {
+			c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+		}
 	}
 	if len(p.Checks) > 0 {
 		var missing []string

@@ -24,6 +24,9 @@ func (s cacheSource) Read(ctx context.Context, r loader.Read) ([]client.Object, 
 	if r.Field != nil {
 		return nil, fmt.Errorf("%s: the gate keeps no cache of them (GPU holders are listed live: Facts.Holders)", r.What)
 	}
+	if err := s.f.draNotServed(r); err != nil {
+		return nil, err
+	}
 	c := s.cacheOf(r)
 	if c == nil {
 		return nil, nil // no such cache: none kept (tests of other paths)
@@ -108,6 +111,12 @@ func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 		if r.What == g.What {
 			return nil // no cache of it: not read, so open
 		}
+	}
+	if d := reads.DRA; d != nil && (r.What == d.PluginPods.What || r.What == d.Slices.What || r.What == d.Claims.What) {
+		if s.f.DRA == nil {
+			return nil // no cache of them (tests of other paths)
+		}
+		return s.f.DRA
 	}
 	switch {
 	case r.What == reads.AllocationChecks.What:

@@ -36,6 +36,11 @@ type Facts struct {
 	PodsSeen func() string
 	// Allocations caches the allocation-check Pods only (their own label).
 	Allocations cache.Cache
+	// DRA caches what proofs of DRA nodes read (newDRACache); nil without
+	// DRA drivers in the config. draUnserved says why it holds no
+	// ResourceSlices and ResourceClaims ("" : it does).
+	DRA         cache.Cache
+	draUnserved string
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
 	// record is kept (tests of other paths).
 	Halts cache.Cache

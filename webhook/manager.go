@@ -248,7 +248,14 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err != nil {
 		return nil, nil, fmt.Errorf("informer for Jobs: %w", err)
 	}
-	if err := facts.WatchProof(podInformer, allocInformer, jobInformer); err != nil {
+	draInformers, err := newDRACache(ctx, mgr, restCfg, scheme, cfg, facts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if facts.DRA != nil {
+		gateCaches = append(gateCaches, facts.DRA)
+	}
+	if err := facts.WatchProof(append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)...); err != nil {
 		return nil, nil, fmt.Errorf("watch proof facts: %w", err)
 	}
 	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {
@@ -360,8 +367,10 @@ func stripPod(obj any) (any, error) {
 	out := &corev1.Pod{
 		TypeMeta:   p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion, Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName},
-		Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions},
+		// The claims tie a DRA allocation check to its ResourceClaims.
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, ResourceClaims: p.Spec.ResourceClaims},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: p.Status.Conditions,
+			ResourceClaimStatuses: p.Status.ResourceClaimStatuses, ExtendedResourceClaimStatus: p.Status.ExtendedResourceClaimStatus},
 	}
 	// The controller reference says whether the validator DaemonSet owns the
 	// Pod (gate.ValidatorSelector); the other owner references are not read.

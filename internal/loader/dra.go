@@ -3,15 +3,18 @@ package loader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
 // DRAReads are what the DRA planner reads of one driver: its kubelet-plugin
@@ -78,6 +81,59 @@ func (l *Loader) DRANodes(ctx context.Context, drivers []dra.Driver) (map[string
 		for node, s := range dra.NodeStates(d, ds, pods, slices) {
 			out[node] = append(out[node], s)
 		}
+	}
+	return out, nil
+}
+
+// DRAProofReads are what proofs of DRA nodes read: the Pods of the
+// drivers' namespaces (their kubelet plugins, told apart by their
+// controller), every ResourceSlice (a driver's field selector would take
+// one informer per driver) and the ResourceClaims of the allocation checks'
+// namespace (a claim lives in its Pod's).
+type DRAProofReads struct {
+	PluginPods, Slices, Claims Read
+}
+
+func draProofReadsOf(cfg *gate.Config) *DRAProofReads {
+	if len(cfg.DRADrivers) == 0 {
+		return nil
+	}
+	var namespaces []string
+	for _, d := range cfg.DRADrivers {
+		if !slices.Contains(namespaces, d.Namespace) {
+			namespaces = append(namespaces, d.Namespace)
+		}
+	}
+	return &DRAProofReads{
+		PluginPods: Read{What: "DRA kubelet-plugin Pods", Object: &corev1.Pod{}, NewList: pods, Namespaces: namespaces},
+		Slices:     Read{What: "ResourceSlices", Object: &resourcev1.ResourceSlice{}, NewList: func() client.ObjectList { return &resourcev1.ResourceSliceList{} }},
+		Claims: Read{What: "ResourceClaims", Object: &resourcev1.ResourceClaim{}, NewList: func() client.ObjectList { return &resourcev1.ResourceClaimList{} },
+			Namespaces: oneOrAll(cfg.Proof.AllocationCheck.Namespace)},
+	}
+}
+
+// draProof reads what proofs of DRA nodes read. An API server that does not
+// serve resource.k8s.io/v1 is no error: the proof of a node running a
+// driver's plugin then names it (gate.DRAProofFacts.Unreadable), and every
+// other node is proven as before.
+func (l *Loader) draProof(ctx context.Context) (gate.DRAProofFacts, error) {
+	var out gate.DRAProofFacts
+	r := l.Reads.DRA
+	if r == nil {
+		return out, nil
+	}
+	var err error
+	if out.PluginPods, err = read[*corev1.Pod](ctx, l.Source, r.PluginPods); err != nil {
+		return out, fmt.Errorf("%s: %w", r.PluginPods.What, err)
+	}
+	if out.Slices, err = read[*resourcev1.ResourceSlice](ctx, l.Source, r.Slices); err == nil {
+		out.Claims, err = read[*resourcev1.ResourceClaim](ctx, l.Source, r.Claims)
+	}
+	switch {
+	case meta.IsNoMatchError(err):
+		out.Slices, out.Claims, out.Unreadable = nil, nil, "the API server does not serve resource.k8s.io/v1: "+err.Error()
+	case err != nil:
+		return out, fmt.Errorf("ResourceSlices and ResourceClaims: %w", err)
 	}
 	return out, nil
 }

@@ -195,7 +195,11 @@ func (l *Loader) Proof(ctx context.Context) (gate.ProofFacts, error) {
 	}
 	// ProofFactsOf sorts them into validators and checks (a Pod could be
 	// both).
-	return l.Config.ProofFactsOf(pods, jobs), nil
+	out := l.Config.ProofFactsOf(pods, jobs)
+	if out.DRA, err = l.draProof(ctx); err != nil {
+		return gate.ProofFacts{}, err
+	}
+	return out, nil
 }
 
 // HaltRecord is the parsed halt record. One that is missing or cannot be

@@ -68,6 +68,9 @@ type Reads struct {
 	// CreationGates: each configured creation gate's Deployment or
 	// ConfigMap by name, in the config's order (gate/creationgate.go).
 	CreationGates []Read
+	// DRA: what proofs of DRA nodes read; nil unless the config names DRA
+	// drivers (a cluster without them is never asked for resource.k8s.io).
+	DRA *DRAProofReads
 }
 
 // ReadsOf is the table for a config.
@@ -105,6 +108,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 		HaltRecord: Read{What: "the halt record", Object: &corev1.ConfigMap{}, NewList: configMaps,
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
 		CreationGates: gates,
+		DRA:           draProofReadsOf(cfg),
 	}
 }
 

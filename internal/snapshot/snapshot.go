@@ -56,6 +56,10 @@ type Snapshot struct {
 	// ResourceSlices are read by the DRA recovery planner
 	// (RecoveryRecipe), not by the engine.
 	ResourceSlices []*resourcev1.ResourceSlice
+	// ResourceClaims are read by proofs of DRA nodes (their allocation
+	// checks' claims), in a List saved with resourceclaims.resource.k8s.io
+	// and resourceslices.resource.k8s.io added to Recipe.
+	ResourceClaims []*resourcev1.ResourceClaim
 	// EtcdSnapshotFiles are RKE2's etcd snapshots (k3s.cattle.io/v1), in a
 	// List saved with etcdsnapshotfiles.k3s.cattle.io added to Recipe (an
 	// RKE2 cluster serves them; elsewhere kubectl refuses the type).
@@ -293,7 +297,9 @@ func stripPod(p corev1.Pod) corev1.Pod {
 	for _, c := range p.Status.Conditions {
 		conds = append(conds, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 	}
-	p.Status = corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: conds}
+	// The claims' names tie a DRA allocation check to its ResourceClaims.
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime, Conditions: conds,
+		ResourceClaimStatuses: p.Status.ResourceClaimStatuses, ExtendedResourceClaimStatus: p.Status.ExtendedResourceClaimStatus}
 	p.Spec.Volumes, p.Spec.Affinity, p.Spec.Tolerations = nil, nil, nil
 	for _, set := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range set {
@@ -386,6 +392,12 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		s.ResourceSlices = append(s.ResourceSlices, rs)
+	case resourcev1.SchemeGroupVersion.String() + "/ResourceClaim":
+		rc := &resourcev1.ResourceClaim{}
+		if err := decode(item, rc); err != nil {
+			return err
+		}
+		s.ResourceClaims = append(s.ResourceClaims, rc)
 	case loader.ETCDSnapshotFileGVK.GroupVersion().String() + "/" + loader.ETCDSnapshotFileGVK.Kind:
 		var u unstructured.Unstructured
 		if err := u.UnmarshalJSON(item); err != nil {

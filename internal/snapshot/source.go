@@ -91,6 +91,10 @@ func (s *Snapshot) objectsOf(kind client.Object) []client.Object {
 		for _, p := range s.Plans {
 			out = append(out, p)
 		}
+	case *resourcev1.ResourceClaim:
+		for _, c := range s.ResourceClaims {
+			out = append(out, c)
+		}
 	}
 	return out
 }

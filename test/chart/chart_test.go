@@ -48,6 +48,7 @@ var variants = map[string]func(e *expect){
 		e.nodePolicy, e.timeout = admissionregistrationv1.Ignore, 3
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
+		e.dra = true
 		// platform-bots is narrowed by labels: no match condition
 		e.creationGates = []gate.CreationGate{
 			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},

@@ -66,6 +66,9 @@ type expect struct {
 	// creationGates: the objects the creation-gate Roles must name, and
 	// nothing more.
 	creationGates []gate.CreationGate
+	// dra: config.draDrivers is set, so the webhook reads ResourceSlices
+	// and ResourceClaims.
+	dra bool
 }
 
 // rendered indexes one render by kind.
@@ -558,6 +561,18 @@ func (r *rendered) checkRBAC() []string {
 		"coordination.k8s.io/leases":          {[]string{"get", "update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
 		"coordination.k8s.io/leases (create)": {[]string{"create"}, func(ns string) bool { return ns == r.e.namespace }, nil},
 	}
+	// Proofs of DRA nodes: the driver's slices and the checks' claims,
+	// only when DRA drivers are configured.
+	dra := []string{"resource.k8s.io/resourceslices", "resource.k8s.io/resourceclaims"}
+	if r.e.dra {
+		for _, key := range dra {
+			allowed[key] = struct {
+				verbs  []string
+				where  func(ns string) bool
+				byName []string
+			}{[]string{"list", "watch"}, func(ns string) bool { return ns == "cluster" }, nil}
+		}
+	}
 	seen := map[string]bool{}
 	for _, g := range grants {
 		rule := g.rule
@@ -628,6 +643,11 @@ func (r *rendered) checkRBAC() []string {
 	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
+		}
+	}
+	for _, key := range dra {
+		if r.e.dra && !seen[key] {
+			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which proofs of DRA nodes need (config.draDrivers)")
 		}
 	}
 	for _, ns := range append(slices.Clone(r.e.sucNamespaces), metav1.NamespaceDefault) {

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -45,6 +46,9 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 	// kube-dc's creation gates (issue 24 item 3), closed by setup for every
 	// test but TestCreationGates, which opens one.
 	cfg.CreationGates = kubeDCGates
+	// NVIDIA's DRA driver (issue 25): nodes it shows nothing of are
+	// proven by their extended resources as before (dra_test.go).
+	cfg.DRADrivers = []dra.Driver{nvidiaDRA}
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{Config: cfg})
 	if err != nil {

@@ -83,6 +83,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: env.Config.Halts.ConfigMap},
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "gpu-upgrade-gate-halts"},
 		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate},
+		// Proofs of DRA nodes (config draDrivers, set for the e2e suite).
+		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceslices"},
+		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -100,6 +103,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Resource: "configmaps", Namespace: "default"},
 		{Verb: "get", Resource: "configmaps", Namespace: op.Namespace, Name: "x"},
 		// Read-only.
+		{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Namespace: gate, Name: "x"},
+		{Verb: "create", Group: "resource.k8s.io", Resource: "resourceslices"},
 		{Verb: "update", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "patch", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "create", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc},

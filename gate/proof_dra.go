@@ -1,0 +1,337 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// The proof of a DRA GPU node (docs/proof.md#dra-nodes): a node that
+// offers its GPUs through a configured DRA driver's ResourceSlices has no
+// nvidia.com/gpu to count, so the driver's own objects stand in for the
+// device plugin's: its kubelet-plugin Pod, the devices its slices list, and
+// an allocation check whose claim the scheduler allocated from the node's
+// pool.
+
+// DRAProofFacts are what proofs of DRA nodes read; empty unless the config
+// names DRA drivers.
+type DRAProofFacts struct {
+	// PluginPods are the Pods of the drivers' namespaces; only those a
+	// driver's DaemonSet controls count as its kubelet plugin.
+	PluginPods []*corev1.Pod
+	// Slices are the ResourceSlices, Claims the ResourceClaims of the
+	// allocation checks' namespace (every namespace when it is not set).
+	Slices []*resourcev1.ResourceSlice
+	Claims []*resourcev1.ResourceClaim
+	// Unreadable says why Slices and Claims could not be read (the API
+	// server does not serve resource.k8s.io/v1); "" when they were. A node
+	// running a driver's plugin then stays unproven.
+	Unreadable string
+}
+
+// draNode is what one configured driver shows of one node.
+type draNode struct {
+	driver  dra.Driver
+	plugins []*corev1.Pod // Pods on the node its DaemonSet controls
+	slices  []*resourcev1.ResourceSlice
+}
+
+// draNodeOf is, per configured driver that publishes slices for the node or
+// runs its plugin there, what it shows: such a node is a DRA node.
+func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
+	var out []draNode
+	for _, d := range c.DRADrivers {
+		dn := draNode{driver: d}
+		for _, p := range podsOn(cl.Proof.DRA.PluginPods, n.Name) {
+			if pluginOf(d, p) {
+				dn.plugins = append(dn.plugins, p)
+			}
+		}
+		for _, s := range cl.Proof.DRA.Slices {
+			if s.Spec.Driver == d.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
+				dn.slices = append(dn.slices, s)
+			}
+		}
+		if len(dn.plugins) > 0 || len(dn.slices) > 0 {
+			out = append(out, dn)
+		}
+	}
+	return out
+}
+
+// pluginOf says whether the driver's kubelet-plugin DaemonSet controls the
+// Pod: anyone who may create a Pod in the namespace could name it like one.
+func pluginOf(d dra.Driver, p *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") &&
+		ref.Name == d.DaemonSet && p.Namespace == d.Namespace
+}
+
+// pluginReadyAt is when the plugin Pods on the node last became Ready: a
+// driver restart restarts its plugin, so a check before that proves nothing.
+func pluginReadyAt(nodes []draNode) time.Time {
+	var t time.Time
+	for _, dn := range nodes {
+		for _, p := range dn.plugins {
+			t = later(t, podCondition(p, corev1.PodReady).LastTransitionTime.Time)
+		}
+	}
+	return t
+}
+
+// draResourceProof: each driver's plugin Pod on the node is Ready, and its
+// slices (the complete current generation of each pool) list as many GPUs
+// as GFD counts. Extended resources the node also advertises must still be
+// fully allocatable.
+func (c *Config) draResourceProof(cl *Cluster, n *corev1.Node, nodes []draNode, miss func(string, ...any)) {
+	for name := range n.Status.Capacity {
+		if strings.HasPrefix(string(name), gpuResourcePrefix) {
+			resourceProof(n, miss)
+			break
+		}
+	}
+	for _, dn := range nodes {
+		d := dn.driver
+		if len(dn.plugins) == 0 {
+			miss("no DRA plugin Pod of %s (controlled by DaemonSet %s/%s) on the node", d.Name, d.Namespace, d.DaemonSet)
+		}
+		for _, p := range dn.plugins {
+			if podCondition(p, corev1.PodReady).Status != corev1.ConditionTrue {
+				miss("DRA plugin Pod %s/%s of %s is not Ready (phase %s)", p.Namespace, qualification.Clip(p.Name), d.Name, orNone(string(p.Status.Phase)))
+			}
+		}
+		if why := cl.Proof.DRA.Unreadable; why != "" {
+			miss("ResourceSlices of %s cannot be read (%s): the node's devices are unknown", d.Name, why)
+			continue
+		}
+		sliceProof(n, d.Name, dn.slices, miss)
+	}
+}
+
+// sliceProof counts the GPUs the node's slices of a driver list: per pool,
+// only the highest generation counts (the driver bumps it when it
+// republishes, and stale slices linger until deleted), and only once all of
+// its resourceSliceCount slices are there (the scheduler ignores an
+// incomplete pool too).
+func sliceProof(n *corev1.Node, driver string, slices []*resourcev1.ResourceSlice, miss func(string, ...any)) {
+	if len(slices) == 0 {
+		miss("no ResourceSlices of %s for the node", driver)
+		return
+	}
+	type pool struct {
+		gen           int64
+		want, got, gp int64
+	}
+	pools := map[string]*pool{}
+	for _, s := range slices {
+		p := pools[s.Spec.Pool.Name]
+		if p == nil || s.Spec.Pool.Generation > p.gen {
+			p = &pool{gen: s.Spec.Pool.Generation}
+			pools[s.Spec.Pool.Name] = p
+		}
+		if s.Spec.Pool.Generation < p.gen {
+			continue
+		}
+		p.want, p.got, p.gp = s.Spec.Pool.ResourceSliceCount, p.got+1, p.gp+gpuDevices(driver, s.Spec.Devices)
+	}
+	var devices int64
+	for _, name := range sortedKeys(pools) {
+		p := pools[name]
+		if p.got < p.want {
+			miss("ResourceSlices of %s pool %s generation %d: %d of %d slices published (incomplete)", driver, qualification.Clip(name), p.gen, p.got, p.want)
+		}
+		devices += p.gp
+	}
+	label, ok := n.Labels[labelGPUCount]
+	want, err := strconv.ParseInt(label, 10, 64)
+	switch {
+	case !ok:
+		miss("ResourceSlices of %s list %d devices, but the node has no %s label to expect a count from", driver, devices, labelGPUCount)
+	case err != nil || want < 0:
+		miss("ResourceSlices of %s list %d devices, but label %s=%q does not parse as a count", driver, devices, labelGPUCount, qualification.Clip(label))
+	case devices != want:
+		miss("ResourceSlices of %s list %d devices, expected %d (%s)", driver, devices, want, labelGPUCount)
+	}
+}
+
+// gpuDevices counts a slice's whole GPUs: NVIDIA's driver types its devices
+// (attribute type: gpu, mig, ...), and a MIG device is part of a GPU GFD
+// already counted; a device without a type counts as one GPU.
+func gpuDevices(driver string, devices []resourcev1.Device) int64 {
+	var n int64
+	for _, d := range devices {
+		t, ok := d.Attributes["type"]
+		if !ok {
+			t, ok = d.Attributes[resourcev1.QualifiedName(driver+"/type")]
+		}
+		if !ok || t.StringValue == nil || *t.StringValue == "gpu" {
+			n++
+		}
+	}
+	return n
+}
+
+// draAllocationProof: an allocation check on the node Succeeded after it
+// reached its tuple, and one of its ResourceClaims was allocated from the
+// node's pool of one of its DRA drivers (as the scheduler writes it).
+func (c *Config) draAllocationProof(cl *Cluster, n *corev1.Node, nodes []draNode, pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
+	var seen, drivers []string
+	for _, dn := range nodes {
+		drivers = append(drivers, dn.driver.Name)
+	}
+	for _, pod := range pods {
+		started := pod.Status.StartTime
+		switch why := claimOnNode(cl, n, nodes, pod); {
+		case pod.Status.Phase != corev1.PodSucceeded:
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+		case started == nil || started.Time.Before(reached):
+			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
+		case why != "":
+			seen = append(seen, fmt.Sprintf("%s/%s used no ResourceClaim allocated on the node (%s)", pod.Namespace, pod.Name, why))
+		default:
+			return
+		}
+	}
+	detail := "none on the node"
+	if len(seen) > 0 {
+		slices.Sort(seen)
+		detail = nodeList(seen)
+	}
+	miss("no allocation check (%s) with a ResourceClaim of %s allocated on the node Succeeded after %s: %s",
+		c.Proof.AllocationCheck.Selector, strings.Join(drivers, ", "), stamp(reached), detail)
+}
+
+// claimOnNode says why none of the Pod's ResourceClaims was allocated a
+// device of the node's pools ("" : one was). The Pod's status names the
+// claims made from templates; the claim lives in the Pod's namespace.
+func claimOnNode(cl *Cluster, n *corev1.Node, nodes []draNode, pod *corev1.Pod) string {
+	if why := cl.Proof.DRA.Unreadable; why != "" {
+		return "ResourceClaims cannot be read: " + why
+	}
+	names := podClaimNames(pod)
+	if len(names) == 0 {
+		return "it references none"
+	}
+	var whys []string
+	for _, name := range names {
+		claim := findClaim(cl.Proof.DRA.Claims, pod.Namespace, name)
+		if claim == nil {
+			whys = append(whys, "claim "+qualification.Clip(name)+" not found")
+			continue
+		}
+		why := allocatedOn(claim, n, nodes)
+		if why == "" {
+			return ""
+		}
+		whys = append(whys, "claim "+qualification.Clip(name)+" "+why)
+	}
+	return strings.Join(whys, "; ")
+}
+
+// podClaimNames are the names of the ResourceClaims the Pod uses: named in
+// its spec, made for it from a template (its status), or made for its
+// DRA-backed extended resources.
+func podClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimName != nil {
+			out = append(out, *rc.ResourceClaimName)
+		}
+	}
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			out = append(out, *s.ResourceClaimName)
+		}
+	}
+	if s := pod.Status.ExtendedResourceClaimStatus; s != nil && s.ResourceClaimName != "" {
+		out = append(out, s.ResourceClaimName)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func findClaim(claims []*resourcev1.ResourceClaim, ns, name string) *resourcev1.ResourceClaim {
+	for _, c := range claims {
+		if c.Namespace == ns && c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// allocatedOn says why the claim's allocation is not on the node ("" : it
+// is): a device of a node's driver from a pool that driver publishes for the
+// node, and a node selector, when set, that selects the node.
+func allocatedOn(claim *resourcev1.ResourceClaim, n *corev1.Node, nodes []draNode) string {
+	a := claim.Status.Allocation
+	if a == nil {
+		return "is not allocated"
+	}
+	if a.NodeSelector != nil && !selectsNode(a.NodeSelector, n) {
+		return "is allocated for other nodes (its node selector does not select this one)"
+	}
+	var got []string
+	for _, r := range a.Devices.Results {
+		for _, dn := range nodes {
+			if r.Driver == dn.driver.Name && slices.ContainsFunc(dn.slices, func(s *resourcev1.ResourceSlice) bool { return s.Spec.Pool.Name == r.Pool }) {
+				return ""
+			}
+		}
+		got = append(got, qualification.Clip(r.Driver)+"/"+qualification.Clip(r.Pool)+"/"+qualification.Clip(r.Device))
+	}
+	if len(got) == 0 {
+		return "is allocated no device"
+	}
+	return "is allocated " + strings.Join(got, ", ") + ", none from the node's pools"
+}
+
+// selectsNode evaluates a node selector as the scheduler does: any term
+// whose expressions (labels) and fields (metadata.name) all match.
+func selectsNode(ns *corev1.NodeSelector, n *corev1.Node) bool {
+	for _, term := range ns.NodeSelectorTerms {
+		if termSelects(term, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func termSelects(term corev1.NodeSelectorTerm, n *corev1.Node) bool {
+	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+		return false // an empty term selects nothing
+	}
+	match := func(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
+		for _, r := range reqs {
+			op := map[corev1.NodeSelectorOperator]selection.Operator{
+				corev1.NodeSelectorOpIn: selection.In, corev1.NodeSelectorOpNotIn: selection.NotIn,
+				corev1.NodeSelectorOpExists: selection.Exists, corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
+				corev1.NodeSelectorOpGt: selection.GreaterThan, corev1.NodeSelectorOpLt: selection.LessThan,
+			}[r.Operator]
+			req, err := labels.NewRequirement(r.Key, op, r.Values)
+			if op == "" || err != nil || !req.Matches(set) {
+				return false
+			}
+		}
+		return true
+	}
+	// metadata.name is the only field a node selector may name, with In
+	// or NotIn (a node name may be longer than a label value).
+	for _, f := range term.MatchFields {
+		in := slices.Contains(f.Values, n.Name)
+		if f.Key != "metadata.name" || !(f.Operator == corev1.NodeSelectorOpIn && in || f.Operator == corev1.NodeSelectorOpNotIn && !in) {
+			return false
+		}
+	}
+	return match(term.MatchExpressions, n.Labels)
+}

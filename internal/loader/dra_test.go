@@ -1,0 +1,83 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+)
+
+// draSource answers every read with nothing, but ResourceSlices and
+// ResourceClaims with slicesErr (nil: one slice).
+type draSource struct{ slicesErr error }
+
+func (s draSource) Read(_ context.Context, r Read) ([]client.Object, error) {
+	switch r.Object.(type) {
+	case *resourcev1.ResourceSlice, *resourcev1.ResourceClaim:
+		if s.slicesErr != nil {
+			return nil, s.slicesErr
+		}
+		if _, ok := r.Object.(*resourcev1.ResourceSlice); ok {
+			return []client.Object{&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpu-01-gpu.nvidia.com"}}}, nil
+		}
+	case *corev1.Pod:
+		if len(r.Namespaces) == 1 && r.Namespaces[0] == "nvidia-dra-driver-gpu" {
+			return []client.Object{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "nvidia-dra-driver-gpu", Name: "plugin"}}}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (draSource) ServerVersion(context.Context) (string, error) { return "v1.37.2", nil }
+
+// TestDRAProofReads: DRA facts are read only with DRA drivers configured;
+// an API server that does not serve resource.k8s.io/v1 is named in the
+// facts (DRA nodes stay unproven) rather than failing every review, and any
+// other read error fails.
+func TestDRAProofReads(t *testing.T) {
+	withDRA := gate.DefaultConfig()
+	withDRA.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	notServed := &meta.NoKindMatchError{GroupKind: resourcev1.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), SearchedVersions: []string{"v1"}}
+	cases := []struct {
+		name       string
+		cfg        *gate.Config
+		src        draSource
+		slices     int
+		unreadable string
+		err        string
+	}{
+		{name: "no DRA drivers: nothing read", cfg: gate.DefaultConfig(), src: draSource{slicesErr: errors.New("must not be read")}},
+		{name: "served", cfg: withDRA, slices: 1},
+		{name: "not served: named, not an error", cfg: withDRA, src: draSource{slicesErr: notServed}, unreadable: "the API server does not serve resource.k8s.io/v1"},
+		{name: "another error fails", cfg: withDRA, src: draSource{slicesErr: errors.New("forbidden")}, err: "ResourceSlices and ResourceClaims: forbidden"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := New(tc.cfg, tc.src).Proof(context.Background())
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, got.DRA.Slices, tc.slices)
+			if tc.unreadable == "" {
+				assert.Empty(t, got.DRA.Unreadable)
+			} else {
+				assert.Contains(t, got.DRA.Unreadable, tc.unreadable)
+			}
+			if len(tc.cfg.DRADrivers) > 0 {
+				assert.Len(t, got.DRA.PluginPods, 1, "the drivers' namespaces' Pods are read")
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package webhook
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// TestDRAServed: the gate watches ResourceSlices and ResourceClaims only
+// where the API server serves both; otherwise it says why (DRA nodes stay
+// unproven), and a failed discovery is an error, not "not served".
+func TestDRAServed(t *testing.T) {
+	both := []metav1.APIResource{{Name: "resourceslices"}, {Name: "resourceclaims"}, {Name: "deviceclasses"}}
+	cases := []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		want      string
+	}{
+		{name: "served", resources: []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: both}}},
+		{name: "group not served", resources: []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1beta1", APIResources: both}},
+			want: "the API server does not serve resource.k8s.io/v1"},
+		{name: "claims missing", resources: []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: both[:1]}},
+			want: "the API server serves no resourceclaims in resource.k8s.io/v1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := draServed(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestStripSlice: a cached slice keeps what the proof counts (driver, node,
+// pool, each device and its type), not the rest of its attributes.
+func TestStripSlice(t *testing.T) {
+	node := "gpu-01"
+	in := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"x": "y"}},
+		Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &node, Pool: resourcev1.ResourcePool{Name: node, Generation: 3, ResourceSliceCount: 2},
+			Devices: []resourcev1.Device{{Name: "gpu-0", Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				"type": {StringValue: new("gpu")}, "uuid": {StringValue: new("GPU-1")}}}, {Name: "gpu-1"}}}}
+	out, err := StripSlice(in)
+	require.NoError(t, err)
+	got := out.(*resourcev1.ResourceSlice)
+	assert.Equal(t, in.Spec.Pool, got.Spec.Pool)
+	assert.Equal(t, node, *got.Spec.NodeName)
+	assert.Equal(t, "gpu.nvidia.com", got.Spec.Driver)
+	require.Len(t, got.Spec.Devices, 2)
+	assert.Equal(t, "gpu", *got.Spec.Devices[0].Attributes["type"].StringValue)
+	assert.NotContains(t, got.Spec.Devices[0].Attributes, resourcev1.QualifiedName("uuid"))
+	assert.Nil(t, got.Labels)
+}
