@@ -157,6 +157,9 @@ type Config struct {
 	// EtcdSnapshot: a Plan that moves a GPU node's RKE2 minor needs a
 	// recent ready etcd snapshot (rule_etcdsnapshot.go).
 	EtcdSnapshot EtcdSnapshotConfig `json:"etcdSnapshot"`
+	// OperatorRollout: a driver change waits for the GPU Operator's own
+	// rollout to finish (rule_operatorrollout.go).
+	OperatorRollout OperatorRolloutConfig `json:"operatorRollout"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -189,6 +192,7 @@ func DefaultConfig() *Config {
 
 		GPUOperatorPackage: "gpu-operator-certified",
 		EtcdSnapshot:       DefaultEtcdSnapshotConfig(),
+		OperatorRollout:    DefaultOperatorRolloutConfig(),
 	}
 }
 

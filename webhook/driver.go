@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // The GPU Operator's resources, read as unstructured: their Go module is not
@@ -75,8 +76,18 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
 	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
+	s.readOperatorRollout(ctx, r)
 	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
 	return r.Decide(holders, herr), nil
+}
+
+// readOperatorRollout reads the GPU Operator's own rollout live for a
+// review that judges it (OperatorRolloutUnfinished): a cache a moment
+// behind could miss a rollout that just started.
+func (s *Server) readOperatorRollout(ctx context.Context, r *gate.DriverReview) {
+	if r.NeedsOperatorRollout() {
+		r.SetOperatorRollout(loader.ReadOperatorRollout(ctx, s.Facts.Live, s.Config))
+	}
 }
 
 // decodePair returns the object under review (the stored one for a DELETE)

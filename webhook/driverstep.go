@@ -37,6 +37,7 @@ func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (g
 		st.Rollout.Missing, st.Rollout.MissingErr = "the nodes mid driver reload", err
 	}
 	r := gate.PrepareDriverStep(s.Config, cl, st)
+	s.readOperatorRollout(ctx, r)
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
 	return r.Decide(holders, herr), nil
 }

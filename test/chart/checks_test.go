@@ -544,9 +544,11 @@ func (r *rendered) checkRBAC() []string {
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		// RKE2's etcd snapshots, listed live for an RKE2-minor Plan.
 		"k3s.cattle.io/etcdsnapshotfiles": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
-		"/configmaps":                     {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
-		"apps/deployments":                {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
-		"apps/daemonsets":                 {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+		// OLM's phase of the GPU Operator, listed live on a driver change.
+		"operators.coreos.com/clusterserviceversions": {[]string{"list"}, func(ns string) bool { return ns == r.e.gpuOperator[0] }, nil},
+		"/configmaps":      {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
+		"apps/deployments": {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
+		"apps/daemonsets":  {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
 		// The one write: Events on the Plans (SUC namespaces) and Nodes
 		// (default) whose step the gate holds; never read, update or delete.
 		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
