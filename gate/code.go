@@ -69,6 +69,10 @@ const (
 	// driver step, while the GPU Operator's own Deployment is not rolled out
 	// or its ClusterServiceVersion is not Succeeded.
 	CodeOperatorRolloutUnfinished Code = "OperatorRolloutUnfinished"
+	// CodeDrainBlocked: SUC's drain of a pending GPU node cannot finish (a
+	// PodDisruptionBudget allowing no disruption, local storage the drain
+	// may not delete, ...): a warning, a refusal with drainCheck.deny.
+	CodeDrainBlocked Code = "DrainBlocked"
 )
 
 // Node codes.

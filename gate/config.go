@@ -160,6 +160,9 @@ type Config struct {
 	// OperatorRollout: a driver change waits for the GPU Operator's own
 	// rollout to finish (rule_operatorrollout.go).
 	OperatorRollout OperatorRolloutConfig `json:"operatorRollout"`
+	// DrainCheck: what a Plan whose drain cannot finish gets, a warning or
+	// (deny) a refusal (rule_drain.go).
+	DrainCheck DrainCheckConfig `json:"drainCheck"`
 }
 
 // DefaultConfig returns the documented defaults.

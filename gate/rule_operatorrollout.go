@@ -70,12 +70,12 @@ type OperatorCSV struct {
 // csvSucceeded is OLM's phase of an installed, healthy operator.
 const csvSucceeded = "Succeeded"
 
-// unfinished says what about the rollout is not finished, empty when it
+// Unfinished says what about the rollout is not finished, empty when it
 // has finished: kubectl rollout status's reading of a Deployment
 // (k8s.io/kubectl/pkg/polymorphichelpers/rollout_status.go,
 // DeploymentStatusViewer), plus every replica ready, and every CSV of the
 // package Succeeded.
-func (o *OperatorRollout) unfinished() []string {
+func (o *OperatorRollout) Unfinished() []string {
 	if o.Err != nil {
 		return []string{"Deployment " + o.Deployment + " cannot be read (" + qualification.Clip(o.Err.Error()) + "), which counts as unfinished"}
 	}
@@ -141,7 +141,7 @@ func operatorRolloutRule(rv review, f *findings, _ *Decision) {
 		// The adapter did not read it: fail closed.
 		o = &OperatorRollout{Deployment: r.cfg.GPUOperator.Namespace + "/" + r.cfg.GPUOperator.Name, Err: fmt.Errorf("not read for this review")}
 	}
-	if seen := o.unfinished(); len(seen) > 0 {
+	if seen := o.Unfinished(); len(seen) > 0 {
 		path, object := r.req.Change.DriverPath, r.req.Change.Object
 		if r.step != nil {
 			path, object = pathDriverState, r.step.Rollout.Object+" on node "+r.step.Node.Name
