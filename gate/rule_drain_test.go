@@ -40,7 +40,9 @@ func TestDrainBlocked(t *testing.T) {
 		want   string // "" = nothing named
 	}{
 		{name: "PDB allows no disruption", want: "PodDisruptionBudget ml/db allows no disruption (status.disruptionsAllowed 0, currentHealthy 1, desiredHealthy 1)"},
-		{name: "PDB allows one", mutate: func(_ *upgradev1.DrainSpec, _ *corev1.Pod, b *policyv1.PodDisruptionBudget) { b.Status.DisruptionsAllowed = 1 }},
+		{name: "PDB allows one", mutate: func(_ *upgradev1.DrainSpec, _ *corev1.Pod, b *policyv1.PodDisruptionBudget) {
+			b.Status.DisruptionsAllowed = 1
+		}},
 		{name: "PDB of another namespace", mutate: func(_ *upgradev1.DrainSpec, _ *corev1.Pod, b *policyv1.PodDisruptionBudget) { b.Namespace = "other" }},
 		{name: "PDB selecting other Pods", mutate: func(_ *upgradev1.DrainSpec, _ *corev1.Pod, b *policyv1.PodDisruptionBudget) {
 			b.Spec.Selector.MatchLabels["app"] = "web"
@@ -100,7 +102,9 @@ func TestDrainBlocked(t *testing.T) {
 		{name: "a mirror Pod", mutate: func(_ *upgradev1.DrainSpec, p *corev1.Pod, _ *policyv1.PodDisruptionBudget) {
 			p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
 		}},
-		{name: "a finished Pod", mutate: func(_ *upgradev1.DrainSpec, p *corev1.Pod, _ *policyv1.PodDisruptionBudget) { p.Status.Phase = corev1.PodSucceeded }},
+		{name: "a finished Pod", mutate: func(_ *upgradev1.DrainSpec, p *corev1.Pod, _ *policyv1.PodDisruptionBudget) {
+			p.Status.Phase = corev1.PodSucceeded
+		}},
 	}
 	for _, tc := range cases {
 		for _, deny := range []bool{false, true} {
