@@ -65,6 +65,14 @@ const (
 	// CodeEtcdSnapshotStale: a Plan that moves a GPU node's RKE2 minor
 	// while no ready ETCDSnapshotFile is younger than etcdSnapshot.maxAge.
 	CodeEtcdSnapshotStale Code = "EtcdSnapshotStale"
+	// CodeOperatorRolloutUnfinished: a driver change, or the per-node
+	// driver step, while the GPU Operator's own Deployment is not rolled out
+	// or its ClusterServiceVersion is not Succeeded.
+	CodeOperatorRolloutUnfinished Code = "OperatorRolloutUnfinished"
+	// CodeDrainBlocked: SUC's drain of a pending GPU node cannot finish (a
+	// PodDisruptionBudget allowing no disruption, local storage the drain
+	// may not delete, ...): a warning, a refusal with drainCheck.deny.
+	CodeDrainBlocked Code = "DrainBlocked"
 )
 
 // Node codes.

@@ -158,6 +158,12 @@ type Config struct {
 	// EtcdSnapshot: a Plan that moves a GPU node's RKE2 minor needs a
 	// recent ready etcd snapshot (rule_etcdsnapshot.go).
 	EtcdSnapshot EtcdSnapshotConfig `json:"etcdSnapshot"`
+	// OperatorRollout: a driver change waits for the GPU Operator's own
+	// rollout to finish (rule_operatorrollout.go).
+	OperatorRollout OperatorRolloutConfig `json:"operatorRollout"`
+	// DrainCheck: what a Plan whose drain cannot finish gets, a warning or
+	// (deny) a refusal (rule_drain.go).
+	DrainCheck DrainCheckConfig `json:"drainCheck"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -190,6 +196,7 @@ func DefaultConfig() *Config {
 
 		GPUOperatorPackage: "gpu-operator-certified",
 		EtcdSnapshot:       DefaultEtcdSnapshotConfig(),
+		OperatorRollout:    DefaultOperatorRolloutConfig(),
 	}
 }
 

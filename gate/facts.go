@@ -61,6 +61,10 @@ type Cluster struct {
 	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
 	// the webhook reads them live for the one review that needs them.
 	EtcdSnapshots EtcdSnapshots
+	// OperatorRollout is the GPU Operator's own rollout, read live for a
+	// driver change (rule_operatorrollout.go); nil: not read, which fails
+	// closed.
+	OperatorRollout *OperatorRollout
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

@@ -143,6 +143,7 @@ func safeScenario(t testing.TB) *scenario {
 			ServerVersion:     "v1.36.2+rke2r1",
 			GPUOperatorImage:  "nvcr.io/nvidia/gpu-operator:v26.3.3",
 			DCGMExporterImage: "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless",
+			OperatorRollout:   rolledOutOperator(),
 		},
 		req:     PlanRequest{Operation: "CREATE", Plan: canaryPlan("gpu-v100-01"), User: UserInfo{Name: "alice", Groups: []string{"platform"}}, Now: testNow},
 		holders: map[string][]Holder{},

@@ -79,6 +79,9 @@ type PlanReview struct {
 	// etcdSnapshots, when set, are the ETCDSnapshotFiles the adapter read
 	// for this review (SetEtcdSnapshots).
 	etcdSnapshots *EtcdSnapshots
+	// drainFacts, when set, are the Pods and budgets the adapter read for
+	// the drain check (SetDrainFacts).
+	drainFacts *DrainFacts
 }
 
 // PreparePlan selects the Plan's nodes as SUC would for the Plan as written.

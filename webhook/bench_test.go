@@ -29,6 +29,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,6 +145,9 @@ func (p fleetPods) List(_ context.Context, list client.ObjectList, opts ...clien
 		// The fleet is not RKE2's: it serves no ETCDSnapshotFile API.
 		return &meta.NoKindMatchError{GroupKind: loader.ETCDSnapshotFileGVK.GroupKind(), SearchedVersions: []string{"v1"}}
 	}
+	if _, ok := list.(*policyv1.PodDisruptionBudgetList); ok {
+		return nil // the fleet's workloads have no budgets
+	}
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
 	pl := list.(*corev1.PodList)
 	for _, pod := range p.fleet.Pods {
@@ -175,6 +179,15 @@ func (p fleetPods) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 			return apierrors.NewNotFound(upgradev1.Resource("plans"), key.Name)
 		}
 		p.fleet.Plans[i].DeepCopyInto(o)
+	case *appsv1.Deployment:
+		// The driver path's live read of the GPU Operator: a steady fleet's,
+		// rolled out (the Deployment controller's status).
+		d := p.fleet.GPUOperator
+		if d == nil || d.Namespace != key.Namespace || d.Name != key.Name {
+			return apierrors.NewNotFound(appsv1.Resource("deployments"), key.Name)
+		}
+		d.DeepCopyInto(o)
+		o.Status = appsv1.DeploymentStatus{ObservedGeneration: o.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	default:
 		return fmt.Errorf("fleetPods: no get of %T %s", obj, key)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // The GPU Operator's resources, read as unstructured: their Go module is not
@@ -106,8 +107,25 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
 	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
+	checked := s.readOperatorRollout(ctx, r)
 	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
-	return r.Decide(holders, herr), nil
+	d := r.Decide(holders, herr)
+	if checked {
+		notePrecondition(preconditionOperatorRollout, d, gate.CodeOperatorRolloutUnfinished)
+	}
+	return d, nil
+}
+
+// readOperatorRollout reads the GPU Operator's own rollout live for a
+// review that judges it (OperatorRolloutUnfinished): a cache a moment
+// behind could miss a rollout that just started.
+// It says whether the review judges it.
+func (s *Server) readOperatorRollout(ctx context.Context, r *gate.DriverReview) bool {
+	if !r.NeedsOperatorRollout() {
+		return false
+	}
+	r.SetOperatorRollout(loader.ReadOperatorRollout(ctx, s.Facts.Live, s.Config))
+	return true
 }
 
 // decodePair returns the object under review (the stored one for a DELETE)

@@ -37,8 +37,13 @@ func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (g
 		st.Rollout.Missing, st.Rollout.MissingErr = "the nodes mid driver reload", err
 	}
 	r := gate.PrepareDriverStep(s.Config, cl, st)
+	checked := s.readOperatorRollout(ctx, r)
 	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
-	return r.Decide(holders, herr), nil
+	d := r.Decide(holders, herr)
+	if checked {
+		notePrecondition(preconditionOperatorRollout, d, gate.CodeOperatorRolloutUnfinished)
+	}
+	return d, nil
 }
 
 // rolloutFor finds what the operator rolls out to node n: with

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
 // The fleet's readiness for the next upgrade, refreshed from the caches.
@@ -115,6 +116,11 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 	}
 	for key, halted := range haltedHardware(cl) {
 		set(rolloutHalted, boolGauge(halted), key)
+	}
+	if cfg.OperatorRollout.Required && e.server.Facts.Live != nil {
+		// The operator's own rollout, read as a driver change would read it.
+		o := loader.ReadOperatorRollout(ctx, e.server.Facts.Live, cfg)
+		set(preconditionUnmet, boolGauge(len(o.Unfinished()) > 0), preconditionOperatorRollout)
 	}
 	for s := range e.shown {
 		if !now[s] {

@@ -120,8 +120,13 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	tr.mark("facts")
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
-	if step.NeedsEtcdSnapshots() {
+	etcd := step.NeedsEtcdSnapshots()
+	if etcd {
 		step.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
+	}
+	drain := step.DrainNodes()
+	if len(drain) > 0 {
+		step.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain))
 	}
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the
@@ -130,6 +135,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	d := step.Decide(holders, herr)
 	tr.mark("decide")
+	notePreconditions(d, etcd, len(drain) > 0)
 	if !dryRun(req) && s.holds(WebhookJobs) {
 		s.events.held("StartUpgrade", plan, node, d)
 	}

@@ -43,12 +43,19 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	// Only a Plan that moves a GPU node's RKE2 minor reads the
 	// ETCDSnapshotFiles, live: a handful of objects, and no informer for a
 	// kind most clusters do not serve.
-	if r.NeedsEtcdSnapshots() {
+	etcd := r.NeedsEtcdSnapshots()
+	if etcd {
 		r.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
 	}
 	// The holder listing is a round trip to the API server: the holder row
 	// is the table's last, so every other rule runs while it is in flight.
 	listed := s.listHolders(ctx, tr, r.HolderNodes())
+	// A draining Plan's pending nodes: can SUC's drain of them finish? Read
+	// while the holder listing is in flight.
+	drain := r.DrainNodes()
+	if len(drain) > 0 {
+		r.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain))
+	}
 	d := r.DecideListing(func() (map[string][]gate.Holder, error) {
 		tr.mark("rules")
 		holders, herr := listed()
@@ -56,6 +63,7 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 		return holders, herr
 	})
 	tr.mark("decide")
+	notePreconditions(d, etcd, len(drain) > 0)
 	return d, nil
 }
 

@@ -229,6 +229,25 @@ func (e *Env) Base(ctx context.Context) error {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
 	}
+	return e.OperatorRollout(ctx, 1, 1, 1)
+}
+
+// OperatorRollout writes the GPU Operator Deployment's status as the
+// Deployment controller would (no kube-controller-manager runs here): its
+// spec observed, replicas Pods of which updated are of the current
+// template and ready are ready and available. OperatorRollout(ctx, 1, 1, 1)
+// is a finished rollout of one replica.
+func (e *Env) OperatorRollout(ctx context.Context, replicas, updated, ready int32) error {
+	op := e.Config.GPUOperator
+	var d appsv1.Deployment
+	if err := e.Admin.Get(ctx, client.ObjectKey{Namespace: op.Namespace, Name: op.Name}, &d); err != nil {
+		return err
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: updated,
+		ReadyReplicas: ready, AvailableReplicas: ready, UnavailableReplicas: replicas - ready}
+	if err := e.Admin.Status().Update(ctx, &d); err != nil {
+		return fmt.Errorf("write the status of Deployment %s/%s: %w", op.Namespace, op.Name, err)
+	}
 	return nil
 }
 

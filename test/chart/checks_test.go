@@ -547,9 +547,13 @@ func (r *rendered) checkRBAC() []string {
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		// RKE2's etcd snapshots, listed live for an RKE2-minor Plan.
 		"k3s.cattle.io/etcdsnapshotfiles": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
-		"/configmaps":                     {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
-		"apps/deployments":                {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
-		"apps/daemonsets":                 {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+		// The drain check's budgets, listed live for a draining Plan.
+		"policy/poddisruptionbudgets": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
+		// OLM's phase of the GPU Operator, listed live on a driver change.
+		"operators.coreos.com/clusterserviceversions": {[]string{"list"}, func(ns string) bool { return ns == r.e.gpuOperator[0] }, nil},
+		"/configmaps":      {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
+		"apps/deployments": {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
+		"apps/daemonsets":  {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
 		// The one write: Events on the Plans (SUC namespaces) and Nodes
 		// (default) whose step the gate holds; never read, update or delete.
 		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
@@ -640,7 +644,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles", "policy/poddisruptionbudgets"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}

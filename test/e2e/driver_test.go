@@ -514,6 +514,7 @@ func TestOperatorUpgrade(t *testing.T) {
 		restored := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace}, Spec: old.Spec}
 		restored.Spec.Template.Spec.Containers[0].Image = "nvcr.io/nvidia/gpu-operator:" + testenv.Source.GPUOperator
 		require.NoError(t, env.Admin.Create(ctx, restored))
+		require.NoError(t, env.OperatorRollout(ctx, 1, 1, 1), "rolled out, as the Deployment controller would report it")
 	})
 	recreated := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, Annotations: map[string]string{gate.AnnotationQualification: "v100-op"}}, Spec: old.Spec}
 	recreated.Spec.Template.Spec.Containers[0].Image = "nvcr.io/nvidia/gpu-operator:v26.6.0"
