@@ -5,6 +5,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -61,6 +62,10 @@ type Cluster struct {
 	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
 	// the webhook reads them live for the one review that needs them.
 	EtcdSnapshots EtcdSnapshots
+	// Preconditions are the declared preconditions as read
+	// (rule_precondition.go): a CEL one evaluated over its watched objects,
+	// an alerts one as its poller last read it.
+	Preconditions []precondition.Reading
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

@@ -116,6 +116,7 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 	for key, halted := range haltedHardware(cl) {
 		set(rolloutHalted, boolGauge(halted), key)
 	}
+	exportPreconditions(cl.Preconditions, at, set)
 	for s := range e.shown {
 		if !now[s] {
 			s.gauge.DeleteLabelValues(s.labels[:s.n]...)
