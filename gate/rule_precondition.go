@@ -64,9 +64,9 @@ func preconditionBlocker(p precondition.Precondition, state precondition.State, 
 	code, verdict, then := CodePreconditionFailed, "does not hold", "resolve it, then retry (the upgrade resumes once it holds)"
 	switch state {
 	case precondition.Unknown:
-		code, verdict, then = CodePreconditionUnknown, "cannot be judged, which counts as failed", "make it readable (the objects, RBAC, the expression over what the objects hold), then retry"
+		code, verdict, then = CodePreconditionUnknown, "cannot be judged (which counts as failed)", "make it readable (the objects, RBAC, the expression over what the objects hold), then retry"
 	case precondition.Stale:
-		code, verdict, then = CodePreconditionStale, "has no fresh reading, which counts as failed", "make the alert source reachable from the gate (its URL, NetworkPolicy), then retry"
+		code, verdict, then = CodePreconditionStale, "has no fresh reading (which counts as failed)", "make the alert source reachable from the gate (its URL, NetworkPolicy), then retry"
 	}
 	msg := ""
 	if p.Message != "" {

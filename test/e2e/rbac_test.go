@@ -83,6 +83,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: env.Config.Halts.ConfigMap},
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "gpu-upgrade-gate-halts"},
 		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate},
+		// The storage-health precondition's resource, where it is configured.
+		{Verb: "list", Resource: "configmaps", Namespace: "rook-ceph"},
+		{Verb: "watch", Resource: "configmaps", Namespace: "rook-ceph"},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -98,6 +101,10 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Resource: "configmaps"},
 		{Verb: "list", Resource: "configmaps", Namespace: "kube-system"},
 		{Verb: "list", Resource: "configmaps", Namespace: "default"},
+		// A precondition's resource is read, never written or got by name
+		// beyond the watch.
+		{Verb: "update", Resource: "configmaps", Namespace: "rook-ceph", Name: "storage-status"},
+		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: "rook-ceph"},
 		{Verb: "get", Resource: "configmaps", Namespace: op.Namespace, Name: "x"},
 		// Read-only.
 		{Verb: "update", Resource: "nodes", Name: "gpu-v100-01"},
