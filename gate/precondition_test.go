@@ -94,7 +94,10 @@ func TestPreconditions(t *testing.T) {
 			assert.Contains(t, unknown.Message(), "precondition ceph-health (Ceph must report HEALTH_OK) cannot be judged (which counts as failed) "+tc.step)
 			assert.Contains(t, unknown.Message(), ": its objects cannot be read (configmaps is forbidden)")
 
-			notRead := tc.decide(t, func(s *scenario) { withPreconditions(t, s, "HEALTH_OK", `[]`); s.cluster.Preconditions = s.cluster.Preconditions[1:] })
+			notRead := tc.decide(t, func(s *scenario) {
+				withPreconditions(t, s, "HEALTH_OK", `[]`)
+				s.cluster.Preconditions = s.cluster.Preconditions[1:]
+			})
 			assert.Equal(t, []Code{CodePreconditionUnknown}, notRead.Codes(), "a precondition the adapter did not read is unknown: %s", notRead.Message())
 
 			stale := tc.decide(t, func(s *scenario) {
@@ -160,4 +163,3 @@ func TestPreconditionsConfig(t *testing.T) {
 		})
 	}
 }
-
