@@ -75,8 +75,8 @@ func preconditionBlocker(p precondition.Precondition, state precondition.State, 
 	return forbidden(code, "", nil, "precondition %s%s %s before %s: %s; %s", p.Name, msg, verdict, step, qualification.Clip(seen), then)
 }
 
-// preconditionWhat names what a precondition reads, for inventory.
-func preconditionWhat(p precondition.Precondition) string {
+// PreconditionReads names what a precondition reads, for inventory.
+func PreconditionReads(p precondition.Precondition) string {
 	switch {
 	case p.CEL != nil:
 		where := p.CEL.Resource
