@@ -20,8 +20,8 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 )
 
 // draState is a DRA GPU cluster as recovery-plan reads it: two GPU nodes,
