@@ -70,7 +70,7 @@ func ParseAlerts(body []byte, alertmanager bool) ([]Alert, error) {
 		return nil, fmt.Errorf("not a Prometheus /api/v1/alerts answer: %w", err)
 	}
 	if resp.Status != "success" || resp.Data == nil {
-		return nil, fmt.Errorf("Prometheus answered status %q (%s), expected success with data.alerts", resp.Status, resp.Error)
+		return nil, fmt.Errorf("the Prometheus answer says status %q (%s), expected success with data.alerts", resp.Status, resp.Error)
 	}
 	var out []Alert
 	for _, a := range resp.Data.Alerts {
