@@ -73,6 +73,18 @@ const (
 	// PodDisruptionBudget allowing no disruption, local storage the drain
 	// may not delete, ...): a warning, a refusal with drainCheck.deny.
 	CodeDrainBlocked Code = "DrainBlocked"
+	// CodePreconditionFailed: a declared precondition (preconditions) was
+	// read and does not hold (its CEL expression returned false, or a
+	// matching alert fires) when a GPU node's upgrade would start or an
+	// upgraded node complete.
+	CodePreconditionFailed Code = "PreconditionFailed"
+	// CodePreconditionUnknown: a declared precondition cannot be judged
+	// (its objects cannot be read, its expression failed or ran out of
+	// budget, its alert source answered what the gate does not read).
+	CodePreconditionUnknown Code = "PreconditionUnknown"
+	// CodePreconditionStale: an alerts precondition whose source has not
+	// been read successfully within its maxAge.
+	CodePreconditionStale Code = "PreconditionStale"
 )
 
 // Node codes.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -164,6 +165,11 @@ type Config struct {
 	// DrainCheck: what a Plan whose drain cannot finish gets, a warning or
 	// (deny) a refusal (rule_drain.go).
 	DrainCheck DrainCheckConfig `json:"drainCheck"`
+	// Preconditions are declared health checks (CEL over watched objects,
+	// Prometheus or Alertmanager alerts) that must hold before a GPU
+	// node's upgrade starts and before an upgraded node completes
+	// (rule_precondition.go); none by default.
+	Preconditions []precondition.Precondition `json:"preconditions,omitempty"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -348,6 +354,15 @@ func (c *Config) Validate() field.ErrorList {
 			errs = append(errs, field.Duplicate(path.Child("name"), g.Name))
 		}
 		names[g.Name] = true
+	}
+	names = map[string]bool{}
+	for i := range c.Preconditions {
+		path := field.NewPath("preconditions").Index(i)
+		errs = append(errs, c.Preconditions[i].Validate(path)...)
+		if names[c.Preconditions[i].Name] {
+			errs = append(errs, field.Duplicate(path.Child("name"), c.Preconditions[i].Name))
+		}
+		names[c.Preconditions[i].Name] = true
 	}
 	for i, rc := range c.GPURuntimeClasses {
 		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -65,6 +66,10 @@ type Cluster struct {
 	// driver change (rule_operatorrollout.go); nil: not read, which fails
 	// closed.
 	OperatorRollout *OperatorRollout
+	// Preconditions are the declared preconditions as read
+	// (rule_precondition.go): a CEL one evaluated over its watched objects,
+	// an alerts one as its poller last read it.
+	Preconditions []precondition.Reading
 }
 
 // RecordEntry is a record ConfigMap as loaded: the record, or why it failed.

@@ -389,6 +389,17 @@ func rules() []Rule {
 					Example: "[CreationGateOpen] creation gate gpu-vm-creation (Deployment kube-dc/kube-dc-manager its first container env GPU_VM_CREATION_ENABLED) reads \"true\", expected \"false\" (closed) before a GPU upgrade starts (applying this Plan): new GPU workloads could land meanwhile; close it first: kubectl -n kube-dc set env deployment/kube-dc-manager GPU_VM_CREATION_ENABLED=false (or through the Git overlay that owns it)",
 					Fix:     "close the gate (set the Deployment variable or ConfigMap key to its closed value, through whatever owns it), then retry"},
 			}},
+		// Declared preconditions hold before a GPU upgrade starts and before
+		// an upgraded node completes.
+		{Name: "precondition", Codes: []Code{CodePreconditionFailed, CodePreconditionUnknown, CodePreconditionStale}, Reviews: []Review{ReviewPlan, ReviewSUCStep, ReviewDriver, ReviewDriverStep, ReviewCompletion}, Apply: preconditionRule,
+			Docs: map[Code]CodeDoc{
+				CodePreconditionFailed: {Meaning: "a declared precondition (`preconditions`: a CEL expression over objects the gate watches, or Prometheus/Alertmanager alerts) was read and does not hold (the expression returned false, or a matching alert fires) when a GPU node's upgrade would start (Plan, SUC's Job start, driver change or step) or SUC would complete an upgraded GPU node",
+					Example: "[PreconditionFailed] precondition ceph-health (Ceph must report HEALTH_OK) does not hold before a GPU upgrade starts (applying this Plan): the expression returned false over 1 object(s); resolve it, then retry (the upgrade resumes once it holds)"},
+				CodePreconditionUnknown: {Meaning: "a declared precondition cannot be judged: its objects cannot be read (RBAC, a resource the cluster does not serve, a watch not synced), its expression failed over what they hold or ran out of its cost budget, or the alert source answered what the gate does not read; it counts as failed",
+					Example: "[PreconditionUnknown] precondition ceph-health cannot be judged (which counts as failed) before a GPU upgrade starts (applying this Plan): the expression failed over 1 object(s): no such key: health; make it readable (the objects, RBAC, the expression over what the objects hold), then retry"},
+				CodePreconditionStale: {Meaning: "an alerts precondition's source (Prometheus or Alertmanager) has not answered the gate's poll in full within the precondition's `maxAge` (or not yet since the gate started); it counts as failed",
+					Example: "[PreconditionStale] precondition gpu-alerts has no fresh reading (which counts as failed) before a GPU upgrade starts (applying this Plan): http://alertmanager.monitoring:9093/api/v2/alerts was last read successfully at 2026-12-01T06:00:00Z, 10m0s ago, beyond maxAge 5m0s; the latest read failed: connection refused; make the alert source reachable from the gate (its URL, NetworkPolicy), then retry"},
+			}},
 		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule,
 			Docs: map[Code]CodeDoc{
 				CodeGPUIdentityRemoved: {Meaning: "a person removes or changes a label that makes a node a GPU node (NFD PCI, `nvidia.com/gpu.present`, GFD's); NFD, GFD and the GPU Operator own them",

@@ -51,6 +51,9 @@ type Facts struct {
 	// counts as open for the reviews that read it, never every webhook.
 	Gates       map[string]cache.Cache
 	gateWatches watchHealth
+	// Preconditions reads the declared preconditions (nil: none
+	// configured, or tests of other paths).
+	Preconditions *Preconditions
 
 	// haltProbe and haltWrite: why the halt record could not be written,
 	// by this replica's dry-run write (haltWriter) and by the halt loop's
@@ -327,6 +330,9 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	// One cached object per gate, read by name per review (cheap, and
 	// never a part that could be stale across an event).
 	cl.CreationGates = l.CreationGates(ctx)
+	if f.Preconditions != nil {
+		cl.Preconditions = f.Preconditions.Readings()
+	}
 	return cl, nil
 }
 

@@ -120,8 +120,9 @@ func (e *inventoryExporter) refresh(ctx context.Context) time.Duration {
 	if cfg.OperatorRollout.Required && e.server.Facts.Live != nil {
 		// The operator's own rollout, read as a driver change would read it.
 		o := loader.ReadOperatorRollout(ctx, e.server.Facts.Live, cfg)
-		set(preconditionUnmet, boolGauge(len(o.Unfinished()) > 0), preconditionOperatorRollout)
+		setPreconditionState(set, preconditionOperatorRollout, preconditionBuiltin, builtinState(len(o.Unfinished()) > 0))
 	}
+	exportPreconditions(cl.Preconditions, at, set)
 	for s := range e.shown {
 		if !now[s] {
 			s.gauge.DeleteLabelValues(s.labels[:s.n]...)

@@ -190,6 +190,14 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 		}
 		facts.Gates[r.What] = c
 	}
+	if len(cfg.Preconditions) > 0 {
+		if facts.Preconditions, err = NewPreconditions(restCfg, cfg); err != nil {
+			return nil, nil, fmt.Errorf("preconditions: %w", err)
+		}
+		if err := mgr.Add(facts.Preconditions); err != nil {
+			return nil, nil, err
+		}
+	}
 	s := &Server{Config: cfg, Facts: facts, Log: ctrl.Log.WithName("decision"), ReviewBudget: opts.ReviewBudget, ReviewReadTimeout: opts.ReviewReadTimeout, PerSourceRequests: opts.PerSourceRequests, requireClientCert: opts.ClientCA != "", Self: self}
 	s.events = newHoldEvents(mgr.GetEventRecorder("gpu-upgrade-gate"), s.now)
 	ctx := context.Background()

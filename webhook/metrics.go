@@ -54,12 +54,6 @@ var (
 		Name: "gpu_upgrade_gate_ready",
 		Help: "1 when the caches are synced and fresh and the API server's version is known (readiness), 0 while reviews fail closed.",
 	})
-	// preconditionUnmet: one series per built-in precondition (a fixed
-	// set: operator-rollout, drain, etcd-snapshot).
-	preconditionUnmet = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "gpu_upgrade_gate_precondition_unmet",
-		Help: "1 when a built-in precondition was found unmet at its last check, 0 when met (issue 27): operator-rollout (OperatorRolloutUnfinished; checked at each driver change and step, and each inventory refresh), drain (DrainBlocked, warning or refusal; at each draining Plan write and SUC Job start), etcd-snapshot (EtcdSnapshotStale; at each RKE2-minor Plan write and Job start). No series until first checked.",
-	}, []string{"precondition"})
 	servingCertExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "gpu_upgrade_gate_serving_certificate_expiry_timestamp_seconds",
 		Help: "notAfter of the serving certificate the webhook presents now (Unix seconds), as certwatcher loaded it.",
@@ -71,7 +65,7 @@ var (
 var guardedSteps = []string{"jobs", "completions", "driver-step"}
 
 func init() {
-	register(decisions, latency, refused, systemDenials, wouldDenials, rolloutHalted, haltRecordUnwritable, ready, servingCertExpiry, preconditionUnmet)
+	register(decisions, latency, refused, systemDenials, wouldDenials, rolloutHalted, haltRecordUnwritable, ready, servingCertExpiry)
 }
 
 // gateCollectors are the gate's own metrics: the dashboard and the alerts
@@ -115,11 +109,13 @@ func observe(resource, webhook, identity string, d gate.Decision, allowed bool, 
 	}
 }
 
-// Built-in preconditions, as gpu_upgrade_gate_precondition_unmet names them.
+// Built-in preconditions, as gpu_upgrade_gate_precondition_state names them
+// (kind "builtin", beside the declared ones).
 const (
 	preconditionOperatorRollout = "operator-rollout"
 	preconditionDrain           = "drain"
 	preconditionEtcdSnapshot    = "etcd-snapshot"
+	preconditionBuiltin         = "builtin"
 )
 
 // notePrecondition records what a review that checked the precondition
@@ -127,7 +123,7 @@ const (
 // warning ("[Code] ...").
 func notePrecondition(name string, d gate.Decision, code gate.Code) {
 	unmet := slices.Contains(d.Codes(), code) || slices.ContainsFunc(d.Warnings, func(w string) bool { return strings.HasPrefix(w, "["+string(code)+"]") })
-	preconditionUnmet.WithLabelValues(name).Set(boolGauge(unmet))
+	setPreconditionState(func(g *prometheus.GaugeVec, v float64, l ...string) { g.WithLabelValues(l...).Set(v) }, name, preconditionBuiltin, builtinState(unmet))
 }
 
 // notePreconditions records the Plan path's built-in preconditions a

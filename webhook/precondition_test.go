@@ -11,14 +11,17 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-// TestPreconditionUnmet: gpu_upgrade_gate_precondition_unmet is 1 when the
-// review that checked the precondition found it unmet, as a blocker or as
-// a warning, and 0 when it held.
+// TestPreconditionUnmet: a built-in precondition's
+// gpu_upgrade_gate_precondition_state is fails when the review that checked
+// it found it unmet, as a blocker or as a warning, and holds when it held.
 func TestPreconditionUnmet(t *testing.T) {
 	value := func(name string) float64 {
 		var m dto.Metric
-		require.NoError(t, preconditionUnmet.WithLabelValues(name).Write(&m))
-		return m.GetGauge().GetValue()
+		require.NoError(t, preconditionState.WithLabelValues(name, preconditionBuiltin, "fails").Write(&m))
+		fails := m.GetGauge().GetValue()
+		require.NoError(t, preconditionState.WithLabelValues(name, preconditionBuiltin, "holds").Write(&m))
+		require.Equal(t, 1-fails, m.GetGauge().GetValue(), "exactly one state is 1")
+		return fails
 	}
 	blocked := gate.Decision{Blockers: []gate.Blocker{{Code: gate.CodeDrainBlocked, Err: field.Forbidden(field.NewPath("spec", "drain"), "x")}}}
 	warned := gate.Decision{Allowed: true, Warnings: []string{"[DrainBlocked] SUC's drain of a pending GPU node cannot finish"}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 )
 
 // runInventory prints, per GPU node, its hardware, current tuple, covering
@@ -32,7 +33,7 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitAllowed
 	}
-	inv, err := inventory(&c, config, namespace, now, output, fs.Changed("namespace"))
+	inv, pre, err := inventory(&c, config, namespace, now, output, fs.Changed("namespace"))
 	if err != nil {
 		return fail(stderr, "inventory", err)
 	}
@@ -43,26 +44,65 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 		writeInventoryCSV(stdout, inv)
 	default:
 		writeInventoryTable(stdout, inv)
+		for _, l := range pre {
+			fmt.Fprintln(stdout, l)
+		}
 	}
 	return exitAllowed
 }
 
-func inventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, error) {
+func inventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, []string, error) {
+	inv, cfg, live, at, err := nodeInventory(c, config, namespace, now, output, namespaceSet)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lines []string
+	if len(cfg.Preconditions) > 0 {
+		var read []*precondition.Reading
+		if live != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			read = live.Preconditions(ctx, cfg)
+		}
+		lines = preconditionLines(cfg, read, at)
+	}
+	return inv, lines, nil
+}
+
+// preconditionLines: one line per declared precondition, its state as read
+// here (read[i]; nil: not read here).
+func preconditionLines(cfg *gate.Config, read []*precondition.Reading, at time.Time) []string {
+	var out []string
+	for i, p := range cfg.Preconditions {
+		state, seen := "not read", "a file holds no watched objects: inventory reads CEL preconditions with --kubeconfig"
+		switch {
+		case p.Kind == precondition.KindAlerts:
+			seen = "alert sources are polled by the webhook only: see its metric gpu_upgrade_gate_precondition_state"
+		case i < len(read) && read[i] != nil:
+			s, why := read[i].At(at)
+			state, seen = string(s), why
+		}
+		out = append(out, fmt.Sprintf("PRECONDITION %s (%s): %s: %s", p.Name, gate.PreconditionReads(p), state, seen))
+	}
+	return out
+}
+
+func nodeInventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, *gate.Config, *loader.Live, time.Time, error) {
 	if output != "table" && output != "json" && output != "csv" {
-		return nil, usagef("-o/--output %q is not supported: use table, json or csv", output)
+		return nil, nil, nil, time.Time{}, usagef("-o/--output %q is not supported: use table, json or csv", output)
 	}
 	if err := c.check(); err != nil {
-		return nil, err
+		return nil, nil, nil, time.Time{}, err
 	}
 	at, err := parseNow(now)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, time.Time{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	live, err := c.live()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, time.Time{}, err
 	}
 	var cfg *gate.Config
 	if live != nil && config == "" {
@@ -71,18 +111,18 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 		cfg, err = loadConfig(config, namespace, namespaceSet)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, time.Time{}, err
 	}
 	// The inventory reads no API server version: "-" stands for it, so a
 	// List without control-plane nodes still lists its GPU nodes.
 	src, _, err := c.source(live, "-")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, time.Time{}, err
 	}
 	load := loader.New(cfg, src)
 	cl, err := load.Cluster(ctx)
 	if err != nil {
-		return nil, inputf("%s: %v", c.where(), err)
+		return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
 	}
 	var gpu []string
 	for _, n := range cl.Nodes {
@@ -92,19 +132,19 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 	}
 	holders, err := load.Holders(ctx, gpu)
 	if err != nil {
-		return nil, inputf("%s: %v", c.where(), err)
+		return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
 	}
 	inv := gate.Inventory(cfg, cl, holders, at)
 	if len(cfg.DRADrivers) > 0 {
 		byNode, err := load.DRANodes(ctx, cfg.DRADrivers)
 		if err != nil {
-			return nil, inputf("%s: %v", c.where(), err)
+			return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
 		}
 		for i := range inv {
 			inv[i].DRA = byNode[inv[i].Node]
 		}
 	}
-	return inv, nil
+	return inv, cfg, live, at, nil
 }
 
 // inventoryColumns: one column per tuple component, from the component table.

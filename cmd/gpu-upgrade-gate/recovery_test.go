@@ -19,7 +19,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/snapshot"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 )
 
 // draState is a DRA GPU cluster as recovery-plan reads it: two GPU nodes,
@@ -215,4 +217,25 @@ func TestInventoryShowsDRANodes(t *testing.T) {
 	r = runCLI("inventory", now, "--cluster", cluster)
 	require.Equal(t, exitAllowed, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "gpu.nvidia.com", "no driver configured: nothing read")
+}
+
+// TestInventoryShowsPreconditions: inventory lists each declared
+// precondition with its state: a CEL one evaluated over what it lists
+// live, one it cannot read from a file said so, an alerts one pointed at
+// the webhook's metric (issue 27 item 3).
+func TestInventoryShowsPreconditions(t *testing.T) {
+	cfg, err := gate.LoadConfig([]byte(`preconditions:
+- {name: ceph-health, kind: cel, cel: {group: ceph.rook.io, version: v1, resource: cephclusters, namespace: rook-ceph, expression: "size(objects) > 0 && objects.all(o, o.status.ceph.health == 'HEALTH_OK')"}}
+- {name: gpu-alerts, kind: alerts, alerts: {url: "http://alertmanager.monitoring:9093/api/v2/alerts", alertNames: [GPUXidErrors]}}
+`))
+	require.NoError(t, err)
+	prog, err := precondition.Compile(cfg.Preconditions[0].CEL.Expression)
+	require.NoError(t, err)
+	warn, _ := precondition.ReadCEL(cfg.Preconditions[0], prog, []any{map[string]any{"status": map[string]any{"ceph": map[string]any{"health": "HEALTH_WARN"}}}}, nil, precondition.RuntimeBudget)
+	at := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	assert.Equal(t, []string{
+		"PRECONDITION ceph-health (cel over cephclusters.ceph.rook.io/v1 in rook-ceph: size(objects) > 0 && objects.all(o, o.status.ceph.health == 'HEALTH_OK')): fails: the expression returned false over 1 object(s)",
+		"PRECONDITION gpu-alerts (alerts at http://alertmanager.monitoring:9093/api/v2/alerts: alertname in [GPUXidErrors]): not read: alert sources are polled by the webhook only: see its metric gpu_upgrade_gate_precondition_state",
+	}, preconditionLines(cfg, []*precondition.Reading{&warn, nil}, at))
+	assert.Contains(t, preconditionLines(cfg, nil, at)[0], "ceph-health (cel over cephclusters.ceph.rook.io/v1 in rook-ceph: size(objects) > 0 && objects.all(o, o.status.ceph.health == 'HEALTH_OK')): not read: a file holds no watched objects")
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,6 +22,8 @@ import (
 type Live struct {
 	Client    client.Reader
 	Discovery discovery.ServerVersionInterface
+	// Dynamic lists the resources of CEL preconditions (Preconditions).
+	Dynamic dynamic.Interface
 }
 
 // NewLive is a Live source through a kubeconfig file ("" : the usual
@@ -52,7 +55,11 @@ func NewLiveFor(restCfg *rest.Config) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Live{Client: c, Discovery: disc}, nil
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Live{Client: c, Discovery: disc, Dynamic: dyn}, nil
 }
 
 // Read lists (or gets) r's objects.

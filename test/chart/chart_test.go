@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 )
 
 var defaultExemptions = gate.DefaultExemptions("gpu-operator", "node-feature-discovery")
@@ -54,6 +55,10 @@ var variants = map[string]func(e *expect){
 			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},
 			{Name: "gpu-vm-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Container: "manager", Key: "GPU_VM_CREATION_ENABLED", Closed: "false"},
 			{Name: "batch-switch", Kind: gate.GateConfigMapKey, Namespace: "batch-platform", Object: "gpu-switches", Key: "creation", Closed: "off"},
+		}
+		e.preconditions = []precondition.Precondition{
+			{Name: "ceph-health", Kind: precondition.KindCEL, CEL: &precondition.CEL{Group: "ceph.rook.io", Version: "v1", Resource: "cephclusters", Namespace: "rook-ceph"}},
+			{Name: "snapshot-classes", Kind: precondition.KindCEL, CEL: &precondition.CEL{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"}},
 		}
 		e.exemptions = []gate.Exemption{{Name: "system-controllers", Resources: []string{"nodes"},
 			Users: []string{"system:serviceaccount:system-upgrade:system-upgrade", "system:serviceaccount:gpu-operator:gpu-operator"},
@@ -459,6 +464,13 @@ func TestChecksCanFail(t *testing.T) {
 		{"creation-gate Role reads a whole kind", "ignore-node-policy-values.yaml", func(o []Object) {
 			role(o, "-creation-gates").Rules[0].ResourceNames = nil
 		}, "names no configured creation gate"},
+		{"precondition Role may write", "ignore-node-policy-values.yaml", func(o []Object) {
+			r := role(o, "-preconditions")
+			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "update")
+		}, "names no configured CEL precondition's resource"},
+		{"precondition Role reads another resource", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-preconditions").Rules[0].Resources = []string{"cephobjectstores"}
+		}, "names no configured CEL precondition's resource"},
 		{"creation-gate Role may write", "ignore-node-policy-values.yaml", func(o []Object) {
 			r := role(o, "-creation-gates")
 			r.Rules[0].Verbs = append(r.Rules[0].Verbs, "update")

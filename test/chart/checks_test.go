@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
@@ -69,6 +70,10 @@ type expect struct {
 	// dra: config.draDrivers is set, so the webhook reads ResourceSlices
 	// and ResourceClaims.
 	dra bool
+	// preconditions: the CEL preconditions whose resources the
+	// -preconditions Roles and ClusterRole must grant list/watch on, and
+	// nothing more.
+	preconditions []precondition.Precondition
 }
 
 // rendered indexes one render by kind.
@@ -128,6 +133,8 @@ func (r *rendered) checkNamespaces() []string {
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-suc-jobs") && slices.Contains(r.e.sucNamespaces, ns):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-creation-gates") &&
 			slices.ContainsFunc(r.e.creationGates, func(g gate.CreationGate) bool { return g.Namespace == ns }):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-preconditions") &&
+			slices.ContainsFunc(r.e.preconditions, func(p precondition.Precondition) bool { return p.CEL != nil && p.CEL.Namespace == ns }):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-events") && (slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault):
 		case kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") && ns == r.e.dashboard:
 		default:
@@ -474,6 +481,9 @@ func (r *rendered) checkRBAC() []string {
 		hook, own bool
 		// gate: a creation-gate Role's rule (read one named object each).
 		gate bool
+		// pre: a -preconditions Role's or ClusterRole's rule (list/watch
+		// one configured resource).
+		pre bool
 	}
 	var grants []grant
 	bindingSubjects := func(what string, subjects []rbacv1.Subject, hook bool) bool {
@@ -499,7 +509,7 @@ func (r *rendered) checkRBAC() []string {
 		}
 		bound["ClusterRole/"+cr.Name] = true
 		for _, rule := range cr.Rules {
-			grants = append(grants, grant{"cluster", rule, isHook(cr), own, false})
+			grants = append(grants, grant{"cluster", rule, isHook(cr), own, false, strings.HasSuffix(cr.Name, "-preconditions")})
 		}
 	}
 	for _, b := range Find[*rbacv1.RoleBinding](r.objs) {
@@ -509,11 +519,11 @@ func (r *rendered) checkRBAC() []string {
 			ro := roles[b.Namespace+"/"+b.RoleRef.Name]
 			bound["Role/"+ro.Namespace+"/"+ro.Name] = true
 			for _, rule := range ro.Rules {
-				grants = append(grants, grant{b.Namespace, rule, isHook(ro), own, strings.HasSuffix(ro.Name, "-creation-gates")})
+				grants = append(grants, grant{b.Namespace, rule, isHook(ro), own, strings.HasSuffix(ro.Name, "-creation-gates"), strings.HasSuffix(ro.Name, "-preconditions")})
 			}
 		case b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name] != nil:
 			for _, rule := range clusterRoles[b.RoleRef.Name].Rules {
-				grants = append(grants, grant{b.Namespace, rule, isHook(clusterRoles[b.RoleRef.Name]), own, false})
+				grants = append(grants, grant{b.Namespace, rule, isHook(clusterRoles[b.RoleRef.Name]), own, false, false})
 			}
 		default:
 			problems = append(problems, fmt.Sprintf("RoleBinding %s/%s refers to %s %s, which the chart does not render", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name))
@@ -615,6 +625,23 @@ func (r *rendered) checkRBAC() []string {
 						return c.Namespace == g.where && res == key && slices.Equal(rule.ResourceNames, []string{c.Object})
 					}) {
 						problems = append(problems, fmt.Sprintf("creation-gate rule %v in %s names no configured creation gate (or more than reading it)", rule, g.where))
+					}
+					continue
+				}
+				if g.pre {
+					// A CEL precondition's resource, listed and watched as
+					// configured: a Role in its namespace, else cluster-wide.
+					if !slices.Equal(rule.Verbs, []string{"list", "watch"}) || len(rule.ResourceNames) > 0 || !slices.ContainsFunc(r.e.preconditions, func(p precondition.Precondition) bool {
+						if p.CEL == nil {
+							return false
+						}
+						where := p.CEL.Namespace
+						if where == "" {
+							where = "cluster"
+						}
+						return p.CEL.Group+"/"+p.CEL.Resource == key && where == g.where
+					}) {
+						problems = append(problems, fmt.Sprintf("precondition rule %v in %s names no configured CEL precondition's resource (or more than listing and watching it)", rule, g.where))
 					}
 					continue
 				}

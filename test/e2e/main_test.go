@@ -49,6 +49,11 @@ func run(ctx context.Context, m *testing.M) (int, error) {
 	// NVIDIA's DRA driver (issue 25): nodes it shows nothing of are
 	// proven by their extended resources as before (dra_test.go).
 	cfg.DRADrivers = []dra.Driver{nvidiaDRA}
+	// Declared preconditions (issue 27), holding for every test but
+	// TestPreconditions: a storage health ConfigMap and the stub
+	// Alertmanager on loopback.
+	cfg.Preconditions = e2ePreconditions()
+	defer alertStub.Close()
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{Config: cfg})
 	if err != nil {
@@ -159,6 +164,11 @@ func setup(ctx context.Context) error {
 	// kube-dc's manager with both creation gates closed: new GPU workloads
 	// wait while the fleet upgrades (no controller runs its Pods here).
 	if err := env.Admin.Create(ctx, kubeDCManager("false", "false")); err != nil {
+		return err
+	}
+	// The storage operator's health object, healthy (rook-ceph is created
+	// with the chart's Role there).
+	if err := env.Admin.Create(ctx, storageStatus("HEALTH_OK")); err != nil {
 		return err
 	}
 	// The canary at the target is proven (docs/proof.md).

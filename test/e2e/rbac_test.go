@@ -86,6 +86,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		// Proofs of DRA nodes (config draDrivers, set for the e2e suite).
 		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceslices"},
 		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"},
+		// The storage-health precondition's resource, where it is configured.
+		{Verb: "list", Resource: "configmaps", Namespace: "rook-ceph"},
+		{Verb: "watch", Resource: "configmaps", Namespace: "rook-ceph"},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -101,6 +104,10 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Resource: "configmaps"},
 		{Verb: "list", Resource: "configmaps", Namespace: "kube-system"},
 		{Verb: "list", Resource: "configmaps", Namespace: "default"},
+		// A precondition's resource is read, never written or got by name
+		// beyond the watch.
+		{Verb: "update", Resource: "configmaps", Namespace: "rook-ceph", Name: "storage-status"},
+		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: "rook-ceph"},
 		{Verb: "get", Resource: "configmaps", Namespace: op.Namespace, Name: "x"},
 		// Read-only.
 		{Verb: "update", Group: "resource.k8s.io", Resource: "resourceclaims", Subresource: "status", Namespace: gate, Name: "x"},
