@@ -83,6 +83,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: env.Config.Halts.ConfigMap},
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "gpu-upgrade-gate-halts"},
 		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate},
+		// The Plan nudge (docs/rollout.md): patch only, in the SUC namespaces.
+		{Verb: "patch", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -103,6 +105,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "update", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "patch", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "create", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc},
+		{Verb: "update", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
+		{Verb: "patch", Group: "upgrade.cattle.io", Resource: "plans", Namespace: "ml", Name: "x"},
+		{Verb: "delete", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
 		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: "v100-r580"},
 		{Verb: "create", Resource: "configmaps", Namespace: gate},
 		{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "gpu-upgrade-gate"},
