@@ -70,8 +70,8 @@ func TestPlanNudgeReview(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Update, UserInfo: tc.user,
-				Kind:     metav1.GroupVersionKind{Group: "upgrade.cattle.io", Version: "v1", Kind: "Plan"},
-				Resource: metav1.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"},
+				Kind:      metav1.GroupVersionKind{Group: "upgrade.cattle.io", Version: "v1", Kind: "Plan"},
+				Resource:  metav1.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"},
 				Namespace: "system-upgrade", Name: "gpu-v100", Object: raw(tc.obj), OldObject: raw(tc.old)}}
 			resp := h.Handle(context.Background(), req)
 			if tc.inMessage == "" {
