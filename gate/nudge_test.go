@@ -40,7 +40,7 @@ func TestNudgeForged(t *testing.T) {
 		want      string
 	}{
 		{name: "a person sets the nudge", req: PlanNudgeRequest{Operation: OpUpdate, Old: nudgePlan(nil), New: nudged("gpu-v100-01/9e1b"), User: alice, Self: gateSA},
-			nudgeOnly: true, want: `"alice" sets it to "gpu-v100-01/9e1b": annotation gpu-upgrade-gate.io/nudge is the gate's alone`},
+			nudgeOnly: true, want: `"alice" sets it to "gpu-v100-01/9e1b": annotation gpu-upgrade-gate.cattle.io/nudge is the gate's alone`},
 		{name: "a person changes it", req: PlanNudgeRequest{Operation: OpUpdate, Old: nudged("gpu-v100-01/9e1b5f0c2d7a"), New: nudged("gpu-v100-02/9e1b5f0c2d7a"), User: alice, Self: gateSA},
 			nudgeOnly: true, want: `"alice" sets it to "gpu-v100-02/9e1b5f0c2d7a"`},
 		{name: "a person creates a Plan with it", req: PlanNudgeRequest{Operation: OpCreate, New: nudged("gpu-v100-01/9e1b"), User: alice, Self: gateSA},

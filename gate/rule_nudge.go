@@ -21,8 +21,13 @@ import (
 // leader sets one annotation of its own on the Plan; nothing else.
 
 // AnnotationNudge is the gate's annotation on a Plan: the node whose
-// completion it last answered, with the Plan's hash prefix.
-const AnnotationNudge = "gpu-upgrade-gate.io/nudge"
+// completion it last answered, with the Plan's hash prefix. Its key holds
+// "cattle.io/" on purpose: SUC v0.20.1 copies every other Plan label and
+// annotation into its Jobs' pod template (pkg/upgrade/job/job.go), and
+// wrangler's apply deletes and recreates a Job whose template changed
+// (apply/reconcilers.go reconcileJob): any other key would make the nudge
+// replace the Jobs of the Plan, a running upgrade's included.
+const AnnotationNudge = "gpu-upgrade-gate.cattle.io/nudge"
 
 var pathNudge = field.NewPath("metadata", "annotations").Key(AnnotationNudge)
 

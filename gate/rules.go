@@ -489,8 +489,8 @@ func rules() []Rule {
 		// Only the gate nudges SUC, and its nudge is all it writes of a Plan.
 		{Name: "nudge", Codes: []Code{CodeNudgeForged}, Reviews: []Review{ReviewPlanNudge}, Apply: nudgeForgedRule,
 			Docs: map[Code]CodeDoc{
-				CodeNudgeForged: {Meaning: "someone other than the gate sets or changes its nudge annotation `gpu-upgrade-gate.io/nudge` on a Plan, or the gate's own ServiceAccount writes anything else of a Plan: the gate's write of a Plan is that one annotation, which makes SUC look at the Plan again at once when a node's completion lands (docs/rollout.md)",
-					Example: "[NudgeForged] \"alice\" sets it to \"gpu-v100-01/9e1b5f0c2d7a\": annotation gpu-upgrade-gate.io/nudge is the gate's alone (system:serviceaccount:gpu-upgrade-gate:gpu-upgrade-gate sets it on a Plan when SUC's completion of a node lands, so that SUC looks at the Plan again at once), and it writes nothing else of a Plan; leave it out (removing it is allowed)",
+				CodeNudgeForged: {Meaning: "someone other than the gate sets or changes its nudge annotation `gpu-upgrade-gate.cattle.io/nudge` on a Plan, or the gate's own ServiceAccount writes anything else of a Plan: the gate's write of a Plan is that one annotation, which makes SUC look at the Plan again at once when a node's completion lands (docs/rollout.md)",
+					Example: "[NudgeForged] \"alice\" sets it to \"gpu-v100-01/9e1b5f0c2d7a\": annotation gpu-upgrade-gate.cattle.io/nudge is the gate's alone (system:serviceaccount:gpu-upgrade-gate:gpu-upgrade-gate sets it on a Plan when SUC's completion of a node lands, so that SUC looks at the Plan again at once), and it writes nothing else of a Plan; leave it out (removing it is allowed)",
 					Fix:     "leave the annotation to the gate (removing it is allowed); the gate's ServiceAccount writes nothing else of a Plan"},
 			}},
 		// The adapter's answer to a review it cannot read.

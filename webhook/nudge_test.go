@@ -134,6 +134,6 @@ func TestPlanNudger(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond, "the Plan is nudged")
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []string{`{"metadata":{"annotations":{"gpu-upgrade-gate.io/nudge":"gpu-v100-01/9e1b5f0c2d7a"}}}`}, patches,
+	assert.Equal(t, []string{`{"metadata":{"annotations":{"gpu-upgrade-gate.cattle.io/nudge":"gpu-v100-01/9e1b5f0c2d7a"}}}`}, patches,
 		"one merge patch of the one annotation, for the completion only")
 }

@@ -35,7 +35,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.ClientCA, "client-ca", "", "PEM file of the CA that signs the API server's client certificate (--admission-control-config-file kubeconfig); set: requests without such a certificate are refused unread")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one replica (a Lease in the gate's namespace) to keep the halt record; every replica serves the webhooks")
 	fs.DurationVar(&opts.HaltInterval, "halt-interval", 10*time.Second, "how often the elected replica records new halts and removes cleared ones (docs/proof.md); 0 keeps no new halts")
-	nudge := fs.Bool("plan-nudge", true, "when SUC's completion of a node lands, the elected replica annotates its Plan (gpu-upgrade-gate.io/nudge) so SUC starts the next node at once instead of at its backoff (docs/rollout.md)")
+	nudge := fs.Bool("plan-nudge", true, "when SUC's completion of a node lands, the elected replica annotates its Plan (gpu-upgrade-gate.cattle.io/nudge) so SUC starts the next node at once instead of at its backoff (docs/rollout.md)")
 	fs.BoolVar(&opts.BenchNoop, "bench-noop", false, "also serve "+webhook.PathBenchNoop+", a webhook that allows every review unread: the cost of a webhook hop, for benchmarks only (nothing the chart renders calls it)")
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {

@@ -75,10 +75,14 @@ func TestRolloutPace(t *testing.T) {
 		env.NoPlanNudge = noNudge
 		require.NoError(t, env.StartWebhook(ctx))
 	}
+	// One Plan holds the whole wave: the config's wave size (2 in the e2e
+	// config) is raised to it for this run (the canary gpu-v100-03 is proven).
+	wave := env.Config.WaveSize
+	env.Config.WaveSize = paceNodes
+	restart(false)
 	t.Cleanup(func() {
-		if env.NoPlanNudge {
-			restart(false)
-		}
+		env.Config.WaveSize = wave
+		restart(false)
 	})
 	for _, mode := range []string{"gate", "gate-no-nudge", "floor"} {
 		t.Run(mode, func(t *testing.T) {
