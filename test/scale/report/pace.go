@@ -154,7 +154,7 @@ func splicePace(dir, out string) error {
 		if i < 0 {
 			i = len(doc)
 		}
-		doc = doc[:i] + "\n" + section + doc[i:]
+		doc = doc[:i] + "\n" + strings.TrimRight(section, "\n") + "\n" + doc[i:]
 	} else {
 		end := strings.Index(doc[start+1:], "\n## ")
 		if end < 0 {
@@ -162,7 +162,7 @@ func splicePace(dir, out string) error {
 		} else {
 			end += start + 1
 		}
-		doc = doc[:start+1] + section + doc[end+1:]
+		doc = doc[:start+1] + strings.TrimRight(section, "\n") + "\n" + doc[end:]
 	}
 	return os.WriteFile(out, []byte(doc), 0o644)
 }
