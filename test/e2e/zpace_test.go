@@ -98,7 +98,7 @@ func TestRolloutPace(t *testing.T) {
 	}
 	res.LoadAvg[1], res.Finished = loadAvg(), time.Now()
 	for _, w := range res.Waves {
-		t.Log(w.summary(res.Soak))
+		t.Log(w.summary())
 	}
 	if dir := os.Getenv("GUG_PACE_OUT"); dir != "" {
 		data, err := json.MarshalIndent(res, "", "  ")
@@ -191,7 +191,7 @@ func paceWave(t *testing.T, mode string) paceWaveResult {
 	return w
 }
 
-func (w paceWaveResult) summary(soak time.Duration) string {
+func (w paceWaveResult) summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: wave %s", w.Mode, w.End.Sub(w.Start).Round(time.Millisecond))
 	for i, n := range w.Nodes {
