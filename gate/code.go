@@ -114,6 +114,11 @@ const (
 // written by someone other than SUC (rule_sucjob.go).
 const CodeSUCJobForged Code = "SUCJobForged"
 
+// CodeNudgeForged: the gate's nudge annotation on a Plan is written by
+// someone else, or the gate's own write of a Plan changes more than it
+// (rule_nudge.go).
+const CodeNudgeForged Code = "NudgeForged"
+
 // CodeReviewInvalid is what an adapter answers when the request itself cannot
 // be read (malformed object, kind that does not match the resource). The
 // engine never produces it; it is here so every code lives in one list.

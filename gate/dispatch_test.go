@@ -90,6 +90,10 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-x", Labels: map[string]string{upgradev1.LabelPlan: "x"}}}
 			return DecideSUCJobWrite(DefaultConfig(), SUCJobWriteRequest{Operation: OpCreate, Job: j, User: UserInfo{Name: "alice"}})
 		}},
+		{"plan-nudge", []Review{ReviewPlanNudge}, func(t *testing.T) Decision {
+			p := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu", Annotations: map[string]string{AnnotationNudge: "gpu-v100-01/9e1b"}}}
+			return DecidePlanNudge(DefaultConfig(), PlanNudgeRequest{Operation: OpUpdate, Old: &upgradev1.Plan{}, New: p, User: UserInfo{Name: "alice"}})
+		}},
 		{"upgrade-check", []Review{ReviewUpgradeCheck}, func(t *testing.T) Decision {
 			rec, err := qualification.Load(strings.NewReader(ucRecord))
 			require.NoError(t, err)
@@ -143,7 +147,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		})
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewAdmission} {
+		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

@@ -39,6 +39,7 @@ var (
 	kindsHaltRecord     = []Review{ReviewHaltRecord}
 	kindsSubscription   = []Review{ReviewSubscription}
 	kindsSUCJob         = []Review{ReviewSUCJob}
+	kindsPlanNudge      = []Review{ReviewPlanNudge}
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}

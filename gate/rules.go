@@ -54,6 +54,9 @@ const (
 	// ReviewSUCJob: a write of a Job carrying SUC's labels by anyone but
 	// SUC (DecideSUCJobWrite).
 	ReviewSUCJob Review = "suc-job"
+	// ReviewPlanNudge: the gate's own write of a Plan (its nudge), or
+	// anyone's that sets the nudge annotation (DecidePlanNudge).
+	ReviewPlanNudge Review = "plan-nudge"
 	// ReviewAdmission: what any webhook answers before the engine runs
 	// (a malformed review, facts the caches cannot give).
 	ReviewAdmission Review = "admission"
@@ -174,7 +177,7 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -505,6 +508,13 @@ func rules() []Rule {
 				CodeSUCJobForged: {Meaning: "someone other than SUC creates, relabels or starts a Job carrying SUC's labels in a SUC namespace: the gate reads such a Job as SUC's upgrade of a node (whose cordon is then SUC's, whose start is a per-node step)",
 					Example: "[SUCJobForged] Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 carries SUC's labels (upgrade.cattle.io/plan=\"gpu-v100-canary\", upgrade.cattle.io/node=\"gpu-v100-01\") but is written by \"alice\", not by SUC (a ServiceAccount of a SUC namespace): the gate reads such a Job as SUC's upgrade of that node (who cordoned it, whether it is upgrading, whether it failed), so only SUC creates, relabels or starts one; to upgrade a node write a Plan and let SUC create its Job, and name Jobs of your own without SUC's labels (webhook/jobs.md)",
 					Fix:     "write a Plan and let SUC create its Job; name Jobs of your own without SUC's labels"},
+			}},
+		// Only the gate nudges SUC, and its nudge is all it writes of a Plan.
+		{Name: "nudge", Codes: []Code{CodeNudgeForged}, Reviews: []Review{ReviewPlanNudge}, Apply: nudgeForgedRule,
+			Docs: map[Code]CodeDoc{
+				CodeNudgeForged: {Meaning: "someone other than the gate sets or changes its nudge annotation `gpu-upgrade-gate.cattle.io/nudge` on a Plan, or the gate's own ServiceAccount writes anything else of a Plan: the gate's write of a Plan is that one annotation, which makes SUC look at the Plan again at once when a node's completion lands (docs/rollout.md)",
+					Example: "[NudgeForged] \"alice\" sets it to \"gpu-v100-01/9e1b5f0c2d7a\": annotation gpu-upgrade-gate.cattle.io/nudge is the gate's alone (system:serviceaccount:gpu-upgrade-gate:gpu-upgrade-gate sets it on a Plan when SUC's completion of a node lands, so that SUC looks at the Plan again at once), and it writes nothing else of a Plan; leave it out (removing it is allowed)",
+					Fix:     "leave the annotation to the gate (removing it is allowed); the gate's ServiceAccount writes nothing else of a Plan"},
 			}},
 		// The adapter's answer to a review it cannot read.
 		{Name: "reviewinvalid", Codes: []Code{CodeReviewInvalid}, Reviews: []Review{ReviewAdmission}, Apply: reviewInvalidRule,

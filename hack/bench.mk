@@ -54,3 +54,16 @@ vet-scale: ## go vet with the scale build tag
 	$(GO) vet -tags scale ./test/scale/...
 
 TEST_EXTRA += loadgen-smoke vet-scale
+
+# Rollout pace (issue 28 goal 1): a wave of five fake V100 nodes under one
+# Plan, the real SUC and kube-apiserver, with the gate (its Plan nudge on),
+# with its nudge off, and with the gate absent (the floor); the test plays
+# the kubelet and the Job controller (test/e2e/zpace_test.go, build tags e2e
+# and pace). About 5 minutes; not part of `make test`. It rewrites only the
+# "Rollout pace" section of docs/performance.md; bench-report renders it too
+# whenever BENCH_DIR holds pace.json.
+.PHONY: bench-pace
+bench-pace: controlplane suc ## Proof holds → next node's Job, with the gate, without its nudge, and without the gate (BENCH_DIR/pace.json)
+	@mkdir -p $(BENCH_DIR)
+	@set -o pipefail; GUG_PACE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags e2e,pace -run '^TestRolloutPace$$' -timeout 30m -v ./test/e2e/ 2>&1 | tee $(BENCH_DIR)/pace.log
+	$(GO) run ./test/scale/report -dir $(BENCH_DIR) -pace -out docs/performance.md

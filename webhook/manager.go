@@ -73,6 +73,9 @@ type Options struct {
 	HaltInterval time.Duration
 	// BenchNoop also serves PathBenchNoop, for benchmarks only.
 	BenchNoop bool
+	// NoPlanNudge turns the Plan nudge off (planNudger): SUC then moves a
+	// wave at its own backoff after each completion the gate held.
+	NoPlanNudge bool
 }
 
 // NewManager wires the webhook server, the informer caches the rules read,
@@ -284,6 +287,11 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 			return nil, nil, err
 		}
 		if err := mgr.Add(&haltWriter{server: s, writer: mgr.GetClient(), every: opts.HaltInterval, log: ctrl.Log.WithName("halts")}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !opts.NoPlanNudge {
+		if err := mgr.Add(&planNudger{nodes: nodeInformer, plans: mgr.GetCache(), writer: mgr.GetClient(), cfg: cfg, log: ctrl.Log.WithName("nudge")}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -31,6 +31,14 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 		return gate.Decision{Allowed: true, Object: "Plan " + plan.Namespace + "/" + plan.Name,
 			Warnings: []string{fmt.Sprintf("namespace %s is not a SUC namespace (%v): SUC will not run this Plan", plan.Namespace, s.Config.SUCNamespaces)}}, nil
 	}
+	// The gate's own nudge (and anyone's write of it) is judged by the
+	// nudge review alone: the gate writes that one annotation, nothing the
+	// Plan's rules read (docs/rollout.md, "The wave's pace").
+	if nr := (gate.PlanNudgeRequest{Operation: string(req.Operation), Old: old, New: plan, User: userOf(req), Self: s.Self}); gate.NudgeWrite(nr) {
+		if d := gate.DecidePlanNudge(s.Config, nr); !d.Allowed || nr.User.Name == s.Self {
+			return d, nil
+		}
+	}
 	tr := traceOf(ctx)
 	tr.mark("decode")
 	cl, err := s.Facts.Cluster(ctx)

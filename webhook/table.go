@@ -162,7 +162,7 @@ func celAnnotationChanged(key string) string {
 // Webhooks is the webhook table, in the chart's order.
 var Webhooks = []Webhook{{
 	Name: WebhookPlans, Path: PathPlans, Metric: "plans", Contract: "plans.md",
-	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewAdmission},
+	Reviews:   []gate.Review{gate.ReviewPlan, gate.ReviewPlanNudge, gate.ReviewAdmission},
 	decide:    (*Server).decidePlan,
 	Resources: []Resource{resourceOf(upgradev1.SchemeGroupVersion, "plans", planGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
 	Scope: admissionregistrationv1.NamespacedScope, Namespaces: SUCNamespaces, FailurePolicy: admissionregistrationv1.Fail,

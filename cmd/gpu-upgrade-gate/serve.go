@@ -35,6 +35,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.ClientCA, "client-ca", "", "PEM file of the CA that signs the API server's client certificate (--admission-control-config-file kubeconfig); set: requests without such a certificate are refused unread")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one replica (a Lease in the gate's namespace) to keep the halt record; every replica serves the webhooks")
 	fs.DurationVar(&opts.HaltInterval, "halt-interval", 10*time.Second, "how often the elected replica records new halts and removes cleared ones (docs/proof.md); 0 keeps no new halts")
+	nudge := fs.Bool("plan-nudge", true, "when SUC's completion of a node lands, the elected replica annotates its Plan (gpu-upgrade-gate.cattle.io/nudge) so SUC starts the next node at once instead of at its backoff (docs/rollout.md)")
 	fs.BoolVar(&opts.BenchNoop, "bench-noop", false, "also serve "+webhook.PathBenchNoop+", a webhook that allows every review unread: the cost of a webhook hop, for benchmarks only (nothing the chart renders calls it)")
 	if help, err := parseFlags(fs, args, false, stdout); help || err != nil {
 		if err != nil {
@@ -47,6 +48,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "serve", usagef("--review-memory-budget %q: expected a quantity of at least %d bytes (one review at the body cap), e.g. 24Mi", *budget, webhook.MaxReviewBytes))
 	}
 	opts.ReviewBudget = q.Value()
+	opts.NoPlanNudge = !*nudge
 	cfg := gate.DefaultConfig()
 	if *configPath != "" {
 		data, err := readInput("--config", *configPath)

@@ -70,6 +70,9 @@ type Env struct {
 	webhookDone       chan error
 	now               func() time.Time
 	haltInterval      time.Duration
+	// NoPlanNudge starts the webhook with its Plan nudge off (the pace
+	// benchmark's "before"); StartWebhook reads it.
+	NoPlanNudge bool
 }
 
 // Options for Start.
@@ -355,7 +358,7 @@ func ptrTo[T any](v T) *T { return &v }
 func (e *Env) StartWebhook(ctx context.Context) error {
 	mgr, srv, err := webhook.NewManager(e.webhookRestConfig, e.Config, webhook.Options{
 		Host: "127.0.0.1", Port: e.Port, CertDir: e.CertDir, MetricsAddr: e.Metrics, ProbeAddr: e.Probe, VersionRefresh: 5 * time.Second,
-		HaltInterval: e.haltInterval,
+		HaltInterval: e.haltInterval, NoPlanNudge: e.NoPlanNudge,
 	})
 	if err != nil {
 		return err

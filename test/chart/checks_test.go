@@ -571,8 +571,11 @@ func (r *rendered) checkRBAC() []string {
 		}, nil},
 		// The one write: the halt record, by name; the Lease electing its
 		// writer (create cannot be limited by name).
-		"/configmaps (halt record)":           {[]string{"update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
-		"coordination.k8s.io/leases":          {[]string{"get", "update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
+		"/configmaps (halt record)":  {[]string{"update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
+		"coordination.k8s.io/leases": {[]string{"get", "update", "patch"}, func(ns string) bool { return ns == r.e.namespace }, []string{"gpu-upgrade-gate-halts"}},
+		// The Plan nudge: one annotation of the gate's (the plans webhook
+		// refuses any other change by the gate: NudgeForged).
+		"upgrade.cattle.io/plans (nudge)":     {[]string{"patch"}, func(ns string) bool { return slices.Contains(r.e.sucNamespaces, ns) }, nil},
 		"coordination.k8s.io/leases (create)": {[]string{"create"}, func(ns string) bool { return ns == r.e.namespace }, nil},
 	}
 	// Proofs of DRA nodes: the driver's slices and the checks' claims,
@@ -650,6 +653,8 @@ func (r *rendered) checkRBAC() []string {
 					key += " (halt record)"
 				case key == "coordination.k8s.io/leases" && len(rule.ResourceNames) == 0:
 					key += " (create)"
+				case key == "upgrade.cattle.io/plans" && slices.Contains(rule.Verbs, "patch"):
+					key += " (nudge)"
 				}
 				a, ok := allowed[key]
 				if !ok {

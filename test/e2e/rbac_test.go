@@ -89,6 +89,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		// The storage-health precondition's resource, where it is configured.
 		{Verb: "list", Resource: "configmaps", Namespace: "rook-ceph"},
 		{Verb: "watch", Resource: "configmaps", Namespace: "rook-ceph"},
+		// The Plan nudge (docs/rollout.md): patch only, in the SUC namespaces.
+		{Verb: "patch", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
 	}
 	for _, a := range allowed {
 		assert.True(t, access(t, a), "the webhook needs %s %s/%s %s/%s", a.Verb, a.Group, a.Resource, a.Namespace, a.Name)
@@ -115,6 +117,9 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "update", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "patch", Resource: "nodes", Name: "gpu-v100-01"},
 		{Verb: "create", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc},
+		{Verb: "update", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
+		{Verb: "patch", Group: "upgrade.cattle.io", Resource: "plans", Namespace: "ml", Name: "x"},
+		{Verb: "delete", Group: "upgrade.cattle.io", Resource: "plans", Namespace: suc, Name: "x"},
 		{Verb: "update", Resource: "configmaps", Namespace: gate, Name: "v100-r580"},
 		{Verb: "create", Resource: "configmaps", Namespace: gate},
 		{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "gpu-upgrade-gate"},

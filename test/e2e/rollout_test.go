@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -319,6 +320,17 @@ func TestSUCWaveWaitsForProof(t *testing.T) {
 	next, _ := w.started(t)
 	assert.Equal(t, second, next)
 	assert.Equal(t, []string{second}, w.applying(t))
+
+	// The gate nudged the Plan when the completion landed (its leader's one
+	// annotation, so SUC looked again at once: docs/rollout.md), and the
+	// same annotation from anyone else is refused.
+	var nudged upgradev1.Plan
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(w.plan), &nudged))
+	hash := job.Labels[upgradev1.LabelPlanName(w.plan.Name)]
+	assert.Equal(t, first+"/"+hash[:min(12, len(hash))], nudged.Annotations[gate.AnnotationNudge], "the gate's nudge of the Plan")
+	alice, _ := as(t, "alice")
+	forged := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: w.plan.Namespace, Name: w.plan.Name}}
+	requireDenied(t, alice.Patch(ctx, forged, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+gate.AnnotationNudge+`":"`+second+`/forged"}}}`))), gate.CodeNudgeForged)
 
 	// The latency the per-node guard added to SUC's writes through the real
 	// API server (issue 14 item 7): measured, never asserted.

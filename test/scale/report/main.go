@@ -28,7 +28,16 @@ var notes string
 func main() {
 	dir := flag.String("dir", "bin/bench", "what make bench wrote: bench.txt, *.pprof.txt, scale.json")
 	out := flag.String("out", "docs/performance.md", "the report")
+	paceOnly := flag.Bool("pace", false, "rewrite only the rollout pace section of -out from -dir/pace.json (make bench-pace)")
 	flag.Parse()
+	if *paceOnly {
+		if err := splicePace(*dir, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote the rollout pace section of", *out)
+		return
+	}
 	doc, err := render(*dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
@@ -315,6 +324,11 @@ func render(dir string) (string, error) {
 		return "", err
 	}
 	ts = append(ts, gts...)
+	pace, pts, err := paceOf(dir)
+	if err != nil {
+		return "", err
+	}
+	ts = append(ts, pts...)
 	w("## Targets\n\n| target | goal | measured | met | how |\n|---|---|---|---|---|\n")
 	for _, t := range ts {
 		met := "yes"
@@ -369,6 +383,7 @@ func render(dir string) (string, error) {
 		w("| after the load runs | %s | %s |\n\n", mib(mem.AfterLoadRSS), mib(mem.AfterLoadHWM))
 	}
 	w("%s", growth)
+	w("%s", pace)
 
 	if fa := res.Faults; fa != nil {
 		w("## Faults under load\n\n")
