@@ -28,7 +28,12 @@ var notes string
 func main() {
 	dir := flag.String("dir", "bin/bench", "what make bench wrote: bench.txt, *.pprof.txt, scale.json")
 	out := flag.String("out", "docs/performance.md", "the report")
+	only28 := flag.Bool("splice", false, "refresh only issue 28's block (goals, peers) in the existing -out (make bench-peers)")
 	flag.Parse()
+	render := render
+	if *only28 {
+		render = func(dir string) (string, error) { return spliceInto(dir, *out) }
+	}
 	doc, err := render(*dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
@@ -421,6 +426,12 @@ func render(dir string) (string, error) {
 	if n := section(notes, "cli"); n != "" {
 		w("## CLI memory on snapshots\n\n%s\n\n", n)
 	}
+	in, err := readInputs(dir)
+	if err != nil {
+		return "", err
+	}
+	w("%s\n", issue28Block(in))
+
 	w("## Reproduce\n\n```sh\nmake bench    # all of the below, then this file (about 20 minutes on 2 idle cores)\n```\n\n")
 	w("```sh\n%s```\n", commands)
 	return b.String(), nil
