@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
@@ -90,6 +92,7 @@ var breaking = []struct {
 func TestScalePeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 38*time.Minute)
 	defer cancel()
+	ctrllog.SetLogger(logr.Discard()) // the clients below log nothing of use
 	out := os.Getenv("GUG_SCALE_OUT")
 	if out == "" {
 		out = t.TempDir()

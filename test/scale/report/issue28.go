@@ -63,7 +63,7 @@ func readInputs(dir string) (*inputs, error) {
 }
 
 type goal struct {
-	n                          int
+	n                           int
 	goal, figure, load, command string
 	// met: "yes", "**no**" or "not measured in this run".
 	met string
@@ -134,17 +134,19 @@ func planVsPeers(in *inputs) goal {
 	for i := range p.Runs {
 		r := &p.Runs[i]
 		gate := r.Series["gate"].P50 - r.Series["plain"].P50
-		line := fmt.Sprintf("%s: gate +%s", r.Name, ms(gate))
+		line := fmt.Sprintf("%s: gate %s", r.Name, plus(gate))
 		if name, best := bestPeer(p, r); name != "" {
-			line += fmt.Sprintf(", best peer %s +%s", name, ms(best))
+			line += fmt.Sprintf(", best peer %s %s", name, plus(best))
 			known = true
 			met = met && gate <= best
 		}
 		if st, ok := r.Series["vap"]; ok {
-			line += fmt.Sprintf(", VAP +%s", ms(st.P50-r.Series["plain"].P50))
+			line += fmt.Sprintf(", VAP %s", plus(st.P50-r.Series["plain"].P50))
 		}
 		parts = append(parts, line)
-		loads = append(loads, r.LoadBefore)
+		if !slices.Contains(loads, r.LoadBefore) {
+			loads = append(loads, r.LoadBefore)
+		}
 	}
 	if len(p.Absent) > 0 {
 		parts = append(parts, "not measured: "+strings.Join(sortedNames(p.Absent), ", ")+" (see below)")
@@ -227,7 +229,7 @@ func jobGuard(in *inputs) goal {
 		}
 		jg, _, _ := added(m, "job-gate", "job-plain")
 		read := holderRead(a, m.Name)
-		parts = append(parts, fmt.Sprintf("%s: +%s beyond a %s holder read (+%s in all)", m.Name, ms(jg-read), ms(read), ms(jg)))
+		parts = append(parts, fmt.Sprintf("%s: %s beyond a %s holder read (%s in all)", m.Name, plus(jg-read), ms(read), plus(jg)))
 		loads = append(loads, m.LoadBefore)
 		known = true
 		met = met && jg-read <= 5*time.Millisecond
@@ -236,6 +238,14 @@ func jobGuard(in *inputs) goal {
 		g.figure, g.load, g.met = strings.Join(parts, "; "), strings.Join(loads, "; "), metWord(met)
 	}
 	return g
+}
+
+// plus is a signed difference ("+1.20 ms", "−0.30 ms").
+func plus(d time.Duration) string {
+	if d < 0 {
+		return "−" + ms(-d)
+	}
+	return "+" + ms(d)
 }
 
 func sortedNames(m map[string]string) []string {

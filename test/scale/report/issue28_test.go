@@ -28,7 +28,7 @@ func TestIssue28Goals(t *testing.T) {
 		shows string
 	}{
 		{"plan: the gate below the best peer", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{peersRun(2*time.Millisecond, 3*time.Millisecond, 4*time.Millisecond)}}},
-			2, "yes", "best peer kyverno +3.00 ms"},
+			2, "yes", "gate +2.00 ms, best peer kyverno +3.00 ms"},
 		{"plan: the gate above the best peer", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{peersRun(5*time.Millisecond, 3*time.Millisecond, 2*time.Millisecond)}}},
 			2, "**no**", "best peer gatekeeper +2.00 ms"},
 		{"plan: no peer ran", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{{Name: "x", Series: map[string]scale.Stats{"plain": {}, "gate": {}}}},
