@@ -430,7 +430,9 @@ func (e *scaleEnv) startKyverno(ctx context.Context, bin, policy string) (*peerP
 }
 
 // startGatekeeper runs Gatekeeper's manager (the webhook operation: its
-// template and constraint controllers and the validating webhook) with a
+// template and constraint controllers and the validating webhook; and the
+// generate one, which creates each template's constraint CRD, as its chart's
+// audit Pod does) with a
 // serving certificate from a test CA, registers its webhook configuration
 // for the gatekeeper bench namespace's Plans (what its chart would, pointed
 // at loopback), and applies its template and constraint.
@@ -443,6 +445,10 @@ func (e *scaleEnv) startGatekeeper(ctx context.Context, bin, policy string) (*pe
 	if err != nil {
 		return nil, err
 	}
+	prom, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	ca, err := testenv.NewCA()
 	if err != nil {
 		return nil, err
@@ -451,9 +457,16 @@ func (e *scaleEnv) startGatekeeper(ctx context.Context, bin, policy string) (*pe
 	if _, err := ca.WriteServing(certs); err != nil {
 		return nil, err
 	}
+	// Gatekeeper's template controller makes its own Pod the owner of the
+	// status objects it writes, and retries until it can read it; no kubelet
+	// runs here, so the harness writes that Pod object (never started).
+	if err := client.IgnoreAlreadyExists(e.admin.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nsGatekeeperSystem, Name: "gatekeeper-bench"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "openpolicyagent/gatekeeper:" + versionOf(bin)}}}})); err != nil {
+		return nil, err
+	}
 	log := filepath.Join(e.out, "gatekeeper.log")
 	args := []string{"--port", fmt.Sprint(port), "--host", "127.0.0.1", "--cert-dir", certs, "--disable-cert-rotation",
-		"--operation", "webhook", "--health-addr", fmt.Sprintf("127.0.0.1:%d", health), "--metrics-addr", "0"}
+		"--operation", "webhook", "--operation", "generate", "--health-addr", fmt.Sprintf("127.0.0.1:%d", health), "--metrics-addr", "0", "--prometheus-port", fmt.Sprint(prom)}
 	proc, err := controlplane.StartProcess("gatekeeper", bin, args,
 		[]string{"KUBECONFIG=" + e.cp.Kubeconfig(), "POD_NAMESPACE=" + nsGatekeeperSystem, "POD_NAME=gatekeeper-bench"}, log)
 	if err != nil {
