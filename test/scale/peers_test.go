@@ -413,7 +413,10 @@ func (e *scaleEnv) startKyverno(ctx context.Context, bin, policy string) (*peerP
 		// ValidatingAdmissionPolicy generated from the policy (that would
 		// measure the API server, not Kyverno).
 		"--admissionReports=false", "--generateValidatingAdmissionPolicy=false", "--disableLogColor"}
-	proc, err := controlplane.StartProcess("kyverno", bin, args, []string{"KYVERNO_NAMESPACE=" + nsKyvernoSystem, "KYVERNO_POD_NAME=kyverno-bench"}, log)
+	proc, err := controlplane.StartProcess("kyverno", bin, args, []string{
+		// What its chart's Deployment sets; Kyverno exits without any of them.
+		"KYVERNO_NAMESPACE=" + nsKyvernoSystem, "KYVERNO_POD_NAME=kyverno-bench", "KYVERNO_SERVICEACCOUNT_NAME=kyverno-admission-controller",
+		"KYVERNO_DEPLOYMENT=kyverno-admission-controller", "INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics"}, log)
 	if err != nil {
 		return nil, err
 	}
