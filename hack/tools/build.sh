@@ -5,6 +5,9 @@
 # renamed when complete, with progress printed.
 #
 #   hack/tools/build.sh <name> <module> <package>               build if missing; print the path last
+#
+# <name> may be a path (peers/kyverno: hack/tools/peers/kyverno/go.mod); the
+# binary is named after its last element.
 #   hack/tools/build.sh <name> <module> <package> --print-path  only print the path (never builds)
 #
 # The version is <module>'s in hack/tools/<name>/go.mod. GUG_CACHE_DIR
@@ -22,7 +25,8 @@ version=$(awk -v m="$module" '
 [[ -n $version ]] || { echo "build.sh: $here/go.mod does not require $module" >&2; exit 1; }
 cache="${GUG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-upgrade-gate}"
 dir="$cache/$name/$version"
-bin="$dir/$name"
+base=${name##*/}
+bin="$dir/$base"
 
 if [[ ${4:-} == --print-path ]]; then
 	echo "$bin"
@@ -49,7 +53,7 @@ mkdir -p "$dir"
 echo "building $name $version from its Go module (first time only)..." >&2
 # A temporary name in the same directory, renamed when complete: an
 # interrupted build never leaves a binary that looks finished.
-tmp="$dir/.$name.tmp.$$"
+tmp="$dir/.$base.tmp.$$"
 start=$SECONDS
 # go build stays in the foreground so Ctrl-C reaches it; the ticker only talks.
 (while sleep 30; do echo "  ... $name: $((SECONDS - start))s" >&2; done) &

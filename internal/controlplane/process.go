@@ -37,6 +37,9 @@ func StartProcess(name, bin string, args, env []string, logPath string) (*Proces
 // Done is closed once the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.p.done }
 
+// PID is the process's id (its CPU and memory in /proc).
+func (p *Process) PID() int { return p.p.pid }
+
 // Stop sends SIGTERM to its process group and waits, killing it after 15s.
 func (p *Process) Stop() { p.p.stop() }
 

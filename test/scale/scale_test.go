@@ -80,6 +80,8 @@ type scaleEnv struct {
 	res     *Results
 	// fleet options beyond the seed; zero: GUG_SCALE_NODES nodes (growth_test.go sets them).
 	fleetOptions fleetgen.Options
+	// crdPaths are CRDs installed beside SUC's Plan CRD (peers_test.go: the peers').
+	crdPaths []string
 }
 
 func TestScale(t *testing.T) {
@@ -118,7 +120,7 @@ func TestScale(t *testing.T) {
 func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
-	e.cp, err = controlplane.Start(ctx, controlplane.Options{CRDPaths: []string{filepath.Join(root, "testdata", "suc", "crd-plans.yaml")}})
+	e.cp, err = controlplane.Start(ctx, controlplane.Options{CRDPaths: append([]string{filepath.Join(root, "testdata", "suc", "crd-plans.yaml")}, e.crdPaths...)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.cp.Stop() })
 	scheme := runtime.NewScheme()

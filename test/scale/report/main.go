@@ -29,6 +29,7 @@ func main() {
 	dir := flag.String("dir", "bin/bench", "what make bench wrote: bench.txt, *.pprof.txt, scale.json")
 	out := flag.String("out", "docs/performance.md", "the report")
 	paceOnly := flag.Bool("pace", false, "rewrite only the rollout pace section of -out from -dir/pace.json (make bench-pace)")
+	only28 := flag.Bool("splice", false, "refresh only issue 28's block (goals, peers) in the existing -out (make bench-peers)")
 	flag.Parse()
 	if *paceOnly {
 		if err := splicePace(*dir, *out); err != nil {
@@ -37,6 +38,10 @@ func main() {
 		}
 		fmt.Println("wrote the rollout pace section of", *out)
 		return
+	}
+	render := render
+	if *only28 {
+		render = func(dir string) (string, error) { return spliceInto(dir, *out) }
 	}
 	doc, err := render(*dir)
 	if err != nil {
@@ -436,6 +441,12 @@ func render(dir string) (string, error) {
 	if n := section(notes, "cli"); n != "" {
 		w("## CLI memory on snapshots\n\n%s\n\n", n)
 	}
+	in, err := readInputs(dir)
+	if err != nil {
+		return "", err
+	}
+	w("%s\n", issue28Block(in))
+
 	w("## Reproduce\n\n```sh\nmake bench    # all of the below, then this file (about 20 minutes on 2 idle cores)\n```\n\n")
 	w("```sh\n%s```\n", commands)
 	return b.String(), nil

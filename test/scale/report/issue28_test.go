@@ -1,0 +1,70 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/scale"
+)
+
+func peersRun(gate, kyverno, gatekeeper time.Duration) scale.PeersRun {
+	const plain = 10 * time.Millisecond
+	return scale.PeersRun{Name: "idle, paced 150 ms", Rounds: 3, LoadBefore: "1.00 1.00 1.00", Series: map[string]scale.Stats{
+		"plain": {N: 3, P50: plain}, "gate": {N: 3, P50: plain + gate}, "kyverno": {N: 3, P50: plain + kyverno}, "gatekeeper": {N: 3, P50: plain + gatekeeper}}}
+}
+
+// TestIssue28Goals: each goal's row says met, not met or not measured from
+// what the directory holds.
+func TestIssue28Goals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    inputs
+		goal  int
+		met   string
+		shows string
+	}{
+		{"plan: the gate below the best peer", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{peersRun(2*time.Millisecond, 3*time.Millisecond, 4*time.Millisecond)}}},
+			2, "yes", "gate +2.00 ms, best peer kyverno +3.00 ms"},
+		{"plan: the gate above the best peer", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{peersRun(5*time.Millisecond, 3*time.Millisecond, 2*time.Millisecond)}}},
+			2, "**no**", "best peer gatekeeper +2.00 ms"},
+		{"plan: no peer ran", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{{Name: "x", Series: map[string]scale.Stats{"plain": {}, "gate": {}}}},
+			Absent: map[string]string{"kyverno": "no binary"}}}, 2, notMeasured, "not measured: kyverno"},
+		{"memory: a third of the smallest peer", inputs{peers: &scale.Peers{Idle: []scale.ProcessUse{{Name: "gate", RSS: 40 << 20}, {Name: "kyverno", RSS: 130 << 20}, {Name: "gatekeeper", RSS: 116 << 20}}}},
+			3, "**no**", "0.34 of the smallest peer's"},
+		{"memory: 5,000 nodes over the goal", inputs{growth: &scale.Growth{Points: []scale.GrowthPoint{{Fleet: scale.FleetInfo{Nodes: 5000}, SyncedRSS: 110 << 20}}}},
+			3, "**no**", "5000 nodes 110.0 MiB"},
+		{"memory: 5,000 nodes within", inputs{growth: &scale.Growth{Points: []scale.GrowthPoint{{Fleet: scale.FleetInfo{Nodes: 5000}, SyncedRSS: 90 << 20}}}},
+			3, "yes", "5000 nodes 90.0 MiB"},
+		{"rollout: its slot read", inputs{rollout: &rolloutGoal{Measured: "median 2.1 s", Met: true, Load: "1 1 1", Command: "make bench-rollout"}}, 1, "yes", "median 2.1 s"},
+		{"rollout: absent", inputs{}, 1, notMeasured, "| – |"},
+		{"job guard: absent points at the last figure", inputs{}, 4, notMeasured, "per-node guard"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			block := issue28Block(&tc.in)
+			var row string
+			for _, l := range strings.Split(block, "\n") {
+				if strings.HasPrefix(l, "| "+string(rune('0'+tc.goal))+" |") {
+					row = l
+				}
+			}
+			require.NotEmpty(t, row, block)
+			assert.Contains(t, row, "| "+tc.met+" |")
+			assert.Contains(t, row, tc.shows)
+		})
+	}
+}
+
+// TestSplice: the block is replaced in place, once, and appended when
+// absent; the rest of the document is kept.
+func TestSplice(t *testing.T) {
+	block := issue28Begin + "\nnew\n" + issue28End + "\n"
+	doc := "# Title\n\nbefore\n\n" + issue28Begin + "\nold\n" + issue28End + "\n\n## Reproduce\n"
+	got := splice(doc, block)
+	assert.Equal(t, "# Title\n\nbefore\n\n"+block+"\n## Reproduce\n", got)
+	assert.Equal(t, got, splice(got, block))
+	assert.Equal(t, "# Title\n\n"+block, splice("# Title\n", block))
+}
