@@ -25,29 +25,18 @@ const (
 	issue28End   = "<!-- end generated: issue 28 -->"
 )
 
-// rolloutGoal is the rollout pace's result slot (goal 1): rollout.json in
-// the bench directory, written by the rollout-pace measurement when it ran.
-// Absent: the goal is listed as not measured in this run.
-type rolloutGoal struct {
-	// Measured is the figure as a sentence (median and p99 from proof to
-	// the next Job, the wave's time against its Jobs and soaks, the floor).
-	Measured string `json:"measured"`
-	Met      bool   `json:"met"`
-	Load     string `json:"load"`
-	Command  string `json:"command"`
-}
-
 // inputs are the bench directory's results; a nil one was not measured.
 type inputs struct {
-	res     *scale.Results
-	growth  *scale.Growth
-	peers   *scale.Peers
-	rollout *rolloutGoal
+	res    *scale.Results
+	growth *scale.Growth
+	peers  *scale.Peers
+	// pace is `make bench-pace`'s pace.json (pace.go).
+	pace *paceResults
 }
 
 func readInputs(dir string) (*inputs, error) {
 	in := &inputs{}
-	for name, v := range map[string]any{"scale.json": &in.res, "growth.json": &in.growth, "peers.json": &in.peers, "rollout.json": &in.rollout} {
+	for name, v := range map[string]any{"scale.json": &in.res, "growth.json": &in.growth, "peers.json": &in.peers, "pace.json": &in.pace} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -98,9 +87,25 @@ func issue28Block(in *inputs) string {
 
 func rolloutPace(in *inputs) goal {
 	g := goal{n: 1, goal: "Rollout pace: a node's proof holding → SUC starting the next node's Job ≤ 5 s median, ≤ 15 s p99 (real SUC, a wave of ≥ 5 GPU nodes, beside the wave without the gate)",
-		figure: "–", met: notMeasured, load: "–", command: "the rollout-pace measurement (writes rollout.json)"}
-	if r := in.rollout; r != nil {
-		g.figure, g.met, g.load, g.command = r.Measured, metWord(r.Met), r.Load, "`"+r.Command+"`"
+		figure: "–", met: notMeasured, load: "–", command: "`make bench-pace` (writes pace.json)"}
+	r := in.pace
+	if r == nil {
+		return g
+	}
+	var floor string
+	for _, wv := range r.Waves {
+		if wv.Mode == "floor" {
+			floor = fmt.Sprintf("; the gate absent, Job complete → next Job %s median", secs(quantile(wv.gaps("complete"), 0.5)))
+		}
+	}
+	for _, wv := range r.Waves {
+		if wv.Mode != "gate" {
+			continue
+		}
+		gaps := wv.gaps("proof")
+		med, p99 := quantile(gaps, 0.5), quantile(gaps, 0.99)
+		g.figure = fmt.Sprintf("median %s, p99 %s over a %d-node wave, soak %s%s (section Rollout pace)", secs(med), secs(p99), len(wv.Nodes), r.Soak, floor)
+		g.met, g.load, g.command = metWord(med <= 5*time.Second && p99 <= 15*time.Second), r.LoadAvg[0], "`"+r.Command+"`"
 	}
 	return g
 }

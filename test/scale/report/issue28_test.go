@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,8 @@ func TestIssue28Goals(t *testing.T) {
 			3, "**no**", "5000 nodes 110.0 MiB"},
 		{"memory: 5,000 nodes within", inputs{growth: &scale.Growth{Points: []scale.GrowthPoint{{Fleet: scale.FleetInfo{Nodes: 5000}, SyncedRSS: 90 << 20}}}},
 			3, "yes", "5000 nodes 90.0 MiB"},
-		{"rollout: its slot read", inputs{rollout: &rolloutGoal{Measured: "median 2.1 s", Met: true, Load: "1 1 1", Command: "make bench-rollout"}}, 1, "yes", "median 2.1 s"},
+		{"rollout: within the goal", inputs{pace: paceRun(2*time.Second, 3*time.Second)}, 1, "yes", "median 2.0 s, p99 3.0 s"},
+		{"rollout: a slow gap over p99", inputs{pace: paceRun(2*time.Second, 20*time.Second)}, 1, "**no**", "p99 20.0 s"},
 		{"rollout: absent", inputs{}, 1, notMeasured, "| – |"},
 		{"job guard: absent points at the last figure", inputs{}, 4, notMeasured, "per-node guard"},
 	} {
@@ -67,4 +69,19 @@ func TestSplice(t *testing.T) {
 	assert.Equal(t, "# Title\n\nbefore\n\n"+block+"\n## Reproduce\n", got)
 	assert.Equal(t, got, splice(got, block))
 	assert.Equal(t, "# Title\n\n"+block, splice("# Title\n", block))
+}
+
+// paceRun is a pace.json of a gate wave whose proof → next Job gaps are
+// gaps, and a floor wave.
+func paceRun(gaps ...time.Duration) *paceResults {
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	wave := paceWave{Mode: "gate", Start: t0}
+	at := t0
+	wave.Nodes = append(wave.Nodes, paceNode{Node: "n0", Started: at, ProofHeld: at.Add(time.Second)})
+	for i, g := range gaps {
+		at = wave.Nodes[i].ProofHeld.Add(g)
+		wave.Nodes = append(wave.Nodes, paceNode{Node: fmt.Sprint("n", i+1), Started: at, ProofHeld: at.Add(time.Second)})
+	}
+	floor := paceWave{Mode: "floor", Nodes: []paceNode{{Completed: t0}, {Started: t0.Add(100 * time.Millisecond)}}}
+	return &paceResults{Soak: 3 * time.Second, LoadAvg: [2]string{"1 1 1", "1 1 1"}, Command: "make bench-pace", Waves: []paceWave{wave, floor}}
 }
