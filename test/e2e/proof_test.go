@@ -163,7 +163,9 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	const node = "gpu-v100-06"
 	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: node, Fixture: "node-v100.json", Tuple: testenv.Source, Zone: "zone-a"}}))
 	alice, _ := as(t, "alice")
-	p := plan("canary-06", "v100-r580", node)
+	// The test plays SUC's Job below: a real SUC, if an earlier test
+	// started it, waits for the Secret the Plan mounts and writes no Job.
+	p := sucPlan("canary-06", "v100-r580", node)
 	eventuallyWrite(t, func() error { return alice.Create(ctx, p) })
 	t.Cleanup(func() {
 		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+node)
