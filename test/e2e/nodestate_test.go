@@ -325,8 +325,13 @@ func TestStrandedNodeHaltsThroughAPIServer(t *testing.T) {
 	uncordon := func() error {
 		return alice.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: first}}, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`)), client.DryRunAll)
 	}
-	// Within the timeout: out (the budget), not failed.
-	err := alice.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+	// Within the timeout: out (the budget), not failed. The gate's Job
+	// cache may see the deletion a moment after the API server does.
+	var err error
+	eventually(t, 10*time.Second, "the gate sees the Job gone", func() bool {
+		err = alice.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return err == nil || !strings.Contains(err.Error(), "["+string(gate.CodeRolloutInFlight)+"]")
+	})
 	requireDenied(t, err, gate.CodeDisruptionBudgetExceeded)
 
 	var last error
