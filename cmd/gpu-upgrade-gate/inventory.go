@@ -57,6 +57,15 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 		return nil, nil, err
 	}
 	var lines []string
+	if cfg.OperatorRollout.Required {
+		var op *gate.OperatorRollout
+		if live != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			op = loader.ReadOperatorRollout(ctx, live.Client, cfg)
+		}
+		lines = append(lines, operatorRolloutLine(cfg, op))
+	}
 	if len(cfg.Preconditions) > 0 {
 		var read []*precondition.Reading
 		if live != nil {
@@ -64,9 +73,23 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 			defer cancel()
 			read = live.Preconditions(ctx, cfg)
 		}
-		lines = preconditionLines(cfg, read, at)
+		lines = append(lines, preconditionLines(cfg, read, at)...)
 	}
 	return inv, lines, nil
+}
+
+// operatorRolloutLine is the built-in operator-rollout precondition's state
+// (OperatorRolloutUnfinished), as a driver change would read it now; op nil:
+// not read (a file: the live read needs --kubeconfig).
+func operatorRolloutLine(cfg *gate.Config, op *gate.OperatorRollout) string {
+	what := fmt.Sprintf("PRECONDITION operator-rollout (builtin: Deployment %s/%s rolled out and its ClusterServiceVersions Succeeded, before a driver change)", cfg.GPUOperator.Namespace, cfg.GPUOperator.Name)
+	switch {
+	case op == nil:
+		return what + ": not read: inventory reads it with --kubeconfig"
+	case len(op.Unfinished()) > 0:
+		return what + ": fails: " + strings.Join(op.Unfinished(), "; ")
+	}
+	return what + ": holds"
 }
 
 // preconditionLines: one line per declared precondition, its state as read

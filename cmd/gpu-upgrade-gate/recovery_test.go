@@ -239,3 +239,28 @@ func TestInventoryShowsPreconditions(t *testing.T) {
 	}, preconditionLines(cfg, []*precondition.Reading{&warn, nil}, at))
 	assert.Contains(t, preconditionLines(cfg, nil, at)[0], "ceph-health (cel over cephclusters.ceph.rook.io/v1 in rook-ceph: size(objects) > 0 && objects.all(o, o.status.ceph.health == 'HEALTH_OK')): not read: a file holds no watched objects")
 }
+
+// TestOperatorRolloutLine: inventory's line for the built-in
+// operator-rollout precondition says holds, fails (with what is not
+// finished) or not read.
+func TestOperatorRolloutLine(t *testing.T) {
+	cfg := gate.DefaultConfig()
+	done := &gate.OperatorRollout{Deployment: "gpu-operator/gpu-operator", Generation: 2, ObservedGeneration: 2, Desired: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	moving := *done
+	moving.Replicas = 2
+	for _, tc := range []struct {
+		name string
+		op   *gate.OperatorRollout
+		want string
+	}{
+		{"rolled out", done, ": holds"},
+		{"an old replica left", &moving, ": fails: Deployment gpu-operator/gpu-operator: 1 old replica(s) pending termination"},
+		{"a file", nil, ": not read: inventory reads it with --kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line := operatorRolloutLine(cfg, tc.op)
+			assert.True(t, strings.HasPrefix(line, "PRECONDITION operator-rollout (builtin: Deployment "), line)
+			assert.Contains(t, line, tc.want)
+		})
+	}
+}
