@@ -178,6 +178,9 @@ func TestRenderRefusals(t *testing.T) {
 		"kube-system release": {namespace: "kube-system", want: "not kube-system"},
 		"SUC namespace kube-system": {values: map[string]any{"config": map[string]any{"sucNamespaces": []string{"kube-system"}}},
 			want: "sucNamespaces"},
+		"DRA driver in kube-system": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
+			map[string]any{"name": "gpu.nvidia.com", "namespace": "kube-system", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin"}}}},
+			want: "draDrivers"},
 		"own CA without bundle": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "secretName": "x"}},
 			want: "caBundle"},
 		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},
