@@ -35,8 +35,8 @@ var (
 
 // decideDriver reviews a CREATE, UPDATE or DELETE of a ClusterPolicy or an
 // NVIDIADriver or a GPUCluster, and of a configured DRA driver's
-// kubelet-plugin DaemonSet (contract: driver.md; the chart does not send
-// DaemonSets yet: its namespaced rule needs a webhook of its own).
+// kubelet-plugin DaemonSet (contracts: driver.md, and dradaemonsets.md for
+// the DaemonSets, which the chart sends through a webhook of their own).
 func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.Decision, error) {
 	obj, old, err := decodePair(req)
 	if err != nil {

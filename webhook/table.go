@@ -33,6 +33,7 @@ const (
 	WebhookOperator    = "operator.gpu-upgrade-gate.io"
 	WebhookJobs        = "jobs.gpu-upgrade-gate.io"
 	WebhookPlanStatus  = "planstatus.gpu-upgrade-gate.io"
+	WebhookDRAPlugins  = "dradaemonsets.gpu-upgrade-gate.io"
 )
 
 // Paths the handlers are served on.
@@ -47,6 +48,7 @@ const (
 	PathOperator    = "/validate/operator"
 	PathJobs        = "/validate/jobs"
 	PathPlanStatus  = "/validate/plan-status"
+	PathDRAPlugins  = "/validate/dra-daemonsets"
 )
 
 // Webhook is one row of the webhook table: what the API server sends to one
@@ -74,8 +76,12 @@ type Webhook struct {
 	FailurePolicy      admissionregistrationv1.FailurePolicyType
 	FailurePolicyValue string
 	Namespaces         Namespaces
-	ObjectSelector     *metav1.LabelSelector
-	MatchConditions    []MatchCondition
+	// Optional: the chart renders the entry only when its Namespaces are
+	// configured (a list value that may be empty); without them nothing is
+	// there to review.
+	Optional        bool
+	ObjectSelector  *metav1.LabelSelector
+	MatchConditions []MatchCondition
 	// Why is the chart's comment above the entry: what reaches it, and why
 	// it fails the way it does.
 	Why string
@@ -98,6 +104,9 @@ const (
 	SUCNamespaces        Namespaces = "config.sucNamespaces"
 	ReleaseNamespace     Namespaces = "the release namespace"
 	GPUOperatorNamespace Namespaces = "config.gpuOperator.namespace"
+	// DRADriverNamespaces are the namespaces of the configured DRA drivers'
+	// kubelet-plugin DaemonSets (config draDrivers), each once.
+	DRADriverNamespaces Namespaces = "config.draDrivers"
 )
 
 // Of names the namespaces in a configuration (nil: any).
@@ -109,8 +118,21 @@ func (n Namespaces) Of(cfg *gate.Config) []string {
 		return []string{cfg.Namespace}
 	case GPUOperatorNamespace:
 		return []string{cfg.GPUOperator.Namespace}
+	case DRADriverNamespaces:
+		ns := []string{}
+		for _, d := range cfg.DRADrivers {
+			if !slices.Contains(ns, d.Namespace) {
+				ns = append(ns, d.Namespace)
+			}
+		}
+		return ns
 	}
 	return nil
+}
+
+// Rendered says whether the chart renders the row's entry for cfg.
+func (w *Webhook) Rendered(cfg *gate.Config) bool {
+	return !w.Optional || len(w.Namespaces.Of(cfg)) > 0
 }
 
 // MatchCondition is one CEL match condition of a webhook: CEL as it stands,
@@ -321,6 +343,27 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"writes by anyone but a ServiceAccount of a SUC namespace that change applying,\n" +
 		"conditions, latestHash or latestVersion. Fail: while the gate is down, only SUC\n" +
 		"can change a Plan's status.",
+}, {
+	Name: WebhookDRAPlugins, Path: PathDRAPlugins, Metric: "dra-daemonsets", Contract: "dradaemonsets.md",
+	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	decide:    (*Server).decideDriver,
+	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: DRADriverNamespaces, Optional: true,
+	MatchConditions: []MatchCondition{
+		{Name: "dra-kubelet-plugin", Template: "gug.draKubeletPlugin"},
+		{Name: "dra-version-changes", Folded: true, CEL: `request.operation == 'CREATE' ||
+object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
+object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
+		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
+		"draDrivers' DaemonSets, in their namespaces only, and only when their\n" +
+		"containers' images or app.kubernetes.io/version label change (or one is\n" +
+		"created): a new DRA driver release, judged like the driver path. Every other\n" +
+		"DaemonSet, the DaemonSet controller's status and the GPU Operator's own writes\n" +
+		"(after its reviewed GPUCluster) never reach the gate. Not rendered without\n" +
+		"config.draDrivers. DELETE is not reviewed: removing the plugin always works.",
 }}
 
 // CheckEnforcement refuses a per-webhook mode for a name that is none of

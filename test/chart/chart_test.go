@@ -50,6 +50,8 @@ var variants = map[string]func(e *expect){
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
 		e.dra = true
+		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
+		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
 		// platform-bots is narrowed by labels: no match condition
 		e.creationGates = []gate.CreationGate{
 			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},
@@ -176,6 +178,9 @@ func TestRenderRefusals(t *testing.T) {
 		"kube-system release": {namespace: "kube-system", want: "not kube-system"},
 		"SUC namespace kube-system": {values: map[string]any{"config": map[string]any{"sucNamespaces": []string{"kube-system"}}},
 			want: "sucNamespaces"},
+		"DRA driver in kube-system": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
+			map[string]any{"name": "gpu.nvidia.com", "namespace": "kube-system", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin"}}}},
+			want: "draDrivers"},
 		"own CA without bundle": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "secretName": "x"}},
 			want: "caBundle"},
 		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},
@@ -372,6 +377,23 @@ func TestChecksCanFail(t *testing.T) {
 			mc := wh(o, "nodes").MatchConditions
 			mc[1].Expression, _, _ = strings.Cut(mc[1].Expression, " || oldObject.metadata")
 		}, "match conditions"},
+		{"DRA plugins in kube-system", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").NamespaceSelector = ns("nvidia-dra-driver-gpu", "kube-system")
+		}, "kube-system"},
+		{"every DaemonSet of the DRA namespaces", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[1:]
+		}, "the DRA plugin webhook must match only"},
+		{"DRA plugin metadata edits sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").MatchConditions[1].Expression = "true"
+		}, "the DRA plugin webhook must match only"},
+		{"GPU Operator's DaemonSet write sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[:2]
+		}, "the DRA plugin webhook must match only"},
+		{"DRA plugin webhook without DRA drivers", "", func(o []Object) {
+			w := vwc(o).Webhooks[0].DeepCopy()
+			w.Name = "dradaemonsets.gpu-upgrade-gate.io"
+			vwc(o).Webhooks = append(vwc(o).Webhooks, *w)
+		}, "rendered without config.draDrivers"},
 		// TLS
 		{"no injection", "", func(o []Object) { vwc(o).Annotations = nil }, "inject-ca-from"},
 		{"injection from the CA", "", func(o []Object) {

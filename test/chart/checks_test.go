@@ -68,8 +68,11 @@ type expect struct {
 	// nothing more.
 	creationGates []gate.CreationGate
 	// dra: config.draDrivers is set, so the webhook reads ResourceSlices
-	// and ResourceClaims.
-	dra bool
+	// and ResourceClaims, and the DRA plugin webhook is rendered for the
+	// kubelet-plugin DaemonSets draPlugins (namespace/name) in
+	// draNamespaces.
+	dra                       bool
+	draPlugins, draNamespaces []string
 	// preconditions: the CEL preconditions whose resources the
 	// -preconditions Roles and ClusterRole must grant list/watch on, and
 	// nothing more.
@@ -731,8 +734,12 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	if len(v.Webhooks) != len(webhook.Webhooks) {
-		problems = append(problems, fmt.Sprintf("%d webhooks, expected one per row of the webhook table (%d)", len(v.Webhooks), len(webhook.Webhooks)))
+	rows := len(webhook.Webhooks)
+	if !r.e.dra {
+		rows-- // the DRA plugin row is rendered only with config.draDrivers
+	}
+	if len(v.Webhooks) != rows {
+		problems = append(problems, fmt.Sprintf("%d webhooks, expected one per row of the webhook table rendered here (%d)", len(v.Webhooks), rows))
 	}
 	for _, w := range v.Webhooks {
 		bad := func(f string, a ...any) { problems = append(problems, w.Name+": "+fmt.Sprintf(f, a...)) }
@@ -823,8 +830,15 @@ func (r *rendered) checkWebhooks() []string {
 		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans,subscriptions", namespaced, cu}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
+		{"dradaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
 		w := hook(v, wt.name)
+		if wt.name == "dradaemonsets.gpu-upgrade-gate.io" && !r.e.dra {
+			if w != nil {
+				problems = append(problems, wt.name+": rendered without config.draDrivers, where no DaemonSet is the gate's")
+			}
+			continue
+		}
 		if w == nil {
 			problems = append(problems, "no webhook "+wt.name)
 			continue
@@ -908,6 +922,16 @@ func (r *rendered) checkWebhooks() []string {
 				!strings.Contains(conds, "(request.operation == 'CREATE' || !oldObject.?spec.?approved.orValue(false) ||") ||
 				!strings.Contains(conds, "request.resource.resource == 'subscriptions' ?") || !strings.Contains(conds, "object.?spec.?name.orValue('') == '") {
 				bad("the operator webhook must match only the operator Deployment's image, InstallPlan approvals (at creation too) and the operator package's Subscriptions, got %v", w.MatchConditions)
+			}
+		case "dradaemonsets.gpu-upgrade-gate.io":
+			// Only the configured plugins' release changes, never the GPU
+			// Operator's own write (its GPUCluster was the reviewed step).
+			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + object.metadata.name in ["+celList(r.e.draPlugins)+"]" ||
+				!strings.Contains(conds, "request.operation == 'CREATE' ||") ||
+				!strings.Contains(conds, "object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue(''))") ||
+				!strings.Contains(conds, "object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')") ||
+				w.MatchConditions[2].Expression != "!request.userInfo.username.startsWith('system:serviceaccount:"+r.e.gpuOperator[0]+":')" {
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' image or version-label changes (and creates), not the GPU Operator's writes, got %v", w.MatchConditions)
 			}
 		default:
 			if len(w.MatchConditions) > 0 {
@@ -1470,8 +1494,12 @@ func (r *rendered) checkProbe(j *batchv1.Job) []string {
 			problems = append(problems, fmt.Sprintf("%s: the probe's review is a %s, which %s does not review", row.Path, req.Operation, row.Name))
 		}
 		var selected []string
-		if w := hook(v, row.Name); w != nil {
+		w := hook(v, row.Name)
+		if w != nil {
 			selected, _ = namespacesSelected(w.NamespaceSelector)
+		}
+		if w == nil && row.Optional {
+			continue // not rendered: any namespace will do for the probe
 		}
 		if (row.Namespaces == webhook.AnyNamespace) != (req.Namespace == "") || (req.Namespace != "" && !slices.Contains(selected, req.Namespace)) {
 			problems = append(problems, fmt.Sprintf("%s: the probe's review is in namespace %q, the webhook selects %v", row.Path, req.Namespace, selected))

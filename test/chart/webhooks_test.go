@@ -23,6 +23,13 @@ var namespaceValues = map[webhook.Namespaces]string{
 	webhook.SUCNamespaces:        "{{- toYaml .Values.config.sucNamespaces | nindent 10 }}",
 	webhook.ReleaseNamespace:     "- {{ .Release.Namespace }}",
 	webhook.GPUOperatorNamespace: "- {{ .Values.config.gpuOperator.namespace }}",
+	webhook.DRADriverNamespaces:  "{{- include \"gug.draDriverNamespaces\" . | nindent 10 }}",
+}
+
+// namespaceSet is the Helm condition that the namespaces of an optional row
+// are configured.
+var namespaceSet = map[webhook.Namespaces]string{
+	webhook.DRADriverNamespaces: ".Values.config.draDrivers",
 }
 
 // webhooksTemplate is the chart's templates/_webhooks.tpl as the webhook
@@ -43,6 +50,13 @@ names (templates/_helpers.tpl).
 {{- define "gug.webhooks" -}}
 `)
 	for _, w := range webhook.Webhooks {
+		if w.Optional {
+			set, ok := namespaceSet[w.Namespaces]
+			if !ok {
+				return "", fmt.Errorf("%s: optional, but the generator has no Helm condition for namespaces %q", w.Name, w.Namespaces)
+			}
+			fmt.Fprintf(&b, "{{- if %s }}\n", set)
+		}
 		for _, line := range strings.Split(w.Why, "\n") {
 			fmt.Fprintf(&b, "# %s\n", line)
 		}
@@ -126,6 +140,9 @@ names (templates/_helpers.tpl).
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
 `)
+		if w.Optional {
+			b.WriteString("{{- end }}\n")
+		}
 	}
 	b.WriteString("{{- end }}\n")
 	return b.String(), nil
@@ -174,7 +191,8 @@ func TestWebhooksTemplateIsGenerated(t *testing.T) {
 }
 
 // TestWebhookTable: adding a row to the webhook table is enough. For every
-// variant, the chart renders exactly one entry per row, in the table's
+// variant, the chart renders exactly one entry per row (an optional row's
+// only where its namespaces are configured), in the table's
 // order, whose path the server registers, with the row's rules, selectors
 // (namespaces from the rendered configuration), failure policy and match
 // conditions (the CEL ones as written, the value ones present); the
@@ -200,11 +218,16 @@ func TestWebhookTable(t *testing.T) {
 			}
 			var rows []string
 			for _, w := range webhook.Webhooks {
-				rows = append(rows, w.Name)
+				if w.Rendered(cfg) {
+					rows = append(rows, w.Name)
+				}
 			}
-			require.Equal(t, rows, names, "the chart's webhooks vs the table's rows")
+			require.Equal(t, rows, names, "the chart's webhooks vs the table's rows (an optional row only where its namespaces are configured)")
 			for i := range webhook.Webhooks {
 				row := &webhook.Webhooks[i]
+				if !row.Rendered(cfg) {
+					continue
+				}
 				got := hook(v, row.Name)
 				t.Run(row.Name, func(t *testing.T) {
 					if r.e.url != "" {

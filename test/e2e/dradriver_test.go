@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +20,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // TestDRADriverGPUCluster: the GPU Operator's GPUCluster (its DRA model)
@@ -73,4 +78,100 @@ func TestDRADriverGPUCluster(t *testing.T) {
 		require.NoError(t, edit(t, alice, ref, annotate("touch", "1")), "metadata only: not sent")
 		require.Equal(t, "v25.3.0", getObj(t, ref).Object["spec"].(map[string]any)["draDriver"].(map[string]any)["version"])
 	})
+}
+
+// TestDRADriverKubeletPlugin: a new image of the configured DRA driver's
+// kubelet-plugin DaemonSet (config draDrivers, set for the suite) reaches
+// the gate through the chart's own dradaemonsets webhook and is judged as a
+// driver-path change: without a record naming the new version it is
+// refused, also when the DaemonSet is deleted and created again. Edits that
+// leave the release alone, another DaemonSet of the same namespace and the
+// GPU Operator's own write never reach the webhook (its request count does
+// not move), and deleting the plugin always works. No DaemonSet controller
+// runs here: the test writes the DaemonSets as the driver's Helm chart
+// would (helm upgrade, as alice), and plays the GPU Operator by its
+// ServiceAccount.
+func TestDRADriverKubeletPlugin(t *testing.T) {
+	driverWorld(t)
+	ctx := context.Background()
+	ns := nvidiaDRA.Namespace
+	daemonSet := func(name, image string) *appsv1.DaemonSet {
+		labels := map[string]string{"app": name}
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "gpus", Image: image}}}}}}
+	}
+	plugin := daemonSet(nvidiaDRA.DaemonSet, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
+	other := daemonSet("nvidia-dra-driver-gpu-node-exporter", "quay.io/prometheus/node-exporter:v1.9.0")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "daemonsets-editor"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "daemonsets-editors"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
+			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}}
+	preGate(t, func() {
+		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+		for _, o := range []client.Object{role, binding, plugin, other} {
+			require.NoError(t, env.Admin.Create(ctx, o))
+		}
+	})
+	t.Cleanup(func() {
+		for _, o := range []client.Object{plugin, other, binding, role} {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
+		}
+	})
+	alice, _ := as(t, "alice")
+	update := func(c client.Client, ds *appsv1.DaemonSet, f func(*appsv1.DaemonSet)) error {
+		got := &appsv1.DaemonSet{}
+		require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(ds), got))
+		f(got)
+		return c.Update(ctx, got)
+	}
+	newImage := func(image string) func(*appsv1.DaemonSet) {
+		return func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image }
+	}
+	// notSent runs write, which must succeed without the webhook being called.
+	notSent := func(t *testing.T, write func() error) {
+		t.Helper()
+		before := webhookRequests(t, webhook.PathDRAPlugins)
+		require.NoError(t, write())
+		assert.Equal(t, before, webhookRequests(t, webhook.PathDRAPlugins), "the write reached the DRA plugin webhook")
+	}
+
+	t.Run("a new kubelet-plugin image without a record naming it is refused", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathDRAPlugins)
+		requireDenied(t, update(alice, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")), gate.CodeRecordMissing)
+		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's DRA plugin webhook judged it")
+	})
+	t.Run("a record that does not name the DRA driver qualifies no move of it", func(t *testing.T) {
+		err := update(alice, plugin, func(ds *appsv1.DaemonSet) {
+			newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")(ds)
+			metav1.SetMetaDataAnnotation(&ds.ObjectMeta, gate.AnnotationQualification, "v100-driver")
+		})
+		requireDeniedWith(t, err, gate.CodeTargetNotQualified)
+		require.Contains(t, err.Error(), "the record names no DRA driver version; the change moves it from v25.3.0")
+	})
+	t.Run("an edit that leaves the release alone never reaches the gate", func(t *testing.T) {
+		notSent(t, func() error {
+			return update(alice, plugin, func(ds *appsv1.DaemonSet) {
+				metav1.SetMetaDataAnnotation(&ds.Spec.Template.ObjectMeta, "kubectl.kubernetes.io/restartedAt", "2026-12-02T06:00:00Z")
+				metav1.SetMetaDataLabel(&ds.ObjectMeta, "team", "gpu-platform")
+			})
+		})
+	})
+	t.Run("another DaemonSet of the driver's namespace never reaches the gate", func(t *testing.T) {
+		notSent(t, func() error { return update(alice, other, newImage("quay.io/prometheus/node-exporter:v1.10.0")) })
+	})
+	t.Run("the GPU Operator's own write never reaches the gate", func(t *testing.T) {
+		op := gpuOperator(t)
+		notSent(t, func() error { return update(op, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.1")) })
+	})
+	t.Run("deleting the plugin always works; creating it again at a new release is judged", func(t *testing.T) {
+		notSent(t, func() error { return alice.Delete(ctx, plugin) })
+		again := daemonSet(nvidiaDRA.DaemonSet, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+		requireDenied(t, alice.Create(ctx, again), gate.CodeRecordMissing)
+	})
+	got := &appsv1.DaemonSet{}
+	require.True(t, apierrors.IsNotFound(env.Admin.Get(ctx, client.ObjectKeyFromObject(plugin), got)), "the refused create stored nothing")
 }

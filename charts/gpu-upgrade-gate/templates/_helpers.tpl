@@ -148,6 +148,28 @@ others' writes that change neither labels nor start stay away. */}}
 {{- printf "(request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name) == '%s'" .Values.config.halts.configMap }}
 {{- end }}
 
+{{/* DRA plugin webhook: the namespaces of config.draDrivers, each once, as a YAML list. */}}
+{{- define "gug.draDriverNamespaces" -}}
+{{- $ns := list }}
+{{- range .Values.config.draDrivers }}{{ $ns = append $ns .namespace }}{{ end }}
+{{- toYaml (uniq $ns) }}
+{{- end }}
+
+{{/* DRA plugin webhook: the configured kubelet-plugin DaemonSets, by namespace/name. */}}
+{{- define "gug.draKubeletPlugin" -}}
+{{- $names := list }}
+{{- range .Values.config.draDrivers }}{{ $names = append $names (printf "%s/%s" .namespace .daemonSet) }}{{ end }}
+{{- printf "request.namespace + '/' + object.metadata.name in [%s]" (include "gug.celList" $names) }}
+{{- end }}
+
+{{/*
+DRA plugin webhook: not the GPU Operator's own write (a ServiceAccount of its
+namespace), which follows the GPUCluster the driver webhook judged.
+*/}}
+{{- define "gug.notGPUOperator" -}}
+{{- printf "!request.userInfo.username.startsWith(%s)" (include "gug.celString" (printf "system:serviceaccount:%s:" .Values.config.gpuOperator.namespace)) }}
+{{- end }}
+
 {{/*
 Operator webhook: a new image of the operator's Deployment, or the approval
 of an InstallPlan for its CSV.

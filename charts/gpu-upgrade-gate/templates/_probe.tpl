@@ -40,4 +40,7 @@ dict of "root" (the chart's context) and "uid" (the probe's uid).
 - path: /validate/plan-status
   env: REVIEW_PLAN_STATUS
   review: {{ printf `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":%[1]q,"kind":{"group":"upgrade.cattle.io","version":"v1","kind":"Plan"},"resource":{"group":"upgrade.cattle.io","version":"v1","resource":"plans"},"subResource":"status","name":%[1]q,"namespace":%[2]q,"operation":"UPDATE","userInfo":{"username":%[1]q},"object":{"apiVersion":"upgrade.cattle.io/v1","kind":"Plan","metadata":{"name":%[1]q,"namespace":%[2]q}},"oldObject":{"apiVersion":"upgrade.cattle.io/v1","kind":"Plan","metadata":{"name":%[1]q,"namespace":%[2]q}},"options":null}}` $uid (first $root.Values.config.sucNamespaces) | quote }}
+- path: /validate/dra-daemonsets
+  env: REVIEW_DRA_DAEMONSETS
+  review: {{ printf `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":%[1]q,"kind":{"group":"apps","version":"v1","kind":"DaemonSet"},"resource":{"group":"apps","version":"v1","resource":"daemonsets"},"name":%[1]q,"namespace":%[2]q,"operation":"CREATE","userInfo":{"username":%[1]q},"object":{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":%[1]q,"namespace":%[2]q}},"oldObject":null,"options":null}}` $uid (first (default (list (dict "namespace" $root.Release.Namespace)) $root.Values.config.draDrivers)).namespace | quote }}
 {{- end }}

@@ -302,4 +302,43 @@ names (templates/_helpers.tpl).
   sideEffects: None
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
+{{- if .Values.config.draDrivers }}
+# A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured
+# draDrivers' DaemonSets, in their namespaces only, and only when their
+# containers' images or app.kubernetes.io/version label change (or one is
+# created): a new DRA driver release, judged like the driver path. Every other
+# DaemonSet, the DaemonSet controller's status and the GPU Operator's own writes
+# (after its reviewed GPUCluster) never reach the gate. Not rendered without
+# config.draDrivers. DELETE is not reviewed: removing the plugin always works.
+- name: dradaemonsets.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-daemonsets") | nindent 4 }}
+  rules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["daemonsets"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- include "gug.draDriverNamespaces" . | nindent 10 }}
+  matchConditions:
+    - name: dra-kubelet-plugin
+      expression: {{ include "gug.draKubeletPlugin" . | quote }}
+    - name: dra-version-changes
+      expression: >-
+        request.operation == 'CREATE' ||
+        object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
+        object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')
+    - name: not-gpu-operator
+      expression: {{ include "gug.notGPUOperator" . | quote }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+{{- end }}
 {{- end }}
