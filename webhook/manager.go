@@ -266,6 +266,12 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if facts.DRA != nil {
 		gateCaches = append(gateCaches, facts.DRA)
 	}
+	if err := newMaintenanceCache(ctx, mgr, restCfg, scheme, facts); err != nil {
+		return nil, nil, err
+	}
+	if facts.Maintenance != nil {
+		gateCaches = append(gateCaches, facts.Maintenance)
+	}
 	if err := facts.WatchProof(append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)...); err != nil {
 		return nil, nil, fmt.Errorf("watch proof facts: %w", err)
 	}
