@@ -41,9 +41,9 @@ type Facts struct {
 	// ResourceSlices and ResourceClaims ("" : it does).
 	DRA         cache.Cache
 	draUnserved string
-	// Maintenance caches the maintenance operator's NodeMaintenances
-	// (newMaintenanceCache); nil where the API server does not serve them.
-	Maintenance cache.Cache
+	// maintenance caches the maintenance operator's NodeMaintenances
+	// (newMaintenanceCache); nil until the API server serves them.
+	maintenance atomic.Pointer[cache.Cache]
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
 	// record is kept (tests of other paths).
 	Halts cache.Cache

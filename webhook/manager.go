@@ -266,11 +266,10 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if facts.DRA != nil {
 		gateCaches = append(gateCaches, facts.DRA)
 	}
-	if err := newMaintenanceCache(ctx, mgr, restCfg, scheme, facts); err != nil {
+	if c, err := newMaintenanceCache(ctx, mgr, restCfg, scheme, facts, opts.VersionRefresh); err != nil {
 		return nil, nil, err
-	}
-	if facts.Maintenance != nil {
-		gateCaches = append(gateCaches, facts.Maintenance)
+	} else if c != nil {
+		gateCaches = append(gateCaches, c)
 	}
 	if err := facts.WatchProof(append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)...); err != nil {
 		return nil, nil, fmt.Errorf("watch proof facts: %w", err)

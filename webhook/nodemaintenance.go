@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,32 +22,83 @@ import (
 
 // newMaintenanceCache makes the cache of the maintenance operator's
 // NodeMaintenances (the budget counts another requestor's node out,
-// gate/nodemaintenance.go), read per review (few objects); none where the
-// API server does not serve them, so a cluster without the maintenance
-// operator is never asked for them. A CRD installed later is seen at the
-// gate's next start.
-func newMaintenanceCache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config, scheme *runtime.Scheme, facts *Facts) error {
+// gate/nodemaintenance.go), read per review (few objects), where the API
+// server serves them: a cluster without the maintenance operator is never
+// asked for them. Where it does not yet, a maintenanceWatcher starts the
+// cache once it does (the operator installed after the gate).
+func newMaintenanceCache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config, scheme *runtime.Scheme, facts *Facts, every time.Duration) (cache.Cache, error) {
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if served, err := nodeMaintenanceServed(disc); err != nil || !served {
-		return err
+	served, err := nodeMaintenanceServed(disc)
+	if err != nil {
+		return nil, err
 	}
-	obj := nodeMaintenanceObject()
-	if facts.Maintenance, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
-		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject:                 map[client.Object]cache.ByObject{obj: {Transform: StripNodeMaintenance}}}); err != nil {
-		return fmt.Errorf("NodeMaintenance cache: %w", err)
+	if !served {
+		return nil, mgr.Add(&maintenanceWatcher{disc: disc, facts: facts, every: every,
+			newCache: func() (cache.Cache, error) { return maintenanceCache(restCfg, mgr, scheme, facts) }})
 	}
-	if err := mgr.Add(facts.Maintenance); err != nil {
-		return err
+	c, err := maintenanceCache(restCfg, mgr, scheme, facts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, err
 	}
 	// Start the informer with the cache, so the caches' sync waits for it.
-	if _, err := facts.Maintenance.GetInformer(ctx, obj); err != nil {
-		return fmt.Errorf("informer for NodeMaintenances: %w", err)
+	if _, err := c.GetInformer(ctx, nodeMaintenanceObject()); err != nil {
+		return nil, fmt.Errorf("informer for NodeMaintenances: %w", err)
 	}
-	return nil
+	facts.maintenance.Store(&c)
+	return c, nil
+}
+
+func maintenanceCache(restCfg *rest.Config, mgr manager.Manager, scheme *runtime.Scheme, facts *Facts) (cache.Cache, error) {
+	c, err := cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
+		DefaultWatchErrorHandler: facts.watches.failedWatch,
+		ByObject:                 map[client.Object]cache.ByObject{nodeMaintenanceObject(): {Transform: StripNodeMaintenance}}})
+	if err != nil {
+		return nil, fmt.Errorf("NodeMaintenance cache: %w", err)
+	}
+	return c, nil
+}
+
+// maintenanceWatcher probes discovery until the API server serves
+// NodeMaintenances, then starts their cache and hands it to the reviews
+// once synced.
+type maintenanceWatcher struct {
+	disc     discovery.DiscoveryInterface
+	facts    *Facts
+	every    time.Duration
+	newCache func() (cache.Cache, error)
+}
+
+func (w *maintenanceWatcher) Start(ctx context.Context) error {
+	every := max(w.every, 2*time.Second)
+	for {
+		if served, err := nodeMaintenanceServed(w.disc); err == nil && served {
+			c, err := w.newCache()
+			if err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- c.Start(ctx) }()
+			if _, err := c.GetInformer(ctx, nodeMaintenanceObject()); err != nil {
+				return fmt.Errorf("informer for NodeMaintenances: %w", err)
+			}
+			if !c.WaitForCacheSync(ctx) {
+				return nil // stopping
+			}
+			w.facts.maintenance.Store(&c)
+			return <-errc
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
 }
 
 func nodeMaintenanceObject() *unstructured.Unstructured {
@@ -72,12 +124,13 @@ func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
 // nodeMaintenances are the cached NodeMaintenances as the budget reads
 // them; none without the cache (not served).
 func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, error) {
-	if f.Maintenance == nil {
+	c := f.maintenance.Load()
+	if c == nil {
 		return nil, nil
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind(loader.NodeMaintenanceGVK.Kind + "List"))
-	if err := f.Maintenance.List(ctx, list); err != nil {
+	if err := (*c).List(ctx, list); err != nil {
 		return nil, fmt.Errorf("list cached NodeMaintenances: %w", err)
 	}
 	return loader.NodeMaintenancesOf(list.Items)
@@ -114,3 +167,6 @@ func stripNodeMaintenance(obj any) (any, error) {
 	out.Object["spec"] = spec
 	return out, nil
 }
+
+// NeedLeaderElection: every replica decides, so every replica reads them.
+func (w *maintenanceWatcher) NeedLeaderElection() bool { return false }
