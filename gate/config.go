@@ -142,6 +142,9 @@ type Config struct {
 	// OutOfService names the marks that take a GPU node out besides its
 	// cordon (nodestate.go).
 	OutOfService OutOfServiceConfig `json:"outOfService"`
+	// NodeMaintenance: other requestors' NodeMaintenances count their GPU
+	// nodes out for the budget (nodemaintenance.go).
+	NodeMaintenance NodeMaintenanceConfig `json:"nodeMaintenance"`
 	// RequireMover: a person's Node write that pulls a GPU node into a GPU
 	// Plan must carry gpu-upgrade-gate.io/moved-by with their username
 	// (rule_movedby.go).
@@ -374,6 +377,7 @@ func (c *Config) Validate() field.ErrorList {
 	}
 	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
 	errs = append(errs, c.OutOfService.validate(field.NewPath("outOfService"))...)
+	errs = append(errs, c.NodeMaintenance.validate(field.NewPath("nodeMaintenance"))...)
 	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {
 		if v := c.ApproverAliases[k]; strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" || strings.TrimSpace(v) != v {
 			errs = append(errs, field.Invalid(field.NewPath("approverAliases").Key(k), v, "expected a record's approvedBy text mapped to a username exactly as the API server authenticates it, e.g. bob: bob@corp.example"))

@@ -62,6 +62,9 @@ type Cluster struct {
 	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
 	// the webhook reads them live for the one review that needs them.
 	EtcdSnapshots EtcdSnapshots
+	// NodeMaintenances are the maintenance operator's requests, where the
+	// cluster serves them (nodemaintenance.go).
+	NodeMaintenances []NodeMaintenance
 	// OperatorRollout is the GPU Operator's own rollout, read live for a
 	// driver change (rule_operatorrollout.go); nil: not read, which fails
 	// closed.

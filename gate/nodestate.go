@@ -297,7 +297,8 @@ func (c *Config) outNodes(cl *Cluster, v *outView, now time.Time, d *Decision) m
 // Plans' own facts did not name: down by its own object (cordoned for any
 // reason, NotReady, an out-of-service taint), a live SUC Job for it
 // (matched by the Job's labels, Plan or no Plan), or a tuple a stored
-// forward Plan's record leaves half applied.
+// forward Plan's record leaves half applied, or another requestor's
+// NodeMaintenance for it.
 func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *corev1.Node, why string), down func(n *corev1.Node), has func(name string) bool) {
 	idx := cl.nodeIndex(c)
 	for _, n := range fs.down {
@@ -321,6 +322,16 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 	for _, n := range c.halfApplied(cl) {
 		if !has(n.Name) {
 			add(n, "runs a tuple half way between a stored Plan's record's source and target")
+		}
+	}
+	// Named even when another fact already counts the node: the cordon
+	// the maintenance operator made reads as someone else's.
+	for _, nm := range cl.NodeMaintenances {
+		if !c.NodeMaintenance.counted(nm) {
+			continue
+		}
+		if n := idx.GPUByName(c, nm.Node); n != nil {
+			add(n, nm.why())
 		}
 	}
 }

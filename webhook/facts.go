@@ -41,6 +41,9 @@ type Facts struct {
 	// ResourceSlices and ResourceClaims ("" : it does).
 	DRA         cache.Cache
 	draUnserved string
+	// maintenance caches the maintenance operator's NodeMaintenances
+	// (newMaintenanceCache); nil until the API server serves them.
+	maintenance atomic.Pointer[cache.Cache]
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
 	// record is kept (tests of other paths).
 	Halts cache.Cache
@@ -332,6 +335,10 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	cl.CreationGates = l.CreationGates(ctx)
 	if f.Preconditions != nil {
 		cl.Preconditions = f.Preconditions.Readings()
+	}
+	// Few objects, listed per review from the cache.
+	if cl.NodeMaintenances, err = f.nodeMaintenances(ctx); err != nil {
+		return nil, err
 	}
 	return cl, nil
 }

@@ -85,6 +85,17 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	case EtcdSnapshotSource:
 		cl.EtcdSnapshots = src.EtcdSnapshots()
 	}
+	// Other requestors' maintenance: listed live, or the saved List's (the
+	// webhook watches them where served).
+	switch src := l.Source.(type) {
+	case *Live:
+		cl.NodeMaintenances, err = ReadNodeMaintenances(ctx, src.Client)
+	case NodeMaintenanceSource:
+		cl.NodeMaintenances, err = src.NodeMaintenances()
+	}
+	if err != nil {
+		return nil, err
+	}
 	return cl, nil
 }
 

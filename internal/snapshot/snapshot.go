@@ -64,6 +64,11 @@ type Snapshot struct {
 	// List saved with etcdsnapshotfiles.k3s.cattle.io added to Recipe (an
 	// RKE2 cluster serves them; elsewhere kubectl refuses the type).
 	EtcdSnapshotFiles []unstructured.Unstructured
+	// NodeMaintenances are the maintenance operator's requests
+	// (maintenance.nvidia.com/v1alpha1), in a List saved with
+	// nodemaintenances.maintenance.nvidia.com added to Recipe (a cluster
+	// that runs the maintenance operator serves them).
+	NodeMaintenances []unstructured.Unstructured
 	// Skipped counts the items of kinds the gate does not read, by
 	// "apiVersion/kind".
 	Skipped map[string]int
@@ -404,6 +409,12 @@ func (s *Snapshot) add(item json.RawMessage) error {
 			return err
 		}
 		s.EtcdSnapshotFiles = append(s.EtcdSnapshotFiles, u)
+	case loader.NodeMaintenanceGVK.GroupVersion().String() + "/" + loader.NodeMaintenanceGVK.Kind:
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(item); err != nil {
+			return err
+		}
+		s.NodeMaintenances = append(s.NodeMaintenances, u)
 	default:
 		if tm.Kind == "" {
 			return errors.New("the item has no kind")

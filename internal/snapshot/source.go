@@ -109,6 +109,12 @@ func (f *fileSource) EtcdSnapshots() gate.EtcdSnapshots {
 	return loader.EtcdSnapshotsOf(f.snap.EtcdSnapshotFiles)
 }
 
+// NodeMaintenances are the List's NodeMaintenances (none where the Recipe
+// left the kind out).
+func (f *fileSource) NodeMaintenances() ([]gate.NodeMaintenance, error) {
+	return loader.NodeMaintenancesOf(f.snap.NodeMaintenances)
+}
+
 func (f *fileSource) ServerVersion(context.Context) (string, error) {
 	if f.version != "" {
 		return f.version, nil

@@ -560,6 +560,8 @@ func (r *rendered) checkRBAC() []string {
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		// RKE2's etcd snapshots, listed live for an RKE2-minor Plan.
 		"k3s.cattle.io/etcdsnapshotfiles": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
+		// The maintenance operator's requests, watched where served (the budget).
+		"maintenance.nvidia.com/nodemaintenances": {[]string{"list", "watch"}, func(ns string) bool { return ns == "cluster" }, nil},
 		// The drain check's budgets, listed live for a draining Plan.
 		"policy/poddisruptionbudgets": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		// OLM's phase of the GPU Operator, listed live on a driver change.
@@ -679,7 +681,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles", "policy/poddisruptionbudgets"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles", "maintenance.nvidia.com/nodemaintenances", "policy/poddisruptionbudgets"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}

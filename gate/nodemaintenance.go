@@ -1,0 +1,72 @@
+package gate
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// Other maintenance (issue 27 item 2): the NVIDIA maintenance operator
+// (github.com/Mellanox/maintenance-operator) cordons and drains a node for
+// whoever asks through a NodeMaintenance (maintenance.nvidia.com/v1alpha1,
+// namespaced: spec.nodeName, spec.requestorID, spec.additionalRequestors).
+// The Network Operator's OFED upgrade in requestor mode asks through it
+// (k8s-operator-libs pkg/upgrade, MAINTENANCE_OPERATOR_REQUESTOR_ID). A GPU
+// node in another requestor's maintenance is out for the budget from the
+// moment the object exists (the operator cordons it once it schedules the
+// request) until the object is gone: a NodeMaintenance being deleted still
+// counts, as the operator uncordons in its finalizer.
+
+// NodeMaintenance is what the budget reads of one NodeMaintenance object.
+type NodeMaintenance struct {
+	Namespace, Name string
+	// Node is spec.nodeName.
+	Node string
+	// Requestors are spec.requestorID then spec.additionalRequestors.
+	Requestors []string
+	// Deleting: metadata.deletionTimestamp is set (still counts).
+	Deleting bool
+}
+
+// NodeMaintenanceConfig is the `nodeMaintenance` section of the config.
+type NodeMaintenanceConfig struct {
+	// IgnoreRequestors are the requestor IDs whose NodeMaintenances the
+	// budget already counts by other facts: the GPU Operator's, when its
+	// driver upgrade runs in requestor mode (its driver upgrade state
+	// counts the node; counting its request too would make nodes waiting
+	// at the driver step hold each other).
+	IgnoreRequestors []string `json:"ignoreRequestors,omitempty"`
+}
+
+// requestorID is the maintenance operator's requestorID pattern (its CRD
+// validation: DNS-label parts joined by dots, 2 to 63 characters).
+var requestorID = regexp.MustCompile(`^[a-z0-9A-Z]([-a-z0-9A-Z]*[a-z0-9A-Z])?(\.[a-z0-9A-Z]([-a-z0-9A-Z]*[a-z0-9A-Z])?)*$`)
+
+func (m *NodeMaintenanceConfig) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, id := range m.IgnoreRequestors {
+		if len(id) < 2 || len(id) > 63 || !requestorID.MatchString(id) {
+			errs = append(errs, field.Invalid(path.Child("ignoreRequestors").Index(i), qualification.Clip(id), "expected a NodeMaintenance spec.requestorID: 2 to 63 characters in domain-name notation, e.g. gpu-operator.nvidia.com"))
+		}
+	}
+	return errs
+}
+
+// counted: some requestor of m is not ignored (a request shared with an
+// ignored requestor is still another requestor's maintenance).
+func (m *NodeMaintenanceConfig) counted(nm NodeMaintenance) bool {
+	return slices.ContainsFunc(nm.Requestors, func(id string) bool { return !slices.Contains(m.IgnoreRequestors, id) })
+}
+
+// why names the object and its requestors for the budget's messages.
+func (nm NodeMaintenance) why() string {
+	s := "NodeMaintenance " + nm.Namespace + "/" + nm.Name + " of requestor " + strings.Join(nm.Requestors, ", ")
+	if nm.Deleting {
+		s += " (being deleted: out until the maintenance operator uncordons it and the object is gone)"
+	}
+	return s
+}

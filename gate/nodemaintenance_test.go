@@ -1,0 +1,113 @@
+package gate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// networkOperatorMaintenance is a NodeMaintenance as the Network Operator's
+// OFED upgrade in requestor mode would create it for node.
+func networkOperatorMaintenance(node string) NodeMaintenance {
+	return NodeMaintenance{Namespace: "nvidia-network-operator", Name: "ofed-upgrade-" + node, Node: node, Requestors: []string{"network.operator"}}
+}
+
+// TestNodeMaintenanceOut: another requestor's NodeMaintenance counts its GPU
+// node out for the budget (issue 27 item 2).
+func TestNodeMaintenanceOut(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*scenario)
+		want   []Code
+		named  string
+	}{
+		{name: "DisruptionBudgetExceeded: another GPU node in the Network Operator's maintenance", mutate: func(s *scenario) {
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
+		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "gpu-h200-01 (NodeMaintenance nvidia-network-operator/ofed-upgrade-gpu-h200-01 of requestor network.operator)"},
+		{name: "DisruptionBudgetExceeded: one being deleted counts until it is gone (the operator uncordons in its finalizer)", mutate: func(s *scenario) {
+			nm := networkOperatorMaintenance("gpu-h200-01")
+			nm.Deleting = true
+			s.cluster.NodeMaintenances = []NodeMaintenance{nm}
+		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "of requestor network.operator (being deleted"},
+		{name: "DisruptionBudgetExceeded: an ignored requestor's request shared with another requestor", mutate: func(s *scenario) {
+			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"gpu-operator.nvidia.com"}
+			nm := networkOperatorMaintenance("gpu-h200-01")
+			nm.Requestors = []string{"gpu-operator.nvidia.com", "network.operator"}
+			s.cluster.NodeMaintenances = []NodeMaintenance{nm}
+		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "of requestor gpu-operator.nvidia.com, network.operator"},
+		{name: "DisruptionBudgetExceeded: named beside the cordon the maintenance operator made", mutate: func(s *scenario) {
+			s.node("gpu-h200-01").Spec.Unschedulable = true
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
+		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "gpu-h200-01 (NodeMaintenance nvidia-network-operator/ofed-upgrade-gpu-h200-01 of requestor network.operator; cordoned by"},
+		{name: "an ignored requestor's request does not count", mutate: func(s *scenario) {
+			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"network.operator"}
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
+		}},
+		{name: "a CPU node's maintenance does not count", mutate: func(s *scenario) {
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("cpu-01")}
+		}},
+		{name: "a node that does not exist does not count", mutate: func(s *scenario) {
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-gone-01")}
+		}},
+		{name: "the Plan's own pending node in maintenance is already out: it adds nothing", mutate: func(s *scenario) {
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-v100-01")}
+		}},
+		{name: "a budget of 2 allows the Plan's node beside one in maintenance", mutate: func(s *scenario) {
+			s.cfg.Budget.MaxUnavailable = 2
+			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			tc.mutate(s)
+			d := s.decide()
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			if tc.named != "" {
+				assert.Contains(t, d.Message(), tc.named)
+			}
+		})
+	}
+}
+
+// TestNodeMaintenanceState: the fleet view shows the node out, naming the
+// request.
+func TestNodeMaintenanceState(t *testing.T) {
+	s := safeScenario(t)
+	s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
+	var got *NodeStatus
+	for _, st := range NodeStates(s.cfg, s.cluster, time.Now()) {
+		if st.Node == "gpu-h200-01" {
+			got = &st
+		}
+	}
+	require.NotNil(t, got)
+	assert.Equal(t, StateOut, got.State)
+	assert.Equal(t, []string{"NodeMaintenance nvidia-network-operator/ofed-upgrade-gpu-h200-01 of requestor network.operator"}, got.Why)
+}
+
+func TestNodeMaintenanceConfig(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want string
+	}{
+		{id: "network-operator.nvidia.com"},
+		{id: "x", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "x": expected a NodeMaintenance spec.requestorID`},
+		{id: "bad_id", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "bad_id"`},
+		{id: "-lead.example", want: `Invalid value: "-lead.example"`},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.NodeMaintenance.IgnoreRequestors = []string{tc.id}
+			errs := cfg.Validate()
+			if tc.want == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.NotEmpty(t, errs)
+			assert.Contains(t, errs.ToAggregate().Error(), tc.want)
+		})
+	}
+}
