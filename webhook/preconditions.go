@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
@@ -279,16 +280,9 @@ func builtinState(unmet bool) precondition.State {
 
 // watchInformers is watch for client-go informers (the dynamic ones).
 func (s *snapshot[T]) watchInformers(infs ...toolscache.SharedIndexInformer) error {
-	bump := func() { s.gen.Add(1) }
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { bump() },
-			UpdateFunc: func(any, any) { bump() },
-			DeleteFunc: func(any) { bump() },
-		}); err != nil {
-			return err
-		}
+	out := make([]cache.Informer, len(infs))
+	for i, inf := range infs {
+		out[i] = inf
 	}
-	s.watching.Store(true)
-	return nil
+	return s.watch(out...)
 }
