@@ -67,12 +67,7 @@ func changeRecord(c *clusterFlags, cm *common, config, namespace, plan, record s
 	if err != nil {
 		return nil, err
 	}
-	var cfg *gate.Config
-	if live != nil && config == "" {
-		cfg, err = c.liveConfig(ctx, live, namespace)
-	} else {
-		cfg, err = loadConfig(config, namespace, namespaceSet)
-	}
+	cfg, err := c.readConfig(ctx, live, config, namespace, namespaceSet)
 	if err != nil {
 		return nil, err
 	}

@@ -103,12 +103,7 @@ func check(f *checkFlags, fs *pflag.FlagSet, stderr io.Writer) ([]planResult, er
 	if err != nil {
 		return nil, err
 	}
-	var cfg *gate.Config
-	if live != nil && f.config == "" {
-		cfg, err = f.liveConfig(ctx, live, f.namespace)
-	} else {
-		cfg, err = loadConfig(f.config, f.namespace, fs.Changed("namespace"))
-	}
+	cfg, err := f.readConfig(ctx, live, f.config, f.namespace, fs.Changed("namespace"))
 	if err != nil {
 		return nil, err
 	}

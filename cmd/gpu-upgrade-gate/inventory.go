@@ -127,12 +127,7 @@ func nodeInventory(c *clusterFlags, config, namespace, now, output string, names
 	if err != nil {
 		return nil, nil, nil, time.Time{}, err
 	}
-	var cfg *gate.Config
-	if live != nil && config == "" {
-		cfg, err = c.liveConfig(ctx, live, namespace)
-	} else {
-		cfg, err = loadConfig(config, namespace, namespaceSet)
-	}
+	cfg, err := c.readConfig(ctx, live, config, namespace, namespaceSet)
 	if err != nil {
 		return nil, nil, nil, time.Time{}, err
 	}

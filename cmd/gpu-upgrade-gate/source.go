@@ -47,6 +47,16 @@ func (c *clusterFlags) live() (*loader.Live, error) {
 	return l, nil
 }
 
+// readConfig is the config a command judges with: the file path names,
+// else (with --kubeconfig) the webhook's own from its ConfigMap, else the
+// defaults.
+func (c *clusterFlags) readConfig(ctx context.Context, live *loader.Live, path, namespace string, namespaceSet bool) (*gate.Config, error) {
+	if live != nil && path == "" {
+		return c.liveConfig(ctx, live, namespace)
+	}
+	return loadConfig(path, namespace, namespaceSet)
+}
+
 // liveConfig reads the webhook's config from its ConfigMap, as the chart
 // mounts it for serve.
 func (c *clusterFlags) liveConfig(ctx context.Context, live *loader.Live, namespace string) (*gate.Config, error) {
