@@ -72,8 +72,8 @@ type Facts struct {
 	// or a live read.
 	loaderOnce sync.Once
 	loader     *loader.Loader
-	// holderFlights are the request checks' holder listings in flight, by
-	// node (RequestHolders).
+	// holderFlights are the request checks' Pod listings in flight, by
+	// node (SharedPods: RequestHolders and the drain check).
 	holderFlights singleflight.Group
 
 	// What the engine reads from the informer caches is built once per
@@ -435,12 +435,22 @@ func (f *Facts) RequestHolders(ctx context.Context, nodes []string) (map[string]
 	return f.holders(ctx, nodes, f.sharedHolders)
 }
 
-func (f *Facts) listHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+// listPods lists the Pods on node from the API server (its watch cache,
+// no older than the Pod informer has seen).
+func (f *Facts) listPods(ctx context.Context, node string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := f.Live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}, f.holderListOptions()); err != nil {
 		return nil, err
 	}
-	return f.Config.HoldersOf(pods.Items), nil
+	return pods.Items, nil
+}
+
+func (f *Facts) listHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+	pods, err := f.listPods(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return f.Config.HoldersOf(pods), nil
 }
 
 // holderListTimeout bounds a shared listing, which runs apart from the
@@ -448,23 +458,33 @@ func (f *Facts) listHolders(ctx context.Context, node string) ([]gate.Holder, er
 // the webhook's timeout in the chart.
 const holderListTimeout = 10 * time.Second
 
-// sharedHolders joins the node's listing in flight, or starts one. The
-// holders it returns are shared: read only.
-func (f *Facts) sharedHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+// SharedPods joins the listing of the node's Pods in flight, or starts
+// one: a Plan review's holders and its drain check read one listing, and
+// reviews of the same node share it. The Pods it returns are shared: read
+// only.
+func (f *Facts) SharedPods(ctx context.Context, node string) ([]corev1.Pod, error) {
 	ch := f.holderFlights.DoChan(node, func() (any, error) {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holderListTimeout)
 		defer cancel()
-		return f.listHolders(lctx, node)
+		return f.listPods(lctx, node)
 	})
 	select {
 	case r := <-ch:
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		return r.Val.([]gate.Holder), nil
+		return r.Val.([]corev1.Pod), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+func (f *Facts) sharedHolders(ctx context.Context, node string) ([]gate.Holder, error) {
+	pods, err := f.SharedPods(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return f.Config.HoldersOf(pods), nil
 }
 
 func (f *Facts) holders(ctx context.Context, nodes []string, listOne func(context.Context, string) ([]gate.Holder, error)) (map[string][]gate.Holder, error) {

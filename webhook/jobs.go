@@ -126,7 +126,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	drain := step.DrainNodes()
 	if len(drain) > 0 {
-		step.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain))
+		step.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods))
 	}
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the

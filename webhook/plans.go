@@ -62,7 +62,7 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	// while the holder listing is in flight.
 	drain := r.DrainNodes()
 	if len(drain) > 0 {
-		r.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain))
+		r.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods))
 	}
 	d := r.DecideListing(func() (map[string][]gate.Holder, error) {
 		tr.mark("rules")

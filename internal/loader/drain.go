@@ -16,20 +16,21 @@ import (
 // as unreadable (a warning, or with drainCheck.deny a refusal).
 const DrainTimeout = 3 * time.Second
 
-// ReadDrainFacts lists, live, the Pods on each of nodes (by spec.nodeName)
-// and every PodDisruptionBudget: what the drain check (gate.DrainFacts)
-// judges. Only a draining Plan's pending nodes are asked for (a wave).
-func ReadDrainFacts(ctx context.Context, r client.Reader, nodes []string) gate.DrainFacts {
+// ReadDrainFacts reads the Pods on each of nodes (podsOn: the webhook's
+// listing its holder check shares) and lists, live, every
+// PodDisruptionBudget: what the drain check (gate.DrainFacts) judges. Only
+// a draining Plan's pending nodes are asked for (a wave).
+func ReadDrainFacts(ctx context.Context, r client.Reader, nodes []string, podsOn func(context.Context, string) ([]corev1.Pod, error)) gate.DrainFacts {
 	ctx, cancel := context.WithTimeout(ctx, DrainTimeout)
 	defer cancel()
 	out := gate.DrainFacts{Pods: make(map[string][]*corev1.Pod, len(nodes))}
 	for _, n := range nodes {
-		var pods corev1.PodList
-		if err := r.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n}); err != nil {
+		pods, err := podsOn(ctx, n)
+		if err != nil {
 			return gate.DrainFacts{Err: fmt.Errorf("list pods on node %s: %w", n, err)}
 		}
-		for i := range pods.Items {
-			out.Pods[n] = append(out.Pods[n], &pods.Items[i])
+		for i := range pods {
+			out.Pods[n] = append(out.Pods[n], &pods[i])
 		}
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
