@@ -78,6 +78,12 @@ func etcdSnapshotOf(u *unstructured.Unstructured) (gate.EtcdSnapshot, error) {
 			return s, fmt.Errorf("status.creationTime %q: expected an RFC 3339 time, e.g. 2026-12-02T00:00:00Z", qualification.Clip(created))
 		}
 		s.CreatedAt = t.Time
+		// A snapshot is no younger than its object: the object has no
+		// status subresource, so an update could re-date an old one, but
+		// the API server sets metadata.creationTimestamp.
+		if ts := u.GetCreationTimestamp().Time; !ts.IsZero() && ts.Before(s.CreatedAt) {
+			s.CreatedAt = ts
+		}
 	}
 	ready, _, e := unstructured.NestedBool(obj, "status", "readyToUse")
 	if e != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -101,4 +102,29 @@ func TestReadEtcdSnapshots(t *testing.T) {
 		require.Len(t, got.Items, 1)
 		assert.True(t, got.Items[0].ReadyToUse)
 	})
+}
+
+// TestEtcdSnapshotNoYoungerThanItsObject: a status.creationTime later than
+// the object's metadata.creationTimestamp (an old snapshot re-dated by an
+// update: no status subresource) counts from the object's creation; an
+// object made after its snapshot (RKE2 listing existing snapshots) keeps
+// the snapshot's time.
+func TestEtcdSnapshotNoYoungerThanItsObject(t *testing.T) {
+	snap := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		created time.Time
+		want    time.Time
+	}{
+		{"re-dated after its object was made", snap.Add(-72 * time.Hour), snap.Add(-72 * time.Hour)},
+		{"object made after the snapshot", snap.Add(time.Hour), snap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := snapshotFile("s", map[string]any{"readyToUse": true, "creationTime": "2026-12-02T00:00:00Z"})
+			u.SetCreationTimestamp(metav1.NewTime(tc.created))
+			got := EtcdSnapshotsOf([]unstructured.Unstructured{u})
+			require.NoError(t, got.Err)
+			assert.True(t, got.Items[0].CreatedAt.Equal(tc.want), "%v", got.Items[0].CreatedAt)
+		})
+	}
 }
