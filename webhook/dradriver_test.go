@@ -81,3 +81,34 @@ func TestDRADriverOtherDaemonSets(t *testing.T) {
 	}
 	assert.True(t, s.draDaemonSet(daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil)), "the configured one is judged")
 }
+
+// TestDRADaemonSetReloadAtTheSameVersion: the plugin's images changing
+// while the version reads the same (another repository under the same tag,
+// a new digest under the same version label) is judged as a reload of that
+// version, not let through as no change; a label-only edit is no reload,
+// and a version move is a move, not a reload.
+func TestDRADaemonSetReloadAtTheSameVersion(t *testing.T) {
+	digest := func(b string) string { return "@sha256:" + strings.Repeat(b, 32) }
+	label := map[string]any{gate.LabelVersion: "v25.8.1"}
+	for _, tc := range []struct {
+		name            string
+		old, cur        *unstructured.Unstructured
+		reload, version bool
+	}{
+		{"another repository, same tag", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			daemonSet("dra", "plugin", nil, "registry.example.com/fork/k8s-dra-driver-gpu:v25.8.1"), true, false},
+		{"a new digest under the same version label", daemonSet("dra", "plugin", label, "nvcr.io/nvidia/k8s-dra-driver-gpu"+digest("cd")),
+			daemonSet("dra", "plugin", label, "nvcr.io/nvidia/k8s-dra-driver-gpu"+digest("ef")), true, false},
+		{"the same images", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			daemonSet("dra", "plugin", map[string]any{"team": "x"}, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), false, false},
+		{"a new version", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"),
+			daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ch gate.DriverChange
+			draDaemonSetChange(&ch, tc.cur, tc.old, admissionv1.Update)
+			assert.Equal(t, tc.reload, ch.Reload)
+			assert.Equal(t, tc.version, ch.OldDRA != ch.NewDRA)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -86,10 +87,7 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		if !s.draDaemonSet(obj) {
 			return gate.Decision{Allowed: true, Object: ch.Object}, nil // another DaemonSet: not the gate's
 		}
-		ch.NewDRA, ch.DRAPath = draVersion(obj)
-		if old != nil && req.Operation == admissionv1.Update {
-			ch.OldDRA, _ = draVersion(old)
-		}
+		draDaemonSetChange(&ch, obj, old, req.Operation)
 		if ch.NodeSelector, err = podNodeSelector(obj); err != nil {
 			return gate.Decision{}, err
 		}
@@ -241,6 +239,30 @@ var pathPodContainers = field.NewPath("spec", "template", "spec", "containers")
 // draVersion is the DRA driver release the kubelet-plugin DaemonSet runs
 // (gate.DRADriverVersion); the path is its first container's image.
 func draVersion(u *unstructured.Unstructured) (string, *field.Path) {
+	images := containerImages(u)
+	if len(images) == 0 {
+		return "", pathPodContainers
+	}
+	v, _ := gate.DRADriverVersion(images, u.GetLabels()[gate.LabelVersion])
+	return v, pathPodContainers.Index(0).Child("image")
+}
+
+// draDaemonSetChange fills ch from the DRA kubelet plugin's DaemonSet: its
+// version before and after, and a reload when its images change at the
+// same version (another repository, or a new digest under the same
+// version label): other code, judged as a restart of the same version, as
+// a ClusterPolicy's repository change is.
+func draDaemonSetChange(ch *gate.DriverChange, obj, old *unstructured.Unstructured, op admissionv1.Operation) {
+	ch.NewDRA, ch.DRAPath = draVersion(obj)
+	if old != nil && op == admissionv1.Update {
+		ch.OldDRA, _ = draVersion(old)
+		ch.Reload = ch.OldDRA == ch.NewDRA && !slices.Equal(containerImages(old), containerImages(obj))
+	}
+}
+
+// containerImages are the images of a workload's Pod template's
+// containers, in order.
+func containerImages(u *unstructured.Unstructured) []string {
 	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	var images []string
 	for _, c := range cs {
@@ -248,11 +270,7 @@ func draVersion(u *unstructured.Unstructured) (string, *field.Path) {
 		image, _ := m["image"].(string)
 		images = append(images, image)
 	}
-	if len(images) == 0 {
-		return "", pathPodContainers
-	}
-	v, _ := gate.DRADriverVersion(images, u.GetLabels()[gate.LabelVersion])
-	return v, pathPodContainers.Index(0).Child("image")
+	return images
 }
 
 // podNodeSelector is the DaemonSet's Pod nodeSelector: the nodes it can
