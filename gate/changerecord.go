@@ -261,7 +261,9 @@ func (c *Config) ChangeRecordOf(cl *Cluster, s ChangeSubject, now time.Time) (*C
 			for _, f := range p.Failures {
 				cn.Checks = append(cn.Checks, ChangeNodeCheck{Summary: f.Signal, Failed: true})
 			}
-			if first == nil || (!p.ReachedAt.IsZero() && p.ReachedAt.Before(first.at)) {
+			// The earliest node there; one with no reached time only until
+			// one with a time is seen.
+			if first == nil || (!p.ReachedAt.IsZero() && (first.at.IsZero() || p.ReachedAt.Before(first.at))) {
 				first = &reached{n.Name, p.ReachedAt}
 			}
 		}
