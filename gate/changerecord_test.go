@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -300,4 +301,21 @@ func TestChangeRecordTriggerNamesNodeChecks(t *testing.T) {
 		}
 		assert.Equal(t, len(checks), n, "%v", cr.RollbackTrigger.Signals)
 	}
+}
+
+// TestChangeRecordFirstNodeHasAReachedTime: with no canary before the
+// rollout, the canary is its earliest node at the destination that has a
+// reached time, not the first by name that has none.
+func TestChangeRecordFirstNodeHasAReachedTime(t *testing.T) {
+	s := changeScenario(t)
+	s.cluster.Nodes = s.cluster.Nodes[:len(s.cluster.Nodes)-1] // no gpu-v100-03
+	setTuple(s.node("gpu-v100-01"), tupleTarget)
+	setTuple(s.node("gpu-v100-02"), tupleTarget)
+	n := s.node("gpu-v100-01")
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	cr, err := s.cfg.ChangeRecordOf(s.cluster, ChangeSubject{Plan: s.req.Plan}, testNow)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpu-v100-02"}, cr.Canary.Nodes)
 }
