@@ -58,7 +58,7 @@ func TestCreationGateOpen(t *testing.T) {
 		{"the driver's per-node step", func(t *testing.T, gates func(*scenario)) Decision {
 			s := safeDriverStepScenario(t)
 			gates(s.scenario)
-			return PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(nil, nil)
+			return s.prepareDriverStep(s.step).Decide(nil, nil)
 		}},
 		{"a person's mode change", func(t *testing.T, gates func(*scenario)) Decision {
 			s, old, n := nodeScenario(t)

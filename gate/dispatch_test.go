@@ -61,7 +61,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		}},
 		{"driver-step", []Review{ReviewDriverStep}, func(t *testing.T) Decision {
 			s := safeDriverStepScenario(t)
-			return PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(nil, nil)
+			return s.prepareDriverStep(s.step).Decide(nil, nil)
 		}},
 		{"suc-step", []Review{ReviewPlan, ReviewSUCStep}, func(t *testing.T) Decision { return safeStep(t).decide(nil) }},
 		{"completion", []Review{ReviewCompletion}, func(t *testing.T) Decision {

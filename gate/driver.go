@@ -111,8 +111,8 @@ type DriverReview struct {
 	// step is set for the per-node driver step (driverstep.go): one node,
 	// judged when its reload starts, with the budget instead of the policy.
 	step *DriverStep
-	// operatorRollout, when set, is the operator's rollout the adapter read
-	// for this review (SetOperatorRollout).
+	// operatorRollout is the operator's rollout the adapter read for this
+	// review (SetOperatorRollout); nil: not read, which fails closed.
 	operatorRollout *OperatorRollout
 }
 

@@ -44,7 +44,7 @@ func safeDriverScenario(t *testing.T) *driverScenario {
 }
 
 func (s *driverScenario) decide() Decision {
-	r := PrepareDriver(s.cfg, s.cluster, DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+	r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
 	return r.Decide(s.holders, nil)
 }
 

@@ -101,7 +101,7 @@ func TestDriverPathFields(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := safeDriverScenario(t)
 			tc.mutate(s)
-			r := PrepareDriver(s.cfg, s.cluster, DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+			r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
 			d := r.Decide(s.holders, s.holdersErr)
 			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
 			assert.Equal(t, len(tc.want) == 0, d.Allowed)
@@ -160,7 +160,7 @@ func TestOperatorUpgrade(t *testing.T) {
 				OldOperator: "v26.3.3", NewOperator: "v26.6.0", OperatorPath: field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"),
 				Policy: s.change.Policy, PolicyPath: s.change.PolicyPath}
 			tc.mutate(s)
-			r := PrepareDriver(s.cfg, s.cluster, DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+			r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
 			assert.Empty(t, r.HolderNodes(), "an operator upgrade lists no holders")
 			d := r.Decide(s.holders, nil)
 			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
@@ -301,7 +301,7 @@ func TestDriverStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := safeDriverStepScenario(t)
 			tc.mutate(s)
-			r := PrepareDriverStep(s.cfg, s.cluster, s.step)
+			r := s.prepareDriverStep(s.step)
 			d := r.Decide(s.holders, s.holdersErr)
 			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
 			assert.Equal(t, len(tc.want) == 0, d.Allowed)
@@ -318,7 +318,7 @@ func TestDriverStep(t *testing.T) {
 func TestDriverStepMessage(t *testing.T) {
 	s := safeDriverStepScenario(t)
 	s.step.InFlight = []*corev1.Node{inState(s.node("gpu-v100-02"), "uncordon-required")}
-	d := PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(s.holders, nil)
+	d := s.prepareDriverStep(s.step).Decide(s.holders, nil)
 	assert.Contains(t, d.Message(), `Node gpu-v100-01 driver reload (nvidia.com/gpu-driver-upgrade-state drain-required -> pod-restart-required, rolling out ClusterPolicy cluster-policy) is denied`)
 	assert.Contains(t, d.Message(), "already out: gpu-v100-02 (driver upgrade state uncordon-required)")
 	assert.Equal(t, "metadata.labels[nvidia.com/gpu-driver-upgrade-state]", d.Blockers[0].Err.Field)

@@ -65,10 +65,6 @@ type Cluster struct {
 	// NodeMaintenances are the maintenance operator's requests, where the
 	// cluster serves them (nodemaintenance.go).
 	NodeMaintenances []NodeMaintenance
-	// OperatorRollout is the GPU Operator's own rollout, read live for a
-	// driver change (rule_operatorrollout.go); nil: not read, which fails
-	// closed.
-	OperatorRollout *OperatorRollout
 	// Preconditions are the declared preconditions as read
 	// (rule_precondition.go): a CEL one evaluated over its watched objects,
 	// an alerts one as its poller last read it.

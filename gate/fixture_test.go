@@ -131,6 +131,24 @@ type scenario struct {
 	holders map[string][]Holder
 	// holdersErr is what listing the holders failed with (nil: it worked).
 	holdersErr error
+	// operatorRollout is what the adapter reads live of the GPU Operator's
+	// own rollout for a driver review (nil: not read).
+	operatorRollout *OperatorRollout
+}
+
+// prepareDriver prepares a driver change as the adapter does, with the
+// operator's rollout it reads for it.
+func (s *scenario) prepareDriver(req DriverRequest) *DriverReview {
+	r := PrepareDriver(s.cfg, s.cluster, req)
+	r.SetOperatorRollout(s.operatorRollout)
+	return r
+}
+
+// prepareDriverStep is prepareDriver for the per-node driver step.
+func (s *scenario) prepareDriverStep(st DriverStep) *DriverReview {
+	r := PrepareDriverStep(s.cfg, s.cluster, st)
+	r.SetOperatorRollout(s.operatorRollout)
+	return r
 }
 
 func safeScenario(t testing.TB) *scenario {
@@ -143,10 +161,10 @@ func safeScenario(t testing.TB) *scenario {
 			ServerVersion:     "v1.36.2+rke2r1",
 			GPUOperatorImage:  "nvcr.io/nvidia/gpu-operator:v26.3.3",
 			DCGMExporterImage: "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless",
-			OperatorRollout:   rolledOutOperator(),
 		},
-		req:     PlanRequest{Operation: "CREATE", Plan: canaryPlan("gpu-v100-01"), User: UserInfo{Name: "alice", Groups: []string{"platform"}}, Now: testNow},
-		holders: map[string][]Holder{},
+		operatorRollout: rolledOutOperator(),
+		req:             PlanRequest{Operation: "CREATE", Plan: canaryPlan("gpu-v100-01"), User: UserInfo{Name: "alice", Groups: []string{"platform"}}, Now: testNow},
+		holders:         map[string][]Holder{},
 	}
 }
 

@@ -60,7 +60,7 @@ func TestPreconditions(t *testing.T) {
 		{"the driver's per-node step", func(t *testing.T, pre func(*scenario)) Decision {
 			s := safeDriverStepScenario(t)
 			pre(s.scenario)
-			return PrepareDriverStep(s.cfg, s.cluster, s.step).Decide(nil, nil)
+			return s.prepareDriverStep(s.step).Decide(nil, nil)
 		}, "before a GPU upgrade starts"},
 		{"SUC's completion of an upgraded GPU node", func(t *testing.T, pre func(*scenario)) Decision {
 			s, old, n := completionScenario(t)

@@ -123,7 +123,8 @@ func (r *DriverReview) operatorRolloutChecked() bool {
 func (r *DriverReview) NeedsOperatorRollout() bool { return r.changed && r.operatorRolloutChecked() }
 
 // SetOperatorRollout gives the review the operator's rollout the adapter
-// read for it (in place of the cluster view's).
+// read live for it: the one source the rule reads (the cluster view has no
+// copy, as it is read only for the reviews that need it).
 func (r *DriverReview) SetOperatorRollout(o *OperatorRollout) { r.operatorRollout = o }
 
 // operatorRolloutRule (driver path and step, review-level): the GPU
@@ -133,10 +134,7 @@ func operatorRolloutRule(rv review, f *findings, _ *Decision) {
 	if !ok || !r.operatorRolloutChecked() {
 		return
 	}
-	o := r.cl.OperatorRollout
-	if r.operatorRollout != nil {
-		o = r.operatorRollout
-	}
+	o := r.operatorRollout
 	if o == nil {
 		// The adapter did not read it: fail closed.
 		o = &OperatorRollout{Deployment: r.cfg.GPUOperator.Namespace + "/" + r.cfg.GPUOperator.Name, Err: fmt.Errorf("not read for this review")}

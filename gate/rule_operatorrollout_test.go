@@ -62,15 +62,15 @@ func TestOperatorRolloutUnfinished(t *testing.T) {
 				ds, st := safeDriverScenario(t), safeDriverStepScenario(t)
 				for _, sc := range []*scenario{ds.scenario, st.scenario} {
 					if tc.nilRO {
-						sc.cluster.OperatorRollout = nil
+						sc.operatorRollout = nil
 					} else {
-						tc.mutate(sc.cluster.OperatorRollout)
+						tc.mutate(sc.operatorRollout)
 					}
 					sc.cfg.OperatorRollout.Required = !tc.cfgOff
 				}
 				d := ds.decide()
 				if path == "driver step" {
-					d = PrepareDriverStep(st.cfg, st.cluster, st.step).Decide(st.holders, nil)
+					d = st.prepareDriverStep(st.step).Decide(st.holders, nil)
 				}
 				if tc.want == "" {
 					assert.True(t, d.Allowed, d.Message())
@@ -91,7 +91,7 @@ func TestOperatorRolloutUnfinished(t *testing.T) {
 // a Plan do not read the operator's rollout.
 func TestOperatorRolloutNotOnOtherPaths(t *testing.T) {
 	s := safeScenario(t)
-	s.cluster.OperatorRollout = nil
+	s.operatorRollout = nil
 	d := s.decide()
 	assert.NotContains(t, d.Codes(), CodeOperatorRolloutUnfinished, d.Message())
 }
