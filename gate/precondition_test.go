@@ -94,6 +94,28 @@ func TestPreconditions(t *testing.T) {
 			assert.Contains(t, unknown.Message(), "precondition ceph-health (Ceph must report HEALTH_OK) cannot be judged (which counts as failed) "+tc.step)
 			assert.Contains(t, unknown.Message(), ": its objects cannot be read (configmaps is forbidden)")
 
+			// The watched objects deleted: all() would hold over none.
+			allOverNone := precondition.Precondition{Name: "ceph-health", Kind: precondition.KindCEL,
+				CEL: &precondition.CEL{Version: "v1", Resource: "configmaps", Namespace: "rook-ceph", Expression: "objects.all(o, o.data.health == 'HEALTH_OK')"}}
+			prog, err := precondition.Compile(allOverNone.CEL.Expression)
+			require.NoError(t, err)
+			empty := tc.decide(t, func(s *scenario) {
+				withPreconditions(t, s, "HEALTH_OK", `[]`)
+				s.cfg.Preconditions[0] = allOverNone
+				s.cluster.Preconditions[0], _ = precondition.ReadCEL(allOverNone, prog, nil, nil, precondition.RuntimeBudget)
+			})
+			assert.Equal(t, []Code{CodePreconditionUnknown}, empty.Codes(), empty.Message())
+			assert.Contains(t, empty.Message(), "precondition ceph-health cannot be judged (which counts as failed) "+tc.step)
+			assert.Contains(t, empty.Message(), ": no objects matched configmaps/v1 in rook-ceph (set cel.allowEmpty: true if none is healthy)")
+			mayBeEmpty := tc.decide(t, func(s *scenario) {
+				withPreconditions(t, s, "HEALTH_OK", `[]`)
+				p := allOverNone
+				p.CEL = &precondition.CEL{Version: "v1", Resource: "configmaps", Namespace: "rook-ceph", Expression: allOverNone.CEL.Expression, AllowEmpty: true}
+				s.cfg.Preconditions[0] = p
+				s.cluster.Preconditions[0], _ = precondition.ReadCEL(p, prog, nil, nil, precondition.RuntimeBudget)
+			})
+			assert.True(t, mayBeEmpty.Allowed, "allowEmpty: the expression judges no objects: %s", mayBeEmpty.Message())
+
 			notRead := tc.decide(t, func(s *scenario) {
 				withPreconditions(t, s, "HEALTH_OK", `[]`)
 				s.cluster.Preconditions = s.cluster.Preconditions[1:]
@@ -147,6 +169,9 @@ func TestPreconditionsConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []precondition.Precondition{cephHealth, gpuAlerts}, cfg.Preconditions)
 	assert.Empty(t, DefaultConfig().Preconditions, "none by default: existing installs do not change")
+	cfg, err = LoadConfig([]byte("preconditions:\n- {name: no-drain-holds, kind: cel, cel: {version: v1, resource: configmaps, namespace: ops, labelSelector: hold=drain, expression: \"size(objects) == 0\", allowEmpty: true}}\n"))
+	require.NoError(t, err)
+	assert.True(t, cfg.Preconditions[0].CEL.AllowEmpty, "a precondition may declare that no object is healthy")
 	for _, tc := range []struct{ name, yaml, err string }{
 		{"a compile error is a config error naming the field", "preconditions:\n- {name: x, kind: cel, cel: {version: v1, resource: configmaps, expression: \"objects.all(o,\"}}\n",
 			`preconditions[0].cel.expression: Invalid value: "objects.all(o,": compilation failed`},
@@ -154,6 +179,10 @@ func TestPreconditionsConfig(t *testing.T) {
 			"preconditions[0].cel.expression: Invalid value: \"objects.all(o, objects.all(p, p == o))\": estimated cost"},
 		{"duplicate names", "preconditions:\n- {name: x, kind: alerts, alerts: {url: \"http://am:9093/api/v2/alerts\"}}\n- {name: x, kind: alerts, alerts: {url: \"http://am:9093/api/v2/alerts\"}}\n",
 			`preconditions[1].name: Duplicate value: "x"`},
+		{"allowEmpty is a bool", "preconditions:\n- {name: x, kind: cel, cel: {version: v1, resource: configmaps, expression: \"size(objects) == 0\", allowEmpty: maybe}}\n",
+			"preconditions.cel.allowEmpty of type bool"},
+		{"allowEmpty belongs to cel", "preconditions:\n- {name: x, kind: alerts, allowEmpty: true, alerts: {url: \"http://am:9093/api/v2/alerts\"}}\n",
+			`unknown field "preconditions[0].allowEmpty"`},
 		{"an unknown key", "preconditions:\n- {name: x, kind: alerts, alerts: {url: \"http://am:9093/api/v2/alerts\", matchers: [a]}}\n", `unknown field "preconditions[0].alerts.matchers"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

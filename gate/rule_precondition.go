@@ -79,18 +79,7 @@ func preconditionBlocker(p precondition.Precondition, state precondition.State, 
 func PreconditionReads(p precondition.Precondition) string {
 	switch {
 	case p.CEL != nil:
-		where := p.CEL.Resource
-		if p.CEL.Group != "" {
-			where += "." + p.CEL.Group
-		}
-		where += "/" + p.CEL.Version
-		if p.CEL.Namespace != "" {
-			where += " in " + p.CEL.Namespace
-		}
-		if p.CEL.LabelSelector != "" {
-			where += " (" + p.CEL.LabelSelector + ")"
-		}
-		return fmt.Sprintf("cel over %s: %s", where, p.CEL.Expression)
+		return fmt.Sprintf("cel over %s: %s", p.CEL.Where(), p.CEL.Expression)
 	case p.Alerts != nil:
 		return fmt.Sprintf("alerts at %s: %s", p.Alerts.URL, p.Alerts.Matcher())
 	}

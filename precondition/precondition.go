@@ -59,6 +59,29 @@ type CEL struct {
 	// Expression is CEL returning bool, e.g.
 	// objects.all(o, o.status.phase == 'HEALTH_OK').
 	Expression string `json:"expression"`
+	// AllowEmpty lets the expression judge an empty set of objects. Off
+	// (the default), no matching object is Unknown, which fails closed:
+	// objects.all(...) holds over none, so deleting (or relabelling) the
+	// watched objects would otherwise make the precondition hold.
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+}
+
+// Where names the objects the precondition reads: resource.group/version,
+// its namespace and label selector, e.g. "cephclusters.ceph.rook.io/v1 in
+// rook-ceph (app=ceph)".
+func (c *CEL) Where() string {
+	where := c.Resource
+	if c.Group != "" {
+		where += "." + c.Group
+	}
+	where += "/" + c.Version
+	if c.Namespace != "" {
+		where += " in " + c.Namespace
+	}
+	if c.LabelSelector != "" {
+		where += " (" + c.LabelSelector + ")"
+	}
+	return where
 }
 
 // GVR is the resource the precondition reads.

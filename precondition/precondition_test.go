@@ -44,26 +44,36 @@ func TestCompile(t *testing.T) {
 }
 
 func TestReadCEL(t *testing.T) {
-	p := Precondition{Name: "ceph-health", Kind: KindCEL, CEL: &CEL{Version: "v1", Resource: "configmaps", Expression: "size(objects) > 0 && objects.all(o, o.data.health == 'HEALTH_OK')"}}
-	prog, err := Compile(p.CEL.Expression)
-	require.NoError(t, err)
 	for _, tc := range []struct {
-		name    string
-		objects []any
-		listErr error
-		budget  int64
-		state   State
-		seen    string
+		name       string
+		expr       string // "": size(objects) > 0 && objects.all(...)
+		allowEmpty bool
+		objects    []any
+		listErr    error
+		budget     int64
+		state      State
+		seen       string
 	}{
 		{name: "holds", objects: []any{cephCM("HEALTH_OK")}, budget: RuntimeBudget, state: Holds, seen: "returned true over 1 object(s)"},
 		{name: "fails", objects: []any{cephCM("HEALTH_OK"), cephCM("HEALTH_WARN")}, budget: RuntimeBudget, state: Fails, seen: "returned false over 2 object(s)"},
-		{name: "no objects fails (the expression asks for one)", budget: RuntimeBudget, state: Fails, seen: "returned false over 0 object(s)"},
+		{name: "no objects is unknown: all() would hold over none", budget: RuntimeBudget, state: Unknown,
+			seen: "no objects matched configmaps/v1 in rook-ceph (app=ceph) (set cel.allowEmpty: true if none is healthy)"},
+		{name: "no objects, allowed empty: the expression judges (it asks for one)", allowEmpty: true, budget: RuntimeBudget, state: Fails, seen: "returned false over 0 object(s)"},
+		{name: "no objects, allowed empty, all() alone holds", expr: "objects.all(o, o.data.health == 'HEALTH_OK')", allowEmpty: true, budget: RuntimeBudget, state: Holds, seen: "returned true over 0 object(s)"},
+		{name: "all() alone over one object still judges it", expr: "objects.all(o, o.data.health == 'HEALTH_OK')", objects: []any{cephCM("HEALTH_WARN")}, budget: RuntimeBudget, state: Fails, seen: "returned false over 1 object(s)"},
 		{name: "a missing field is unknown", objects: []any{map[string]any{"data": map[string]any{}}}, budget: RuntimeBudget, state: Unknown, seen: "no such key: health"},
 		{name: "objects that cannot be read are unknown", listErr: errors.New("forbidden"), budget: RuntimeBudget, state: Unknown, seen: "cannot be read (forbidden)"},
 		{name: "out of the shared budget is unknown", objects: []any{cephCM("HEALTH_OK")}, budget: 3, state: Unknown, seen: "cost budget exceeded"},
 		{name: "no budget left is unknown", objects: []any{cephCM("HEALTH_OK")}, budget: 0, state: Unknown, seen: "cost budget exceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			p := Precondition{Name: "ceph-health", Kind: KindCEL, CEL: &CEL{Version: "v1", Resource: "configmaps", Namespace: "rook-ceph", LabelSelector: "app=ceph",
+				Expression: "size(objects) > 0 && objects.all(o, o.data.health == 'HEALTH_OK')", AllowEmpty: tc.allowEmpty}}
+			if tc.expr != "" {
+				p.CEL.Expression = tc.expr
+			}
+			prog, err := Compile(p.CEL.Expression)
+			require.NoError(t, err)
 			r, left := ReadCEL(p, prog, tc.objects, tc.listErr, tc.budget)
 			assert.Equal(t, tc.state, r.State)
 			assert.Contains(t, r.Seen, tc.seen)

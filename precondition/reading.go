@@ -70,7 +70,8 @@ func (r Reading) At(now time.Time) (State, string) {
 
 // ReadCEL evaluates a cel precondition over its objects (each as its JSON
 // map; listErr: why they could not be listed) within budget, the runtime
-// cost left of this round; it returns the reading and the budget left.
+// cost left of this round; it returns the reading and the budget left. No
+// object is Unknown unless the precondition allows an empty set.
 func ReadCEL(p Precondition, prog *Program, objects []any, listErr error, budget int64) (Reading, int64) {
 	r := Reading{Precondition: p, State: Unknown}
 	switch {
@@ -78,6 +79,10 @@ func ReadCEL(p Precondition, prog *Program, objects []any, listErr error, budget
 		r.Seen = "its objects cannot be read (" + listErr.Error() + ")"
 	case prog == nil:
 		r.Seen = "its expression is not compiled"
+	case len(objects) == 0 && (p.CEL == nil || !p.CEL.AllowEmpty):
+		// objects.all(...) holds over none: an empty set is judged only
+		// where the config says it may be empty.
+		r.Seen = "no objects matched " + where(p) + " (set cel.allowEmpty: true if none is healthy)"
 	default:
 		ok, left, err := prog.Eval(objects, budget)
 		budget = left
@@ -91,6 +96,14 @@ func ReadCEL(p Precondition, prog *Program, objects []any, listErr error, budget
 		}
 	}
 	return r, budget
+}
+
+// where names what a cel precondition reads.
+func where(p Precondition) string {
+	if p.CEL == nil {
+		return "its objects"
+	}
+	return p.CEL.Where()
 }
 
 // ReadAlerts is one poll of an alerts precondition at `at`: the source's

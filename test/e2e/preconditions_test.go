@@ -54,7 +54,9 @@ func e2ePreconditions() []precondition.Precondition {
 	return []precondition.Precondition{{
 		Name: "storage-health", Kind: precondition.KindCEL, Message: "the storage cluster must report HEALTH_OK",
 		CEL: &precondition.CEL{Version: "v1", Resource: "configmaps", Namespace: "rook-ceph", LabelSelector: "app=storage-status",
-			Expression: "size(objects) > 0 && objects.all(o, o.data.health == 'HEALTH_OK')"},
+			// all() alone, as the docs' example: the gate, not the
+			// expression, refuses an empty set (no allowEmpty).
+			Expression: "objects.all(o, o.data.health == 'HEALTH_OK')"},
 	}, {
 		Name: "gpu-alerts", Kind: precondition.KindAlerts,
 		Alerts: &precondition.Alerts{URL: alertStub.URL + "/api/v2/alerts", AlertNames: []string{"GPUXidErrors"},
@@ -80,7 +82,8 @@ func setStorageHealth(t *testing.T, health string) {
 
 // TestPreconditions (issue 27 item 1): the next GPU node's upgrade (a Plan
 // that moves it) is held while the storage health object says otherwise
-// than HEALTH_OK, and released once it does; held while the stub
+// than HEALTH_OK, and released once it does; held (unknown) while the
+// object is gone, where all() would hold over none; held while the stub
 // Alertmanager lists a firing GPUXidErrors; and held, fail-closed, once the
 // Alertmanager has been unreachable for longer than maxAge, then released
 // when it answers again. The gate reads the ConfigMap through its own
@@ -90,7 +93,13 @@ func TestPreconditions(t *testing.T) {
 	ctx := context.Background()
 	c, _ := as(t, "alice")
 	write := func() error { return c.Create(ctx, plan("pre-canary", "v100-r580", "gpu-v100-01"), client.DryRunAll) }
-	t.Cleanup(func() { setStorageHealth(t, "HEALTH_OK"); alertsMode.Store("healthy") })
+	t.Cleanup(func() {
+		if err := env.Admin.Create(ctx, storageStatus("HEALTH_OK")); client.IgnoreAlreadyExists(err) != nil {
+			t.Errorf("write back the storage health object: %v", err)
+		}
+		setStorageHealth(t, "HEALTH_OK")
+		alertsMode.Store("healthy")
+	})
 	eventuallyWrite(t, write)
 
 	setStorageHealth(t, "HEALTH_WARN")
@@ -99,6 +108,17 @@ func TestPreconditions(t *testing.T) {
 	requireDenied(t, err, gate.CodePreconditionFailed)
 	assert.Contains(t, err.Error(), "precondition storage-health (the storage cluster must report HEALTH_OK) does not hold before a GPU upgrade starts (applying this Plan): the expression returned false over 1 object(s)")
 	setStorageHealth(t, "HEALTH_OK")
+	eventuallyWrite(t, write)
+
+	// The health object deleted: all() would hold over no object; the
+	// precondition cannot be judged instead, and holds again once the
+	// storage operator writes it back.
+	require.NoError(t, env.Admin.Delete(ctx, storageStatus("HEALTH_OK")))
+	eventuallyWrite(t, write, gate.CodePreconditionUnknown)
+	err = write()
+	requireDenied(t, err, gate.CodePreconditionUnknown)
+	assert.Contains(t, err.Error(), "precondition storage-health (the storage cluster must report HEALTH_OK) cannot be judged (which counts as failed) before a GPU upgrade starts (applying this Plan): no objects matched configmaps/v1 in rook-ceph (app=storage-status)")
+	require.NoError(t, env.Admin.Create(ctx, storageStatus("HEALTH_OK")))
 	eventuallyWrite(t, write)
 
 	alertsMode.Store("firing")
