@@ -32,7 +32,7 @@ func TestNodeMaintenanceOut(t *testing.T) {
 			s.cluster.NodeMaintenances = []NodeMaintenance{nm}
 		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "of requestor network.operator (being deleted"},
 		{name: "DisruptionBudgetExceeded: an ignored requestor's request shared with another requestor", mutate: func(s *scenario) {
-			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"gpu-operator.nvidia.com"}
+			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"nvidia-network-operator/gpu-operator.nvidia.com"}
 			nm := networkOperatorMaintenance("gpu-h200-01")
 			nm.Requestors = []string{"gpu-operator.nvidia.com", "network.operator"}
 			s.cluster.NodeMaintenances = []NodeMaintenance{nm}
@@ -41,10 +41,16 @@ func TestNodeMaintenanceOut(t *testing.T) {
 			s.node("gpu-h200-01").Spec.Unschedulable = true
 			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
 		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "gpu-h200-01 (NodeMaintenance nvidia-network-operator/ofed-upgrade-gpu-h200-01 of requestor network.operator; cordoned by"},
-		{name: "an ignored requestor's request does not count", mutate: func(s *scenario) {
-			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"network.operator"}
+		{name: "an ignored requestor's request in its namespace does not count", mutate: func(s *scenario) {
+			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"nvidia-network-operator/network.operator"}
 			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("gpu-h200-01")}
 		}},
+		{name: "DisruptionBudgetExceeded: the ignored requestor's ID in another namespace counts (anyone may write an ID)", mutate: func(s *scenario) {
+			s.cfg.NodeMaintenance.IgnoreRequestors = []string{"nvidia-network-operator/network.operator"}
+			nm := networkOperatorMaintenance("gpu-h200-01")
+			nm.Namespace = "team-ml"
+			s.cluster.NodeMaintenances = []NodeMaintenance{nm}
+		}, want: []Code{CodeDisruptionBudgetExceeded}, named: "gpu-h200-01 (NodeMaintenance team-ml/ofed-upgrade-gpu-h200-01 of requestor network.operator)"},
 		{name: "a CPU node's maintenance does not count", mutate: func(s *scenario) {
 			s.cluster.NodeMaintenances = []NodeMaintenance{networkOperatorMaintenance("cpu-01")}
 		}},
@@ -93,10 +99,14 @@ func TestNodeMaintenanceConfig(t *testing.T) {
 		id   string
 		want string
 	}{
-		{id: "network-operator.nvidia.com"},
-		{id: "x", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "x": expected a NodeMaintenance spec.requestorID`},
-		{id: "bad_id", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "bad_id"`},
-		{id: "-lead.example", want: `Invalid value: "-lead.example"`},
+		{id: "gpu-operator/network-operator.nvidia.com"},
+		{id: "network-operator.nvidia.com", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "network-operator.nvidia.com": expected <namespace>/<requestorID>`},
+		{id: "/network-operator.nvidia.com", want: `Invalid value: "/network-operator.nvidia.com": expected <namespace>/<requestorID>`},
+		{id: "Gpu_Operator/network-operator.nvidia.com", want: `Invalid value: "Gpu_Operator/network-operator.nvidia.com": expected <namespace>/<requestorID>`},
+		{id: "gpu-operator/x", want: `nodeMaintenance.ignoreRequestors[0]: Invalid value: "gpu-operator/x": expected <namespace>/<requestorID> whose requestor ID is a NodeMaintenance spec.requestorID`},
+		{id: "gpu-operator/bad_id", want: `Invalid value: "gpu-operator/bad_id"`},
+		{id: "gpu-operator/-lead.example", want: `Invalid value: "gpu-operator/-lead.example"`},
+		{id: "gpu-operator/a/b", want: `Invalid value: "gpu-operator/a/b"`},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
 			cfg := DefaultConfig()
