@@ -65,6 +65,11 @@ type Cluster struct {
 	// NodeMaintenances are the maintenance operator's requests, where the
 	// cluster serves them (nodemaintenance.go).
 	NodeMaintenances []NodeMaintenance
+	// NodeMaintenancesErr says why they cannot be read (their watch failed,
+	// their cache has not synced, one is malformed); nil when they were.
+	// Only a move that consumes the budget fails closed on it (budgetRule):
+	// every other review reads no maintenance.
+	NodeMaintenancesErr error
 	// Preconditions are the declared preconditions as read
 	// (rule_precondition.go): a CEL one evaluated over its watched objects,
 	// an alerts one as its poller last read it.

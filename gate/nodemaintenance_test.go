@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,6 +120,81 @@ func TestNodeMaintenanceConfig(t *testing.T) {
 			}
 			require.NotEmpty(t, errs)
 			assert.Contains(t, errs.ToAggregate().Error(), tc.want)
+		})
+	}
+}
+
+// TestNodeMaintenancesUnreadable: NodeMaintenances that cannot be read
+// (their watch failed, one is malformed) fail closed only the moves that
+// take a GPU node out, naming the failure; SUC's completion, a person's
+// uncordon of a proven node and a relabel go on as before.
+func TestNodeMaintenancesUnreadable(t *testing.T) {
+	unreadable := errors.New("NodeMaintenance ns/odd: spec.nodeName: expected the name of the node in maintenance, e.g. gpu-node-01 (missing)")
+	for _, tc := range []struct {
+		name   string
+		decide func(t *testing.T, err error) Decision
+		// held: the move consumes the budget, so the error refuses it.
+		held bool
+	}{
+		{"a Plan that takes a GPU node out", func(t *testing.T, err error) Decision {
+			s := safeScenario(t)
+			s.cluster.NodeMaintenancesErr = err
+			return s.decide()
+		}, true},
+		{"SUC's Job start on a GPU node", func(t *testing.T, err error) Decision {
+			s := safeStep(t)
+			s.cluster.NodeMaintenancesErr = err
+			return s.decide(nil)
+		}, true},
+		{"a driver change", func(t *testing.T, err error) Decision {
+			s := safeDriverScenario(t)
+			s.cluster.NodeMaintenancesErr = err
+			return s.decide()
+		}, true},
+		{"the driver's per-node step", func(t *testing.T, err error) Decision {
+			s := safeDriverStepScenario(t)
+			s.cluster.NodeMaintenancesErr = err
+			return s.prepareDriverStep(s.step).Decide(nil, nil)
+		}, true},
+		{"SUC's completion of a proven node", func(t *testing.T, err error) Decision {
+			s, old, n := completionScenario(t)
+			prove(s, "gpu-v100-01")
+			s.cluster.NodeMaintenancesErr = err
+			return DecideCompletion(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: UserInfo{Name: sucUserName}, Now: testNow})
+		}, false},
+		{"a person's uncordon of a proven node", func(t *testing.T, err error) Decision {
+			s, old, n := completionScenario(t)
+			prove(s, "gpu-v100-01")
+			n.Labels = old.Labels // the uncordon alone
+			s.cluster.NodeMaintenancesErr = err
+			return PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: s.req.User, Now: testNow}).Decide(nil, nil)
+		}, false},
+		{"a relabel that moves no node", func(t *testing.T, err error) Decision {
+			s, old, n := nodeScenario(t)
+			n.Labels["team"] = "ml"
+			s.cluster.NodeMaintenancesErr = err
+			return decideNode(s, old, n)
+		}, false},
+		{"a Plan whose only node is already out", func(t *testing.T, err error) Decision {
+			s := safeScenario(t)
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "pod-restart-required"
+			s.cluster.NodeMaintenancesErr = err
+			d := s.decide()
+			return Decision{Object: d.Object, Allowed: !slices.Contains(d.Codes(), CodeFactsMissing), Blockers: slices.DeleteFunc(slices.Clone(d.Blockers), func(b Blocker) bool { return b.Code != CodeFactsMissing })}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			readable := tc.decide(t, nil)
+			require.True(t, readable.Allowed, "readable: %s", readable.Message())
+			d := tc.decide(t, unreadable)
+			if !tc.held {
+				assert.True(t, d.Allowed, "takes no GPU node out: %s", d.Message())
+				return
+			}
+			assert.Equal(t, []Code{CodeFactsMissing}, d.Codes(), d.Message())
+			assert.Contains(t, d.Message(), "[FactsMissing] the disruption budget cannot count the GPU nodes out before taking GPU node(s) ")
+			assert.Contains(t, d.Message(), "gpu-v100-01")
+			assert.Contains(t, d.Message(), " out: the maintenance operator's NodeMaintenances (maintenance.nvidia.com) cannot be read (NodeMaintenance ns/odd: spec.nodeName: expected the name of the node in maintenance")
 		})
 	}
 }

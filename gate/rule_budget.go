@@ -303,10 +303,12 @@ func (c *Config) budgetRule(f *findings, cl *Cluster, fs *fleetScan, now time.Ti
 	}
 	var hits []*hit
 	byKey := map[string]*hit{}
+	var uncounted []string
 	for _, cand := range bc.candidates {
 		if o := out[cand.Name]; o != nil && !isOwn(o) {
 			continue // already out: taking it adds nothing
 		}
+		uncounted = append(uncounted, cand.Name)
 		for _, s := range c.Budget.scopes(cand) {
 			var counted []*outNode
 			for _, o := range out {
@@ -330,6 +332,18 @@ func (c *Config) budgetRule(f *findings, cl *Cluster, fs *fleetScan, now time.Ti
 	for _, h := range hits {
 		f.add(disruptionBudgetExceeded(bc.node, bc.path, h.candidates, h.scope.what, h.scope.key, h.scope.limit, h.counted))
 	}
+	// Another requestor's maintenance may have nodes out the count above
+	// could not see: a node taken out now fails closed; a node already out
+	// consumes nothing, and reviews that take none out never get here.
+	if cl.NodeMaintenancesErr != nil && len(uncounted) > 0 {
+		f.add(maintenanceUnreadable(bc.node, bc.path, uncounted, cl.NodeMaintenancesErr))
+	}
+}
+
+// maintenanceUnreadable builds every FactsMissing blocker of the budget.
+func maintenanceUnreadable(node string, path *field.Path, candidates []string, err error) Blocker {
+	return forbidden(CodeFactsMissing, node, path, "the disruption budget cannot count the GPU nodes out before taking GPU node(s) %s out: the maintenance operator's NodeMaintenances (maintenance.nvidia.com) cannot be read (%s), and another requestor's maintenance may have GPU nodes out; fix what the error names (the gate's watch of nodemaintenances, its RBAC, or the malformed object), then retry (writes that take no GPU node out, SUC's completions among them, are not held by it)",
+		nodeList(candidates), qualification.Clip(err.Error()))
 }
 
 // disruptionBudgetExceeded builds every DisruptionBudgetExceeded blocker.

@@ -461,8 +461,9 @@ func rules() []Rule {
 					Example: "[OutsideWindow] node gpu-v100-01's upgrade (SUC's Job) would start at 2026-11-21T12:00:00Z, outside every maintenance window in the gate's config (windows.maintenance); the next opens at Sun 2026-11-22 02:00 CET, time zone Europe/Berlin (windows.maintenance[0]: su 02:00-06:00 Europe/Berlin); retry then (SUC retries on its own; the Plan's spec.window alone does not open the gate's windows)",
 					Fix:     "wait for the next window the message names; SUC and the GPU Operator retry a refused step on their own"},
 			}},
-		{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded}, Reviews: reloadPaths, Apply: budgetRule,
+		{Name: "budget", Codes: []Code{CodeDisruptionBudgetExceeded, CodeFactsMissing}, Reviews: reloadPaths, Apply: budgetRule,
 			Docs: map[Code]CodeDoc{
+				CodeFactsMissing: {Meaning: "a move that takes a GPU node out (Plan, SUC's Job start, driver path and step) while the maintenance operator's NodeMaintenances cannot be read (their watch failed, their cache has not synced, or one is malformed): the budget cannot count another requestor's maintenance; writes that take no node out are not held by it"},
 				CodeDisruptionBudgetExceeded: {Meaning: "taking one more GPU node out would exceed `budget.maxUnavailable` (default 1; tighter per hardware or zone), counting every GPU node out for any reason (applying, mid driver upgrade, cordoned, NotReady, out-of-service, running a SUC Job matched by the Job's labels, half way between a stored Plan's record's source and target; each named with why); on Plans, SUC's Job start and the driver path and step",
 					Example: "[DisruptionBudgetExceeded] taking GPU node gpu-v100-01 out now would make 2 GPU nodes unavailable at once across all GPU nodes, above the budget of 1 (budget.maxUnavailable); already out: gpu-h200-01 (NotReady); wait until they are back (Ready, uncordoned, proven, driver upgrade-done) and retry",
 					Fix:     "wait until the nodes the message names are back (Ready, uncordoned, proven, driver `upgrade-done`) and retry (docs/rollout.md#out)"},

@@ -86,15 +86,14 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		cl.EtcdSnapshots = src.EtcdSnapshots()
 	}
 	// Other requestors' maintenance: listed live, or the saved List's (the
-	// webhook watches them where served).
+	// webhook watches them where served). One that cannot be read fails
+	// closed only the moves that consume the budget
+	// (Cluster.NodeMaintenancesErr), not the whole view.
 	switch src := l.Source.(type) {
 	case *Live:
-		cl.NodeMaintenances, err = ReadNodeMaintenances(ctx, src.Client)
+		cl.NodeMaintenances, cl.NodeMaintenancesErr = ReadNodeMaintenances(ctx, src.Client)
 	case NodeMaintenanceSource:
-		cl.NodeMaintenances, err = src.NodeMaintenances()
-	}
-	if err != nil {
-		return nil, err
+		cl.NodeMaintenances, cl.NodeMaintenancesErr = src.NodeMaintenances()
 	}
 	return cl, nil
 }
