@@ -53,7 +53,7 @@ func newDRACache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config,
 		byObject[r.Claims.Object] = claims
 	}
 	if facts.DRA, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
-		DefaultWatchErrorHandler: facts.watches.failedWatch, ByObject: byObject}); err != nil {
+		DefaultWatchErrorHandler: facts.draWatches.failedWatch, ByObject: byObject}); err != nil {
 		return nil, fmt.Errorf("DRA proof cache: %w", err)
 	}
 	if err := mgr.Add(facts.DRA); err != nil {

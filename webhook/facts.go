@@ -42,8 +42,17 @@ type Facts struct {
 	DRA         cache.Cache
 	draUnserved string
 	// maintenance caches the maintenance operator's NodeMaintenances
-	// (newMaintenanceCache); nil until the API server serves them.
-	maintenance atomic.Pointer[cache.Cache]
+	// (newMaintenanceCache); nil while the API server does not serve them
+	// or their cache has not synced. maintenanceErr says why they cannot be
+	// read (nil: they can, or none is served), maintenanceWatches when
+	// their watch last failed: either refuses only the moves that consume
+	// the budget, outside the gate-wide readiness (watches).
+	maintenance        atomic.Pointer[cache.Cache]
+	maintenanceErr     atomic.Pointer[error]
+	maintenanceWatches watchHealth
+	// draWatches is when the DRA cache's watches last failed: that makes
+	// only the proofs of DRA nodes unknown (Cluster), not every review.
+	draWatches watchHealth
 	// Halts caches the halt record ConfigMap only (by name); nil: no halt
 	// record is kept (tests of other paths).
 	Halts cache.Cache
@@ -326,6 +335,12 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if cl.Proof, err = f.proofFacts(ctx); err != nil {
 		return nil, err
 	}
+	// The DRA cache's store stays as it last was: a broken watch leaves
+	// the DRA nodes' devices and claims unknown, so their proofs fail
+	// (cl.Proof is this review's copy; the snapshot keeps its own).
+	if err := f.draWatches.fresh(); err != nil && cl.Proof.DRA.Unreadable == "" {
+		cl.Proof.DRA.Unreadable = err.Error()
+	}
 	cl.Halts = f.haltRecordOf(ctx)
 	if err := f.haltUnwritable(); err != nil && cl.Halts.Err == nil {
 		cl.Halts.Err = err
@@ -336,10 +351,9 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if f.Preconditions != nil {
 		cl.Preconditions = f.Preconditions.Readings()
 	}
-	// Few objects, listed per review from the cache.
-	if cl.NodeMaintenances, err = f.nodeMaintenances(ctx); err != nil {
-		return nil, err
-	}
+	// Few objects, listed per review from the cache; unreadable, they hold
+	// only the moves that consume the budget.
+	cl.NodeMaintenances, cl.NodeMaintenancesErr = f.nodeMaintenances(ctx)
 	return cl, nil
 }
 

@@ -266,10 +266,8 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if facts.DRA != nil {
 		gateCaches = append(gateCaches, facts.DRA)
 	}
-	if c, err := newMaintenanceCache(ctx, mgr, restCfg, scheme, facts, opts.VersionRefresh); err != nil {
+	if err := newMaintenanceCache(mgr, restCfg, scheme, facts, maintenanceProbe); err != nil {
 		return nil, nil, err
-	} else if c != nil {
-		gateCaches = append(gateCaches, c)
 	}
 	if err := facts.WatchProof(append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)...); err != nil {
 		return nil, nil, fmt.Errorf("watch proof facts: %w", err)

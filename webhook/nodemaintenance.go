@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -20,43 +21,36 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
-// newMaintenanceCache makes the cache of the maintenance operator's
+// maintenanceProbe is how often the maintenance watcher asks discovery
+// whether the API server serves NodeMaintenances (absent: look again;
+// watched: still there), and how long it waits before it tries again a
+// cache that failed: one discovery request per period, where it used to
+// ask every VersionRefresh (2 s) forever on a cluster without the
+// maintenance operator.
+const maintenanceProbe = 30 * time.Second
+
+// newMaintenanceCache adds the watcher of the maintenance operator's
 // NodeMaintenances (the budget counts another requestor's node out,
-// gate/nodemaintenance.go), read per review (few objects), where the API
-// server serves them: a cluster without the maintenance operator is never
-// asked for them. Where it does not yet, a maintenanceWatcher starts the
-// cache once it does (the operator installed after the gate).
-func newMaintenanceCache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config, scheme *runtime.Scheme, facts *Facts, every time.Duration) (cache.Cache, error) {
+// gate/nodemaintenance.go), read per review (few objects) from a cache of
+// their own, started where and while the API server serves them: a cluster
+// without the maintenance operator is never asked for them, and one that
+// installs it after the gate is picked up. Their cache is outside the
+// caches every review waits for, with a watch health of its own: its
+// failure refuses only the moves that consume the budget
+// (gate.Cluster.NodeMaintenancesErr), never the gate.
+func newMaintenanceCache(mgr manager.Manager, restCfg *rest.Config, scheme *runtime.Scheme, facts *Facts, every time.Duration) error {
 	disc, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	served, err := nodeMaintenanceServed(disc)
-	if err != nil {
-		return nil, err
-	}
-	if !served {
-		return nil, mgr.Add(&maintenanceWatcher{disc: disc, facts: facts, every: every,
-			newCache: func() (cache.Cache, error) { return maintenanceCache(restCfg, mgr, scheme, facts) }})
-	}
-	c, err := maintenanceCache(restCfg, mgr, scheme, facts)
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, err
-	}
-	// Start the informer with the cache, so the caches' sync waits for it.
-	if _, err := c.GetInformer(ctx, nodeMaintenanceObject()); err != nil {
-		return nil, fmt.Errorf("informer for NodeMaintenances: %w", err)
-	}
-	facts.maintenance.Store(&c)
-	return c, nil
+	facts.setMaintenanceErr(errors.New("the gate has not asked the API server whether it serves them yet"))
+	return mgr.Add(&maintenanceWatcher{disc: disc, facts: facts, every: every,
+		newCache: func() (cache.Cache, error) { return maintenanceCache(restCfg, mgr, scheme, facts) }})
 }
 
 func maintenanceCache(restCfg *rest.Config, mgr manager.Manager, scheme *runtime.Scheme, facts *Facts) (cache.Cache, error) {
 	c, err := cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
-		DefaultWatchErrorHandler: facts.watches.failedWatch,
+		DefaultWatchErrorHandler: facts.maintenanceWatches.failedWatch,
 		ByObject:                 map[client.Object]cache.ByObject{nodeMaintenanceObject(): {Transform: StripNodeMaintenance}}})
 	if err != nil {
 		return nil, fmt.Errorf("NodeMaintenance cache: %w", err)
@@ -64,9 +58,11 @@ func maintenanceCache(restCfg *rest.Config, mgr manager.Manager, scheme *runtime
 	return c, nil
 }
 
-// maintenanceWatcher probes discovery until the API server serves
-// NodeMaintenances, then starts their cache and hands it to the reviews
-// once synced.
+// maintenanceWatcher probes discovery every period; while the API server
+// serves NodeMaintenances it runs their cache and hands it to the reviews
+// once synced. It never stops the manager: whatever keeps the cache from
+// running (discovery failing, the cache failing to start or to sync) is
+// kept as why NodeMaintenances cannot be read, and tried again.
 type maintenanceWatcher struct {
 	disc     discovery.DiscoveryInterface
 	facts    *Facts
@@ -75,28 +71,73 @@ type maintenanceWatcher struct {
 }
 
 func (w *maintenanceWatcher) Start(ctx context.Context) error {
-	every := max(w.every, 2*time.Second)
+	every := w.every
+	if every <= 0 {
+		every = maintenanceProbe
+	}
 	for {
-		if served, err := nodeMaintenanceServed(w.disc); err == nil && served {
-			c, err := w.newCache()
-			if err != nil {
-				return err
+		served, err := nodeMaintenanceServed(w.disc)
+		switch {
+		case err != nil:
+			w.facts.setMaintenanceErr(fmt.Errorf("whether the API server serves them is unknown: %w", err))
+		case !served:
+			w.facts.setMaintenanceErr(nil) // none: no maintenance operator
+		default:
+			err := w.watch(ctx, every)
+			if ctx.Err() != nil {
+				return nil
 			}
-			errc := make(chan error, 1)
-			go func() { errc <- c.Start(ctx) }()
-			if _, err := c.GetInformer(ctx, nodeMaintenanceObject()); err != nil {
-				return fmt.Errorf("informer for NodeMaintenances: %w", err)
-			}
-			if !c.WaitForCacheSync(ctx) {
-				return nil // stopping
-			}
-			w.facts.maintenance.Store(&c)
-			return <-errc
+			w.facts.setMaintenanceErr(err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(every):
+		}
+	}
+}
+
+// watch runs a cache of NodeMaintenances until the API server stops
+// serving them (nil) or the cache fails (why); the reviews read it once
+// it has synced, and not after watch returns.
+func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) error {
+	defer w.facts.maintenance.Store(nil)
+	c, err := w.newCache()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if _, err := c.GetInformer(cctx, nodeMaintenanceObject(), cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("informer for NodeMaintenances: %w", err)
+	}
+	w.facts.setMaintenanceErr(errors.New("their cache has not synced yet"))
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.Start(cctx) }()
+	synced := make(chan bool, 1)
+	go func() { synced <- c.WaitForCacheSync(cctx) }()
+	probe := time.NewTicker(every)
+	defer probe.Stop()
+	for {
+		select {
+		case ok := <-synced:
+			if ok {
+				w.facts.maintenance.Store(&c)
+				w.facts.setMaintenanceErr(nil)
+			}
+		case err := <-stopped:
+			if err == nil {
+				err = errors.New("it stopped")
+			}
+			return fmt.Errorf("their cache failed: %w", err)
+		case <-probe.C:
+			// The maintenance operator uninstalled: no requests (its
+			// watch errors meanwhile refuse budget moves until then).
+			if served, err := nodeMaintenanceServed(w.disc); err == nil && !served {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }
@@ -122,11 +163,22 @@ func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
 }
 
 // nodeMaintenances are the cached NodeMaintenances as the budget reads
-// them; none without the cache (not served).
+// them; none without the cache (not served). An error says why they cannot
+// be read: the budget then refuses the moves that consume it, and only
+// those (gate.Cluster.NodeMaintenancesErr).
 func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, error) {
+	if e := f.maintenanceErr.Load(); e != nil {
+		if werr := f.maintenanceWatches.fresh(); werr != nil {
+			return nil, fmt.Errorf("%w; %w", *e, werr)
+		}
+		return nil, *e
+	}
 	c := f.maintenance.Load()
 	if c == nil {
 		return nil, nil
+	}
+	if err := f.maintenanceWatches.fresh(); err != nil {
+		return nil, err
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind(loader.NodeMaintenanceGVK.Kind + "List"))
@@ -134,6 +186,16 @@ func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, e
 		return nil, fmt.Errorf("list cached NodeMaintenances: %w", err)
 	}
 	return loader.NodeMaintenancesOf(list.Items)
+}
+
+// setMaintenanceErr records why NodeMaintenances cannot be read (nil: they
+// can, or none is served).
+func (f *Facts) setMaintenanceErr(err error) {
+	if err == nil {
+		f.maintenanceErr.Store(nil)
+		return
+	}
+	f.maintenanceErr.Store(&err)
 }
 
 // StripNodeMaintenance keeps what the budget reads of a NodeMaintenance:

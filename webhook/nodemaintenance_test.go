@@ -1,16 +1,31 @@
 package webhook
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/fleetgen"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
 
@@ -57,4 +72,163 @@ func TestStripNodeMaintenance(t *testing.T) {
 	read, err := loader.NodeMaintenancesOf([]unstructured.Unstructured{*got})
 	require.NoError(t, err)
 	assert.Equal(t, []gate.NodeMaintenance{{Namespace: "nvidia-network-operator", Name: "ofed-gpu-01", Node: "gpu-01", Requestors: []string{"network.operator", "sriov.operator"}, Deleting: true}}, read)
+}
+
+// switchedDiscovery answers whether NodeMaintenances are served as the test
+// sets it: served, not served, or discovery failing.
+type switchedDiscovery struct {
+	discovery.DiscoveryInterface
+	state atomic.Value // "served", "absent" or "failing"
+	asks  atomic.Int64
+}
+
+func (d *switchedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.asks.Add(1)
+	switch d.state.Load() {
+	case "served":
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: loader.NodeMaintenanceResource, Namespaced: true}}}, nil
+	case "failing":
+		return nil, errors.New("connection refused")
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "maintenance.nvidia.com"}, "v1alpha1")
+}
+
+// listedCache plays the NodeMaintenance cache: synced at once, listing
+// what the test holds.
+type listedCache struct {
+	cache.Cache
+	items atomic.Pointer[[]unstructured.Unstructured]
+}
+
+func (c *listedCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return nil, nil
+}
+func (c *listedCache) Start(ctx context.Context) error       { <-ctx.Done(); return nil }
+func (c *listedCache) WaitForCacheSync(context.Context) bool { return true }
+func (c *listedCache) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	if items := c.items.Load(); items != nil {
+		list.(*unstructured.UnstructuredList).Items = *items
+	}
+	return nil
+}
+
+// TestMaintenanceWatcher: the watcher never stops the manager (the gate):
+// discovery failing, or a cache that cannot be made, leaves NodeMaintenances
+// unreadable, saying why, and is tried again; an API not served is no
+// maintenance; a served one is read once its cache syncs, and a malformed
+// object, a failed watch or the operator uninstalled are each the
+// maintenance's own state, while the gate-wide readiness stays as it was.
+func TestMaintenanceWatcher(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	disc := &switchedDiscovery{}
+	disc.state.Store("failing")
+	facts := &Facts{}
+	facts.synced.Store(true)
+	facts.setMaintenanceErr(errors.New("not asked yet"))
+	lc := &listedCache{}
+	var makeErr atomic.Pointer[error]
+	w := &maintenanceWatcher{disc: disc, facts: facts, every: 10 * time.Millisecond, newCache: func() (cache.Cache, error) {
+		if e := makeErr.Load(); e != nil {
+			return nil, *e
+		}
+		return lc, nil
+	}}
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	read := func() error { _, err := facts.nodeMaintenances(ctx); return err }
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, what)
+	}
+
+	wait("discovery failing: unreadable, saying so", func() bool {
+		err := read()
+		return err != nil && strings.Contains(err.Error(), "whether the API server serves them is unknown: discover maintenance.nvidia.com/v1alpha1: connection refused")
+	})
+	disc.state.Store("absent")
+	wait("not served: no maintenance, readable", func() bool { return read() == nil })
+	cantMake := errors.New("no REST mapping")
+	makeErr.Store(&cantMake)
+	disc.state.Store("served")
+	wait("a cache that cannot be made: unreadable, saying why", func() bool {
+		err := read()
+		return err != nil && strings.Contains(err.Error(), "no REST mapping")
+	})
+	asks := disc.asks.Load()
+	wait("tried again", func() bool { return disc.asks.Load() > asks+2 })
+	select {
+	case err := <-done:
+		t.Fatalf("the watcher stopped (and with it the manager): %v", err)
+	default:
+	}
+	makeErr.Store(nil)
+	lc.items.Store(&[]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+		"metadata": map[string]any{"namespace": "nvidia-network-operator", "name": "ofed-gpu-01"}, "spec": map[string]any{"requestorID": "network.operator", "nodeName": "gpu-01"}}}})
+	wait("served and synced: read", func() bool {
+		nms, err := facts.nodeMaintenances(ctx)
+		return err == nil && len(nms) == 1 && nms[0].Node == "gpu-01"
+	})
+
+	facts.maintenanceWatches.fail("the NodeMaintenance watch", errors.New("too old resource version"))
+	err := read()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the NodeMaintenance watch failed")
+	assert.NoError(t, facts.ready(), "the gate stays ready: only the budget's moves read them")
+	facts.maintenanceWatches = watchHealth{}
+
+	lc.items.Store(&[]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+		"metadata": map[string]any{"namespace": "ns", "name": "odd"}, "spec": map[string]any{"requestorID": "network.operator"}}}})
+	err = read()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NodeMaintenance ns/odd: spec.nodeName")
+
+	disc.state.Store("absent")
+	wait("uninstalled: no maintenance again", func() bool { return read() == nil && facts.maintenance.Load() == nil })
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// TestMaintenanceUnreadableHoldsOnlyBudgetMoves: through the handlers, over
+// the generated fleet's reviews, NodeMaintenances that cannot be read
+// refuse only what the rules would let take a GPU node out (FactsMissing,
+// naming why), and SUC's Job start on a GPU node; every other review is
+// decided as before.
+func TestMaintenanceUnreadableHoldsOnlyBudgetMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 5,000-node fleet")
+	}
+	e := benchSetup()
+	gpu := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	decide := func(r fleetgen.Review) admission.Response {
+		var review admissionv1.AdmissionReview
+		require.NoError(t, json.Unmarshal(r.Body, &review))
+		return e.server.handlerAt(r.Path).Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
+	}
+	before := map[string]bool{}
+	reviews := append(slices.Clone(e.reviews), jobStart("gpu-v100-canary-zone-a", gpu))
+	for _, r := range reviews {
+		before[r.Name] = decide(r).Allowed
+	}
+	e.facts.setMaintenanceErr(errors.New("their cache failed: forbidden"))
+	t.Cleanup(func() { e.facts.setMaintenanceErr(nil) })
+	held, kept := map[string]int{}, map[string]int{}
+	for _, r := range reviews {
+		resp := decide(r)
+		switch {
+		case resp.Allowed == before[r.Name]:
+			kept[r.Kind+"/"+r.Scenario]++
+		case before[r.Name] && !resp.Allowed:
+			assert.Equal(t, string(gate.CodeFactsMissing), resp.AuditAnnotations[gate.AuditReasons], r.Name)
+			assert.Contains(t, resp.Result.Message, "NodeMaintenances (maintenance.nvidia.com) cannot be read (their cache failed: forbidden)", r.Name)
+			held[r.Kind+"/"+r.Scenario]++
+		default:
+			t.Errorf("%s: denied before, allowed with the maintenance unreadable", r.Name)
+		}
+	}
+	t.Logf("held %v, decided as before %v", held, kept)
+	assert.Equal(t, 1, held["job/start"], "SUC's Job start on a GPU node takes it out")
+	for _, sc := range []string{"node/relabel", "node/uncordon", "node/mode-cordoned"} {
+		assert.Zero(t, held[sc], "%s takes no GPU node out", sc)
+		assert.NotZero(t, kept[sc], "%s: reviewed", sc)
+	}
 }
