@@ -57,8 +57,8 @@ func TestNodeMaintenanceCountsOut(t *testing.T) {
 	})
 
 	t.Run("DisruptionBudgetExceeded: gpu-v100-02 is in the Network Operator's maintenance", func(t *testing.T) {
-		// The gate probes discovery each VersionRefresh (5s here), then syncs.
-		eventually(t, 45*time.Second, "the gate counts the NodeMaintenance", func() bool {
+		// The gate asks discovery every 30 s (maintenanceProbe), then syncs.
+		eventually(t, 60*time.Second, "the gate counts the NodeMaintenance", func() bool {
 			err := dryRun()
 			return err != nil && strings.Contains(err.Error(), "NodeMaintenance default/ofed-upgrade-gpu-v100-02")
 		})
