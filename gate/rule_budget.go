@@ -336,14 +336,8 @@ func (c *Config) budgetRule(f *findings, cl *Cluster, fs *fleetScan, now time.Ti
 	// could not see: a node taken out now fails closed; a node already out
 	// consumes nothing, and reviews that take none out never get here.
 	if cl.NodeMaintenancesErr != nil && len(uncounted) > 0 {
-		f.add(maintenanceUnreadable(bc.node, bc.path, uncounted, cl.NodeMaintenancesErr))
+		f.add(factsMissing(bc.node, bc.path, nodeList(uncounted), fromMaintenance, cl.NodeMaintenancesErr))
 	}
-}
-
-// maintenanceUnreadable builds every FactsMissing blocker of the budget.
-func maintenanceUnreadable(node string, path *field.Path, candidates []string, err error) Blocker {
-	return forbidden(CodeFactsMissing, node, path, "the disruption budget cannot count the GPU nodes out before taking GPU node(s) %s out: the maintenance operator's NodeMaintenances (maintenance.nvidia.com) cannot be read (%s), and another requestor's maintenance may have GPU nodes out; fix what the error names (the gate's watch of nodemaintenances, its RBAC, or the malformed object), then retry (writes that take no GPU node out, SUC's completions among them, are not held by it)",
-		nodeList(candidates), qualification.Clip(err.Error()))
 }
 
 // disruptionBudgetExceeded builds every DisruptionBudgetExceeded blocker.

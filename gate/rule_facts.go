@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // factsRule: every component of the node's current tuple (and of a typed
@@ -59,6 +61,9 @@ const (
 	fromNode  factSource = iota // labels and status the node and its operators publish
 	fromFlags                   // values typed on the command line
 	fromAPI                     // a live read of the API server, or the informer caches
+	// fromMaintenance: the maintenance operator's NodeMaintenances, which
+	// the budget counts (what: the GPU nodes the move takes out).
+	fromMaintenance
 )
 
 // factsMissing builds every FactsMissing blocker.
@@ -68,6 +73,9 @@ func factsMissing(node string, path *field.Path, what string, src factSource, ca
 		return required(CodeFactsMissing, node, path, "no value for %s; type every current and target version", what)
 	case fromAPI:
 		return forbidden(CodeFactsMissing, node, path, "%s cannot be read (%v); the gate never allows what it cannot check: retry when the API server answers", what, cause)
+	case fromMaintenance:
+		return forbidden(CodeFactsMissing, node, path, "the disruption budget cannot count the GPU nodes out before taking GPU node(s) %s out: the maintenance operator's NodeMaintenances (maintenance.nvidia.com) cannot be read (%s), and another requestor's maintenance may have GPU nodes out; fix what the error names (the gate's watch of nodemaintenances, its RBAC, or the malformed object), then retry (writes that take no GPU node out, SUC's completions among them, are not held by it)",
+			what, qualification.Clip(fmt.Sprint(cause)))
 	}
 	return forbidden(CodeFactsMissing, node, path, "node %s: cannot read %s; the gate decides only on facts it can read: make sure those sources publish them", node, what)
 }

@@ -106,15 +106,17 @@ func TestEachCodeBuiltInOneFunction(t *testing.T) {
 			})
 		}
 	}
-	fileOf := map[Code]string{}
+	// A code several rows emit (FactsMissing) is built in one of their files.
+	filesOf := map[Code][]string{}
 	for _, r := range ruleTable {
 		for _, c := range r.Codes {
-			fileOf[c] = "rule_" + r.Name + ".go"
+			filesOf[c] = append(filesOf[c], "rule_"+r.Name+".go")
 		}
 	}
 	for name, c := range declared {
 		require.Len(t, uses[name], 1, "%s must be built in exactly one function, found %v", name, uses[name])
-		assert.True(t, strings.HasPrefix(uses[name][0], fileOf[c]+":"), "%s is built in %s, want a function of %s", name, uses[name][0], fileOf[c])
+		file, _, _ := strings.Cut(uses[name][0], ":")
+		assert.Contains(t, filesOf[c], file, "%s is built in %s, want a function of %v", name, uses[name][0], filesOf[c])
 	}
 	for _, r := range ruleTable {
 		_, err := os.Stat("rule_" + r.Name + ".go")
