@@ -112,7 +112,7 @@ func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 			return nil // no cache of it: not read, so open
 		}
 	}
-	if d := reads.DRA; d != nil && (r.What == d.PluginPods.What || r.What == d.Slices.What || r.What == d.Claims.What) {
+	if d := reads.DRA; d != nil && (r.What == d.PluginDaemonSets.What || r.What == d.PluginPods.What || r.What == d.Slices.What || r.What == d.Claims.What) {
 		if s.f.DRA == nil {
 			return nil // no cache of them (tests of other paths)
 		}

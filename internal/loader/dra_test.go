@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,11 +19,17 @@ import (
 )
 
 // draSource answers every read with nothing, but ResourceSlices and
-// ResourceClaims with slicesErr (nil: one slice).
-type draSource struct{ slicesErr error }
+// ResourceClaims with slicesErr (nil: one slice), and DaemonSets with
+// daemonSetsErr (nil: the plugin's).
+type draSource struct{ slicesErr, daemonSetsErr error }
 
 func (s draSource) Read(_ context.Context, r Read) ([]client.Object, error) {
 	switch r.Object.(type) {
+	case *appsv1.DaemonSet:
+		if s.daemonSetsErr != nil {
+			return nil, s.daemonSetsErr
+		}
+		return []client.Object{&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "nvidia-dra-driver-gpu", Name: "nvidia-dra-driver-gpu-kubelet-plugin"}}}, nil
 	case *resourcev1.ResourceSlice, *resourcev1.ResourceClaim:
 		if s.slicesErr != nil {
 			return nil, s.slicesErr
@@ -54,12 +61,17 @@ func TestDRAProofReads(t *testing.T) {
 		src        draSource
 		slices     int
 		unreadable string
-		err        string
+		// dsUnreadable: why the DaemonSets could not be read, named in the
+		// facts (every GPU node unproven), not an error.
+		dsUnreadable string
+		err          string
 	}{
 		{name: "no DRA drivers: nothing read", cfg: gate.DefaultConfig(), src: draSource{slicesErr: errors.New("must not be read")}},
 		{name: "served", cfg: withDRA, slices: 1},
 		{name: "not served: named, not an error", cfg: withDRA, src: draSource{slicesErr: notServed}, unreadable: "the API server does not serve resource.k8s.io/v1"},
 		{name: "another error fails", cfg: withDRA, src: draSource{slicesErr: errors.New("forbidden")}, err: "ResourceSlices and ResourceClaims: forbidden"},
+		{name: "DaemonSets unreadable: named, not an error", cfg: withDRA, src: draSource{daemonSetsErr: errors.New("daemonsets.apps is forbidden")}, slices: 1,
+			dsUnreadable: "daemonsets.apps is forbidden"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,8 +87,10 @@ func TestDRAProofReads(t *testing.T) {
 			} else {
 				assert.Contains(t, got.DRA.Unreadable, tc.unreadable)
 			}
+			assert.Equal(t, tc.dsUnreadable, got.DRA.DaemonSetsUnreadable)
 			if len(tc.cfg.DRADrivers) > 0 {
 				assert.Len(t, got.DRA.PluginPods, 1, "the drivers' namespaces' Pods are read")
+				assert.Len(t, got.DRA.DaemonSets, map[bool]int{true: 1}[tc.dsUnreadable == ""], "the drivers' namespaces' DaemonSets are read")
 			}
 		})
 	}
