@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -94,4 +95,33 @@ func TestDRAProofReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jobSource answers a read of Jobs in the checks' namespace with one Job,
+// and fails any other Job read (SUC's are read by their labels).
+type jobSource struct{ draSource }
+
+func (s jobSource) Read(ctx context.Context, r Read) ([]client.Object, error) {
+	if _, ok := r.Object.(*batchv1.Job); ok && r.Label == nil {
+		if len(r.Namespaces) != 1 || r.Namespaces[0] != "gpu-checks" {
+			return nil, errors.New("check Jobs read outside the checks' namespace")
+		}
+		return []client.Object{&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-checks", Name: "nccl", UID: "u-1"}}}, nil
+	}
+	return s.draSource.Read(ctx, r)
+}
+
+// TestCheckJobsRead: with proof.checks the Jobs of the checks' namespace
+// are read (the check Pods' controllers, by UID); without, none.
+func TestCheckJobsRead(t *testing.T) {
+	cfg := gate.DefaultConfig()
+	got, err := New(cfg, jobSource{}).Proof(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, got.CheckJobs)
+
+	cfg.Proof.Checks, cfg.Proof.AllocationCheck.Namespace = []gate.NodeCheck{{Kind: "nccl-allreduce"}}, "gpu-checks"
+	got, err = New(cfg, jobSource{}).Proof(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got.CheckJobs, 1)
+	assert.Equal(t, "u-1", string(got.CheckJobs[0].UID))
 }

@@ -26,6 +26,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -305,6 +306,50 @@ func (e *Env) installChart(ctx context.Context) error {
 	for _, o := range install {
 		if err := e.Admin.Create(ctx, o); err != nil {
 			return fmt.Errorf("create the chart's %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ApplyChartRBAC renders the chart for e.Config as it is now and creates
+// what its Roles, RoleBindings, ClusterRoles and bindings add (and their
+// namespaces): a test that changes the configuration (proof.checks) gives
+// the webhook the reads the chart would grant for it. Nothing is removed.
+func (e *Env) ApplyChartRBAC(ctx context.Context) error {
+	values, err := e.chartValues()
+	if err != nil {
+		return err
+	}
+	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
+	if err != nil {
+		return fmt.Errorf("render the chart: %w", err)
+	}
+	for _, o := range objs {
+		switch obj := o.Object.(type) {
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+			if o.GetAnnotations()["helm.sh/hook"] != "" {
+				continue
+			}
+			if ns := o.GetNamespace(); ns != "" {
+				if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+					return err
+				}
+			}
+			cur := obj.DeepCopyObject().(client.Object)
+			switch err := e.Admin.Get(ctx, client.ObjectKeyFromObject(obj), cur); {
+			case apierrors.IsNotFound(err):
+				err = e.Admin.Create(ctx, obj)
+				if err != nil {
+					return fmt.Errorf("create the chart's %T %s: %w", obj, obj.GetName(), err)
+				}
+			case err != nil:
+				return err
+			default:
+				obj.SetResourceVersion(cur.GetResourceVersion())
+				if err := e.Admin.Update(ctx, obj); err != nil {
+					return fmt.Errorf("update the chart's %T %s: %w", obj, obj.GetName(), err)
+				}
+			}
 		}
 	}
 	return nil

@@ -53,7 +53,7 @@ var variants = map[string]func(e *expect){
 		e.dra = true
 		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
 		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
-		e.draClaimsNamespace = "gpu-checks"
+		e.draClaimsNamespace, e.checksNamespace = "gpu-checks", "gpu-checks"
 		e.gpuOperatorServiceAccounts = []string{"system:serviceaccount:gpu-operator:gpu-operator", "system:serviceaccount:gpu-operator:gpu-operator-dra"}
 		// platform-bots is narrowed by labels: no match condition
 		e.creationGates = []gate.CreationGate{
@@ -402,6 +402,12 @@ func TestChecksCanFail(t *testing.T) {
 			c := cr(o)
 			c.Rules = append(c.Rules, rbacv1.PolicyRule{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"list", "watch"}})
 		}, "may read resource.k8s.io/resourceclaims in cluster"},
+		{"check Jobs unreadable", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-checks").Rules = nil
+		}, "cannot read batch/jobs in gpu-checks"},
+		{"check Jobs read in another namespace", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-checks").Namespace = "ml"
+		}, "namespace \"ml\""},
 		{"DRA drivers' DaemonSets unreadable", "ignore-node-policy-values.yaml", func(o []Object) {
 			r := role(o, "-dra")
 			r.Rules = r.Rules[1:]

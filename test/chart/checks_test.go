@@ -79,6 +79,9 @@ type expect struct {
 	// gpuOperatorServiceAccounts: the only writers the DRA plugin webhook
 	// does not send to the gate.
 	gpuOperatorServiceAccounts []string
+	// checksNamespace: with config.proof.checks, the allocation checks'
+	// namespace, whose Jobs are read.
+	checksNamespace string
 	// preconditions: the CEL preconditions whose resources the
 	// -preconditions Roles and ClusterRole must grant list/watch on, and
 	// nothing more.
@@ -145,6 +148,7 @@ func (r *rendered) checkNamespaces() []string {
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-preconditions") &&
 			slices.ContainsFunc(r.e.preconditions, func(p precondition.Precondition) bool { return p.CEL != nil && p.CEL.Namespace == ns }):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-events") && (slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-checks") && ns == r.e.checksNamespace && ns != "":
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-dra") && r.e.dra &&
 			(slices.Contains(r.e.draNamespaces, ns) || ns == r.e.draClaimsNamespace):
 		case kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") && ns == r.e.dashboard:
@@ -563,6 +567,8 @@ func (r *rendered) checkRBAC() []string {
 		"/pods": {[]string{"list", "watch"}, func(string) bool { return true }, nil},
 		// SUC's upgrade Jobs (the proof dates a node's upgrade by them).
 		"batch/jobs": {[]string{"list", "watch"}, func(ns string) bool { return slices.Contains(r.e.sucNamespaces, ns) }, nil},
+		// With proof.checks, the Jobs of the checks' namespace (their UIDs).
+		"batch/jobs (checks)": {[]string{"list", "watch"}, func(ns string) bool { return r.e.checksNamespace != "" && ns == r.e.checksNamespace }, nil},
 		// The driver path reads the upgrade policy live (webhook/driver.md).
 		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
@@ -676,6 +682,8 @@ func (r *rendered) checkRBAC() []string {
 					key += " (nudge)"
 				case key == "apps/daemonsets" && len(rule.ResourceNames) == 0 && r.e.dra:
 					key += " (dra)"
+				case key == "batch/jobs" && g.where == r.e.checksNamespace && !slices.Contains(r.e.sucNamespaces, g.where):
+					key += " (checks)"
 				}
 				a, ok := allowed[key]
 				if !ok {
@@ -706,6 +714,9 @@ func (r *rendered) checkRBAC() []string {
 		if r.e.dra && !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which proofs of DRA nodes need (config.draDrivers)")
 		}
+	}
+	if r.e.checksNamespace != "" && !seen["batch/jobs (checks)"] {
+		problems = append(problems, "the webhook's ServiceAccount cannot read batch/jobs in "+r.e.checksNamespace+", whose UIDs say which check Pods count (config.proof.checks)")
 	}
 	for _, ns := range r.e.draNamespaces {
 		// Each driver's namespace: which nodes its DaemonSet serves.
