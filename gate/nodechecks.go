@@ -162,7 +162,9 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
 		return false, name + " is not controlled by a Job: not counted", nil
 	}
-	if !slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Namespace == pod.Namespace && j.Name == ref.Name && j.UID == ref.UID }) {
+	if !slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
+		return j.Namespace == pod.Namespace && j.Name == ref.Name && j.UID == ref.UID
+	}) {
 		return false, fmt.Sprintf("%s names Job %s as its controller, but no Job of that name and UID is in %s: not counted", name, qualification.Clip(ref.Name), pod.Namespace), nil
 	}
 	if pod.Status.StartTime == nil || pod.Status.StartTime.Time.Before(reached) {

@@ -101,7 +101,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 	}
 	return Reads{
 		CheckJobs: checkJobs,
-		Nodes: Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
+		Nodes:     Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
 		Plans: Read{What: "Plans", Object: &upgradev1.Plan{}, NewList: func() client.ObjectList { return &upgradev1.PlanList{} },
 			Namespaces: cfg.SUCNamespaces},
 		Records: Read{What: "record ConfigMaps", Object: &corev1.ConfigMap{}, NewList: configMaps,
