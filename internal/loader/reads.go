@@ -100,8 +100,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: []string{cfg.Proof.AllocationCheck.Namespace}}
 	}
 	return Reads{
-		CheckJobs: checkJobs,
-		Nodes:     Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
+		Nodes: Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
 		Plans: Read{What: "Plans", Object: &upgradev1.Plan{}, NewList: func() client.ObjectList { return &upgradev1.PlanList{} },
 			Namespaces: cfg.SUCNamespaces},
 		Records: Read{What: "record ConfigMaps", Object: &corev1.ConfigMap{}, NewList: configMaps,
@@ -120,6 +119,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
 		CreationGates: gates,
 		DRA:           draProofReadsOf(cfg),
+		CheckJobs:     checkJobs,
 	}
 }
 
