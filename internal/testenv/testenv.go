@@ -26,7 +26,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -312,9 +311,10 @@ func (e *Env) installChart(ctx context.Context) error {
 }
 
 // ApplyChartRBAC renders the chart for e.Config as it is now and creates
-// what its Roles, RoleBindings, ClusterRoles and bindings add (and their
-// namespaces): a test that changes the configuration (proof.checks) gives
-// the webhook the reads the chart would grant for it. Nothing is removed.
+// the Roles, RoleBindings, ClusterRoles and bindings that are not there yet
+// (and their namespaces): a test that changes the configuration
+// (proof.checks) gives the webhook the reads the chart would grant for it.
+// Nothing already there is changed or removed, so later tests keep theirs.
 func (e *Env) ApplyChartRBAC(ctx context.Context) error {
 	values, err := e.chartValues()
 	if err != nil {
@@ -335,20 +335,8 @@ func (e *Env) ApplyChartRBAC(ctx context.Context) error {
 					return err
 				}
 			}
-			cur := obj.DeepCopyObject().(client.Object)
-			switch err := e.Admin.Get(ctx, client.ObjectKeyFromObject(obj), cur); {
-			case apierrors.IsNotFound(err):
-				err = e.Admin.Create(ctx, obj)
-				if err != nil {
-					return fmt.Errorf("create the chart's %T %s: %w", obj, obj.GetName(), err)
-				}
-			case err != nil:
-				return err
-			default:
-				obj.SetResourceVersion(cur.GetResourceVersion())
-				if err := e.Admin.Update(ctx, obj); err != nil {
-					return fmt.Errorf("update the chart's %T %s: %w", obj, obj.GetName(), err)
-				}
+			if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, obj)); err != nil {
+				return fmt.Errorf("create the chart's %T %s: %w", obj, obj.GetName(), err)
 			}
 		}
 	}
