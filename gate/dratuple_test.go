@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -85,6 +89,51 @@ func TestDRADriverPath(t *testing.T) {
 		{name: "DaemonSet nodeSelector: only the nodes it reaches need a record", mutate: func(s *driverScenario) {
 			s.change.NodeSelector = map[string]string{"nvidia.com/gpu.product": "Tesla-V100-PCIE-32GB"}
 			s.change.Annotations[AnnotationQualification] = "v100-dra"
+		}},
+		// DELETE of the plugin DaemonSet (webhook: OldDRA = NewDRA): an unload.
+		{name: "deleting the plugin DaemonSet while no node holds GPUs and nothing is in flight", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.Annotations = OpDelete, s.change.NewDRA, nil
+		}},
+		{name: "GPUHolders: deleting the plugin DaemonSet while a node it serves runs a Pod with a DRA claim", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.Annotations = OpDelete, s.change.NewDRA, nil
+			s.holders["gpu-v100-01"] = []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"resourceClaims"}}}
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-v100-01 runs 1 GPU holder(s): Job ml/train [resourceClaims]; deleting this object removes the driver from the node and nothing drains them first: stop or move them before deleting it"},
+		{name: "RolloutInFlight: deleting the plugin DaemonSet while a rollout is in flight", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.Annotations = OpDelete, s.change.NewDRA, nil
+			s.node("gpu-h200-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}, want: []Code{CodeRolloutInFlight}, says: "the GPU Operator's driver rollout is in flight on GPU node(s) gpu-h200-01 (upgrade-required)"},
+		// CREATE after a DELETE: judged from what the nodes still run.
+		{name: "a DaemonSet created again, nothing of the old one left: a new install needing the record", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", "v25.3.0"
+			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+		}, want: []Code{CodeTargetNotQualified}, says: "draDriver v25.3.0 (want v25.8.1)"},
+		{name: "a DaemonSet created again with a record naming its version, nothing left", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA = OpCreate, ""
+			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+			// Terminating Pods of the deleted DaemonSet are gone already.
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.Labels, p.OwnerReferences, p.DeletionTimestamp = map[string]string{"app": "kubelet-plugin"}, nil, &metav1.Time{Time: reachedAt}
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}},
+		{name: "FactsMissing: created again while the old plugin still runs on a node (orphaned Pod)", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", "v25.8.1"
+			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.Labels, p.OwnerReferences = map[string]string{"app": "kubelet-plugin"}, nil
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-01 still run there, " +
+			"and the DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin that named their version is gone"},
+		{name: "FactsMissing: created again while the old plugin's slices are still there", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA = OpCreate, ""
+			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
+		{name: "another namespace's Pod with the same labels is not the driver's", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.OldDRA = OpCreate, ""
+			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.Namespace, p.Labels = "ml", map[string]string{"app": "kubelet-plugin"}
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
 		}},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -66,6 +68,11 @@ type DriverChange struct {
 	// kubelet plugin), not by the operator's driver upgrade controller, so
 	// the ClusterPolicy's upgrade policy says nothing about it.
 	NoPolicy bool
+	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
+	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
+	// adopts. Its version before is what the nodes still run of that
+	// driver, not what a deleted DaemonSet said (DRAPluginCreate).
+	DRAPlugin *DRAPluginCreate
 	// OldOperator and NewOperator are the GPU Operator versions before and
 	// after an upgrade of the operator itself; equal for every other change.
 	OldOperator, NewOperator string
@@ -87,6 +94,43 @@ type DriverChange struct {
 	// PolicyErr is the adapter's failure to read the policy (a live read of
 	// the ClusterPolicy for an NVIDIADriver): FactsMissing, not "no policy".
 	PolicyErr error
+}
+
+// DRAPluginCreate is a DRA driver whose kubelet-plugin DaemonSet is being
+// created, and the selector of the new DaemonSet (the Pods it will adopt).
+type DRAPluginCreate struct {
+	Driver dra.Driver
+	Pods   labels.Selector
+}
+
+// leftOn says what of the driver still runs on the node ("" : nothing): a
+// Pod in its namespace the new DaemonSet would adopt (an orphan of the
+// deleted one: kubectl delete --cascade=orphan), or its ResourceSlices (the
+// old plugin registered with the kubelet). The DaemonSet that said its
+// version is gone, so the version the node runs is unknown: a CREATE is
+// not judged as a fresh install there.
+func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
+	var left []string
+	for _, pod := range podsOn(cl.Proof.DRA.PluginPods, node) {
+		if pod.Namespace == p.Driver.Namespace && p.Pods != nil && !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels)) {
+			left = append(left, "Pod "+pod.Namespace+"/"+qualification.Clip(pod.Name))
+		}
+	}
+	n := 0
+	for _, s := range cl.Proof.DRA.Slices {
+		if s.Spec.Driver == p.Driver.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+			n++
+		}
+	}
+	if n > 0 {
+		left = append(left, fmt.Sprintf("%d ResourceSlice(s) of %s", n, p.Driver.Name))
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	slices.Sort(left)
+	return fmt.Sprintf("the DRA driver version the node runs: %s still run there, and the DaemonSet %s/%s that named their version is gone; "+
+		"wait until they are gone (or delete those Pods) and create the DaemonSet again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
 }
 
 // DriverRequest is one driver-path request.
@@ -114,6 +158,9 @@ type DriverReview struct {
 	// operatorRollout is the operator's rollout the adapter read for this
 	// review (SetOperatorRollout); nil: not read, which fails closed.
 	operatorRollout *OperatorRollout
+	// unknownDRA says, per node, why the DRA driver version it runs is
+	// not known (DRAPluginCreate.leftOn).
+	unknownDRA map[string]string
 }
 
 var (
@@ -154,6 +201,14 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 			r.current[f.Name] = cur
 		}
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
+		if p := ch.DRAPlugin; p != nil && ch.Operation == OpCreate {
+			if why := p.leftOn(cl, f.Name); why != "" {
+				if r.unknownDRA == nil {
+					r.unknownDRA = map[string]string{}
+				}
+				r.unknownDRA[f.Name] = why
+			}
+		}
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	for _, f := range r.nodes {
@@ -224,6 +279,13 @@ func (r *DriverReview) operatorUpgrade() bool {
 func (r *DriverReview) draOnly() bool {
 	ch := r.req.Change
 	return ch.OldDRA != ch.NewDRA && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && !ch.Reload && ch.Operation != OpDelete
+}
+
+// draUnload: the change removes a DRA driver from the nodes (a DELETE of
+// its kubelet-plugin DaemonSet or of a GPUCluster), which a rollout in
+// flight on them waits for, as any driver change does.
+func (r *DriverReview) draUnload() bool {
+	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy
 }
 
 // review is the engine review this one runs as.
@@ -307,6 +369,7 @@ func (r *DriverReview) transitions() {
 		t.Path, t.RecordPath, t.HoldersPath = pathDriverRecords, pathDriverRecords, ch.PolicyPath
 		t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath, ComponentDRADriver: ch.DRAPath}
 		t.CheckHolders, t.Drains = !r.operatorUpgrade() && !r.draOnly(), ch.Policy.DrainEnabled
+		t.CurrentUnknown = r.unknownDRA[nf.Name]
 		if r.step != nil {
 			t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
 		}

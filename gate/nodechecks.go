@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,7 +99,7 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 			if pod.Labels[LabelCheck] != want.Kind {
 				continue
 			}
-			ok, note, fail := judgeCheckPod(pod, want, recs, reached)
+			ok, note, fail := judgeCheckPod(pod, cl.Proof.CheckJobs, want, recs, reached)
 			passed = passed || ok
 			switch {
 			case ok:
@@ -152,11 +153,19 @@ func nodeRecords(c *Config, cl *Cluster, n *corev1.Node) []*qualification.Record
 
 // judgeCheckPod judges one check Pod of want's kind: whether it passes
 // (the note then says its result), else a note saying why it does not
-// count, or its failure.
-func judgeCheckPod(pod *corev1.Pod, want NodeCheck, recs []*qualification.Record, reached time.Time) (bool, string, *CheckFailure) {
+// count, or its failure. Its controller must be one of jobs, by UID: a Pod
+// that merely names a Job (anyone who may create Pods in the checks'
+// namespace could) is not counted.
+func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []*qualification.Record, reached time.Time) (bool, string, *CheckFailure) {
 	name := pod.Namespace + "/" + qualification.Clip(pod.Name)
-	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, "batch/") {
 		return false, name + " is not controlled by a Job: not counted", nil
+	}
+	if !slices.ContainsFunc(jobs, func(j *batchv1.Job) bool {
+		return j.Namespace == pod.Namespace && j.Name == ref.Name && j.UID == ref.UID
+	}) {
+		return false, fmt.Sprintf("%s names Job %s as its controller, but no Job of that name and UID is in %s: not counted", name, qualification.Clip(ref.Name), pod.Namespace), nil
 	}
 	if pod.Status.StartTime == nil || pod.Status.StartTime.Time.Before(reached) {
 		return false, name + " started before the node reached its tuple", nil

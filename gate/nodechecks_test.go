@@ -82,6 +82,18 @@ func TestNodeChecksProof(t *testing.T) {
 			p.OwnerReferences = nil
 			return p
 		}()}, want: "gpu-upgrade-gate/nccl-gpu-v100-03 is not controlled by a Job: not counted"},
+		{name: "a forged controller: the Job's name, another UID", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{func() *corev1.Pod {
+			p := pod(ncclOK)
+			p.OwnerReferences[0].UID = "0badc0de-0000-4000-8000-000000000000"
+			return p
+		}()}, want: "gpu-upgrade-gate/nccl-gpu-v100-03 names Job nccl-check as its controller, but no Job of that name and UID is in gpu-upgrade-gate: not counted"},
+		{name: "a forged controller: a Job that is not there", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{pod(ncclOK)},
+			mutate: func(s *scenario) { s.cluster.Proof.CheckJobs = nil }, want: "names Job nccl-check as its controller, but no Job of that name and UID"},
+		{name: "a forged failure does not halt", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{func() *corev1.Pod {
+			p := pod(ncclLow)
+			p.OwnerReferences[0].UID = "0badc0de-0000-4000-8000-000000000000"
+			return p
+		}()}, want: "no nccl-allreduce check (Pod labelled gpu-upgrade-gate.io/check=nccl-allreduce, controlled by a Job) passed"},
 		{name: "owned by a ReplicaSet", checks: []NodeCheck{{Kind: "nccl-allreduce"}}, pods: []*corev1.Pod{func() *corev1.Pod {
 			p := pod(ncclOK)
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "x", UID: "u", Controller: new(true)}}

@@ -185,6 +185,10 @@ type ProofFacts struct {
 	AllocationChecks []*corev1.Pod
 	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).
 	UpgradeJobs []*batchv1.Job
+	// CheckJobs are the Jobs of the allocation checks' namespace, read only
+	// with proof.checks: a check Pod counts only when its controller
+	// reference carries the UID of one of them (nodechecks.go).
+	CheckJobs []*batchv1.Job
 	// DRA: what proofs of DRA nodes read (proof_dra.go).
 	DRA DRAProofFacts
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,15 @@ import (
 // DRAProofFacts are what proofs of DRA nodes read; empty unless the config
 // names DRA drivers.
 type DRAProofFacts struct {
+	// DaemonSets are the DaemonSets of the drivers' namespaces: a driver's
+	// kubelet-plugin DaemonSet says which nodes it serves (its scheduling),
+	// which outlasts a crashed plugin and its withdrawn slices, and is the
+	// one controller whose Pods count as its plugin (by UID).
+	DaemonSets []*appsv1.DaemonSet
+	// DaemonSetsUnreadable says why the DaemonSets could not be read ("" :
+	// they were): which nodes are DRA nodes is then unknown, and every GPU
+	// node stays unproven.
+	DaemonSetsUnreadable string
 	// PluginPods are the Pods of the drivers' namespaces; only those a
 	// driver's DaemonSet controls count as its kubelet plugin.
 	PluginPods []*corev1.Pod
@@ -42,37 +52,85 @@ type DRAProofFacts struct {
 
 // draNode is what one configured driver shows of one node.
 type draNode struct {
-	driver  dra.Driver
+	driver dra.Driver
+	// ds is the driver's kubelet-plugin DaemonSet (nil: not there); unknown
+	// says why whether it serves the node is not known ("" : it is).
+	ds      *appsv1.DaemonSet
+	unknown string
 	plugins []*corev1.Pod // Pods on the node its DaemonSet controls
-	slices  []*resourcev1.ResourceSlice
+	// forged are Pods on the node that name the DaemonSet as their
+	// controller but are not its (another UID, or it is not there).
+	forged []*corev1.Pod
+	slices []*resourcev1.ResourceSlice
 }
 
-// draNodeOf is, per configured driver that publishes slices for the node or
-// runs its plugin there, what it shows: such a node is a DRA node.
+// draNodeOf is, per configured driver that serves the node, what it shows:
+// such a node is a DRA node. A driver serves the node when its
+// kubelet-plugin DaemonSet's scheduling selects it (which a crashed plugin
+// does not change), or it publishes slices for the node, or its plugin Pod
+// runs there; when its DaemonSet cannot be read, every node may be one.
 func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
 	var out []draNode
+	facts := &cl.Proof.DRA
 	for _, d := range c.DRADrivers {
-		dn := draNode{driver: d}
-		for _, p := range podsOn(cl.Proof.DRA.PluginPods, n.Name) {
-			if pluginOf(d, p) {
+		dn := draNode{driver: d, ds: facts.daemonSet(d), unknown: facts.DaemonSetsUnreadable}
+		scheduled := dn.unknown == "" && dn.ds != nil && daemonSetSelects(dn.ds, n)
+		for _, p := range podsOn(facts.PluginPods, n.Name) {
+			switch {
+			case pluginOf(d, dn.ds, p):
 				dn.plugins = append(dn.plugins, p)
+			case namesPluginDaemonSet(d, p):
+				dn.forged = append(dn.forged, p)
 			}
 		}
-		for _, s := range cl.Proof.DRA.Slices {
+		for _, s := range facts.Slices {
 			if s.Spec.Driver == d.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == n.Name {
 				dn.slices = append(dn.slices, s)
 			}
 		}
-		if len(dn.plugins) > 0 || len(dn.slices) > 0 {
+		if dn.unknown != "" || scheduled || len(dn.plugins) > 0 || len(dn.slices) > 0 {
 			out = append(out, dn)
 		}
 	}
 	return out
 }
 
-// pluginOf says whether the driver's kubelet-plugin DaemonSet controls the
-// Pod: anyone who may create a Pod in the namespace could name it like one.
-func pluginOf(d dra.Driver, p *corev1.Pod) bool {
+// daemonSet is the driver's kubelet-plugin DaemonSet among those read.
+func (f *DRAProofFacts) daemonSet(d dra.Driver) *appsv1.DaemonSet {
+	for _, ds := range f.DaemonSets {
+		if ds.Namespace == d.Namespace && ds.Name == d.DaemonSet {
+			return ds
+		}
+	}
+	return nil
+}
+
+// daemonSetSelects says whether the DaemonSet's Pod template may be
+// scheduled on the node: its nodeSelector and its required node affinity,
+// as the scheduler reads them. Taints are left out, so more nodes count as
+// served (and must prove their DRA driver), never fewer.
+func daemonSetSelects(ds *appsv1.DaemonSet, n *corev1.Node) bool {
+	spec := &ds.Spec.Template.Spec
+	if !labels.SelectorFromSet(spec.NodeSelector).Matches(labels.Set(n.Labels)) {
+		return false
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return selectsNode(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution, n)
+	}
+	return true
+}
+
+// pluginOf says whether the driver's kubelet-plugin DaemonSet, as read,
+// controls the Pod: its controller reference names that DaemonSet and
+// carries its UID. Anyone who may create a Pod in the namespace could name
+// it like one.
+func pluginOf(d dra.Driver, ds *appsv1.DaemonSet, p *corev1.Pod) bool {
+	return ds != nil && namesPluginDaemonSet(d, p) && metav1.IsControlledBy(p, ds)
+}
+
+// namesPluginDaemonSet says whether the Pod's controller reference names
+// the driver's DaemonSet by kind and name (whatever its UID).
+func namesPluginDaemonSet(d dra.Driver, p *corev1.Pod) bool {
 	ref := metav1.GetControllerOfNoCopy(p)
 	return ref != nil && ref.Kind == "DaemonSet" && strings.HasPrefix(ref.APIVersion, "apps/") &&
 		ref.Name == d.DaemonSet && p.Namespace == d.Namespace
@@ -103,8 +161,12 @@ func (c *Config) draResourceProof(cl *Cluster, n *corev1.Node, nodes []draNode, 
 	}
 	for _, dn := range nodes {
 		d := dn.driver
+		if dn.unknown != "" {
+			miss("whether %s serves the node is unknown: its kubelet-plugin DaemonSet %s/%s cannot be read (%s)", d.Name, d.Namespace, d.DaemonSet, dn.unknown)
+			continue
+		}
 		if len(dn.plugins) == 0 {
-			miss("no DRA plugin Pod of %s (controlled by DaemonSet %s/%s) on the node", d.Name, d.Namespace, d.DaemonSet)
+			miss("no DRA plugin Pod of %s (controlled by DaemonSet %s/%s%s) on the node%s", d.Name, d.Namespace, d.DaemonSet, notThere(dn.ds), forgedPlugins(dn))
 		}
 		for _, p := range dn.plugins {
 			if podCondition(p, corev1.PodReady).Status != corev1.ConditionTrue {
@@ -117,6 +179,27 @@ func (c *Config) draResourceProof(cl *Cluster, n *corev1.Node, nodes []draNode, 
 		}
 		sliceProof(n, d.Name, dn.slices, miss)
 	}
+}
+
+func notThere(ds *appsv1.DaemonSet) string {
+	if ds == nil {
+		return ", which is not there"
+	}
+	return ""
+}
+
+// forgedPlugins names the Pods on the node that name the plugin DaemonSet
+// as their controller without being its own: ignored.
+func forgedPlugins(dn draNode) string {
+	var names []string
+	for _, p := range dn.forged {
+		names = append(names, p.Namespace+"/"+qualification.Clip(p.Name))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return "; ignored (they name it as their controller, but not its UID): " + strings.Join(names, ", ")
 }
 
 // sliceProof counts the GPUs the node's slices of a driver list: per pool,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,13 +19,30 @@ import (
 // NVIDIA's DRA driver as the config names it (its Helm chart's names).
 var nvidiaDRA = dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}
 
+// draPluginUID is the UID of the driver's kubelet-plugin DaemonSet.
+const draPluginUID = "5d0c9e1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"
+
+// draDaemonSet is the driver's kubelet-plugin DaemonSet as its Helm chart
+// schedules it: on nodes NFD finds an NVIDIA PCI device on, or GFD labels
+// as GPU nodes (required node affinity, any term), Linux only.
+func draDaemonSet() *appsv1.DaemonSet {
+	term := func(key string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet, UID: draPluginUID}}
+	ds.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+	ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{term("feature.node.kubernetes.io/pci-10de.present"), term("nvidia.com/gpu.present")}}}}
+	return ds
+}
+
 // draPluginPod is the driver's kubelet-plugin Pod on node, controlled by its
 // DaemonSet, Ready since at.
 func draPluginPod(node string, ready corev1.ConditionStatus, at time.Time) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: "nvidia-dra-driver-gpu-kubelet-plugin-" + node,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: nvidiaDRA.DaemonSet,
-				UID: "5d0c9e1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", Controller: new(true), BlockOwnerDeletion: new(true)}}},
+				UID: draPluginUID, Controller: new(true), BlockOwnerDeletion: new(true)}}},
 		Spec: corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.NewTime(at)}}},
@@ -78,6 +96,7 @@ func proveDRA(s *scenario, n *corev1.Node) {
 	check, claim := draCheck(n.Name, n.Name, reachedAt.Add(3*time.Minute))
 	s.cluster.Proof.AllocationChecks = []*corev1.Pod{check}
 	s.cluster.Proof.DRA = DRAProofFacts{
+		DaemonSets: []*appsv1.DaemonSet{draDaemonSet()},
 		PluginPods: []*corev1.Pod{draPluginPod(n.Name, corev1.ConditionTrue, reachedAt.Add(2*time.Minute))},
 		Slices:     []*resourcev1.ResourceSlice{draSlice(n.Name, 2, 1, 8)},
 		Claims:     []*resourcev1.ResourceClaim{claim},
@@ -116,7 +135,26 @@ func TestDRAProof(t *testing.T) {
 		}, want: "DRA plugin Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-03 of gpu.nvidia.com is not Ready (phase Running)"},
 		{name: "plugin Pod not owned by the DaemonSet", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cluster.Proof.DRA.PluginPods[0].OwnerReferences[0].Name = "impostor"
-		}, want: "no DRA plugin Pod of gpu.nvidia.com (controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin) on the node"},
+		}, want: "no DRA plugin Pod of gpu.nvidia.com (controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin) on the node]"},
+		{name: "forged plugin Pod: the DaemonSet's name, another UID", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.PluginPods[0].OwnerReferences[0].UID = "0badc0de-0000-4000-8000-000000000000"
+		}, want: "no DRA plugin Pod of gpu.nvidia.com (controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin) on the node; " +
+			"ignored (they name it as their controller, but not its UID): nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-03"},
+		{name: "plugin DaemonSet not there: its Pods' controller cannot be told", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets = nil
+		}, want: "(controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin, which is not there) on the node; ignored"},
+		{name: "crashed plugin, slices withdrawn, on a node the DaemonSet selects", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.PluginPods[0].Status.Conditions[0].Status = corev1.ConditionFalse
+			s.cluster.Proof.DRA.Slices = nil
+		}, want: "DRA plugin Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-03 of gpu.nvidia.com is not Ready (phase Running) " +
+			"no ResourceSlices of gpu.nvidia.com for the node"},
+		{name: "plugin Pod gone, slices withdrawn, on a node the DaemonSet selects", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.PluginPods, s.cluster.Proof.DRA.Slices = nil, nil
+		}, want: "no DRA plugin Pod of gpu.nvidia.com (controlled by DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin) on the node " +
+			"no ResourceSlices of gpu.nvidia.com for the node"},
+		{name: "plugin DaemonSet cannot be read", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets, s.cluster.Proof.DRA.DaemonSetsUnreadable = nil, "daemonsets.apps is forbidden"
+		}, want: "whether gpu.nvidia.com serves the node is unknown: its kubelet-plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin cannot be read (daemonsets.apps is forbidden)"},
 		{name: "plugin Pod with no controller", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cluster.Proof.DRA.PluginPods[0].OwnerReferences = nil
 		}, want: "no DRA plugin Pod of gpu.nvidia.com"},
@@ -164,7 +202,7 @@ func TestDRAProof(t *testing.T) {
 		{name: "check failed", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.AllocationChecks[0].Status.Phase = corev1.PodFailed },
 			want: "allocation-check-gpu-v100-03 is Failed"},
 		{name: "resource.k8s.io not served: a node running the plugin stays unproven", mutate: func(s *scenario, _ *corev1.Node) {
-			s.cluster.Proof.DRA = DRAProofFacts{PluginPods: s.cluster.Proof.DRA.PluginPods, Unreadable: "the API server does not serve resource.k8s.io/v1"}
+			s.cluster.Proof.DRA = DRAProofFacts{DaemonSets: s.cluster.Proof.DRA.DaemonSets, PluginPods: s.cluster.Proof.DRA.PluginPods, Unreadable: "the API server does not serve resource.k8s.io/v1"}
 		}, want: "ResourceSlices of gpu.nvidia.com cannot be read (the API server does not serve resource.k8s.io/v1)"},
 		{name: "an extended resource the node also advertises must be whole", mutate: func(_ *scenario, n *corev1.Node) {
 			n.Status.Capacity[resourceGPU], n.Status.Allocatable[resourceGPU] = resource.MustParse("8"), resource.MustParse("6")
@@ -188,25 +226,67 @@ func TestDRAProof(t *testing.T) {
 	}
 }
 
-// TestDRAProofLeavesOtherNodesAlone: with a DRA driver configured, a node it
-// shows nothing of is proven by its extended resources as before, and a DRA
-// node is never proven by them.
+// TestDRAProofLeavesOtherNodesAlone: with a DRA driver configured, a node
+// it does not serve (its DaemonSet does not select it, no slice, no plugin
+// Pod) is proven by its extended resources as before; a node it serves is
+// never proven by them, also once its plugin crashed and its slices went.
 func TestDRAProofLeavesOtherNodesAlone(t *testing.T) {
-	s := safeScenario(t)
-	s.cfg.DRADrivers = []dra.Driver{nvidiaDRA}
-	n := v100(t, "gpu-v100-03", tupleTarget)
-	s.cluster.Nodes = append(s.cluster.Nodes, n)
-	prove(s, n.Name)
-	s.cluster.Proof.DRA.Unreadable = "the API server does not serve resource.k8s.io/v1"
-	p := s.cfg.Prove(s.cluster, n, testNow)
-	assert.True(t, p.Proven(), "%v", p.Missing)
-
-	// The same node, once the driver publishes a slice for it: its
-	// device-plugin allocation check no longer proves it.
-	s.cluster.Proof.DRA = DRAProofFacts{Slices: []*resourcev1.ResourceSlice{draSlice(n.Name, 1, 1, 8)}}
-	p = s.cfg.Prove(s.cluster, n, testNow)
-	assert.Contains(t, fmt.Sprint(p.Missing), "no DRA plugin Pod of gpu.nvidia.com")
-	assert.Contains(t, fmt.Sprint(p.Missing), "used no ResourceClaim allocated on the node (it references none)")
+	cases := []struct {
+		name   string
+		mutate func(s *scenario, n *corev1.Node)
+		want   []string // nil: proven by its extended resources
+	}{
+		{name: "the DaemonSet's affinity does not select the node", mutate: func(s *scenario, n *corev1.Node) {
+			delete(n.Labels, "feature.node.kubernetes.io/pci-10de.present")
+			delete(n.Labels, "nvidia.com/gpu.present")
+		}},
+		{name: "the DaemonSet's nodeSelector does not select the node", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets[0].Spec.Template.Spec.NodeSelector["nvidia.com/dra"] = "true"
+		}},
+		{name: "the DaemonSet is not there: slices and plugin Pods alone say", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets = nil
+		}},
+		{name: "resource.k8s.io not served, the DaemonSet selects no GPU node", mutate: func(s *scenario, n *corev1.Node) {
+			delete(n.Labels, "feature.node.kubernetes.io/pci-10de.present")
+			delete(n.Labels, "nvidia.com/gpu.present")
+			s.cluster.Proof.DRA.Unreadable = "the API server does not serve resource.k8s.io/v1"
+		}},
+		{name: "the DaemonSet selects the node: its plugin crashed, its slices are gone", mutate: func(*scenario, *corev1.Node) {},
+			want: []string{"no DRA plugin Pod of gpu.nvidia.com", "no ResourceSlices of gpu.nvidia.com for the node", "used no ResourceClaim allocated on the node (it references none)"}},
+		{name: "the driver publishes a slice for the node the DaemonSet does not select", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets[0].Spec.Template.Spec.NodeSelector["nvidia.com/dra"] = "true"
+			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice(n.Name, 1, 1, 8)}
+		}, want: []string{"no DRA plugin Pod of gpu.nvidia.com", "used no ResourceClaim allocated on the node (it references none)"}},
+		{name: "a forged plugin Pod does not make a node a DRA node", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets[0].Spec.Template.Spec.NodeSelector["nvidia.com/dra"] = "true"
+			p := draPluginPod(n.Name, corev1.ConditionTrue, reachedAt)
+			p.OwnerReferences[0].UID = "0badc0de-0000-4000-8000-000000000000"
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}},
+		{name: "the DaemonSet cannot be read: unknown, unproven", mutate: func(s *scenario, n *corev1.Node) {
+			s.cluster.Proof.DRA.DaemonSets, s.cluster.Proof.DRA.DaemonSetsUnreadable = nil, "its cache has not synced"
+		}, want: []string{"whether gpu.nvidia.com serves the node is unknown: its kubelet-plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin cannot be read (its cache has not synced)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			s.cfg.DRADrivers = []dra.Driver{nvidiaDRA}
+			n := v100(t, "gpu-v100-03", tupleTarget)
+			s.cluster.Nodes = append(s.cluster.Nodes, n)
+			prove(s, n.Name) // a device-plugin node's proof: nvidia.com/gpu, a check requesting it
+			s.cluster.Proof.DRA = DRAProofFacts{DaemonSets: []*appsv1.DaemonSet{draDaemonSet()}}
+			tc.mutate(s, n)
+			p := s.cfg.Prove(s.cluster, n, testNow)
+			if tc.want == nil {
+				assert.True(t, p.Proven(), "%v", p.Missing)
+				return
+			}
+			require.False(t, p.Proven())
+			for _, w := range tc.want {
+				assert.Contains(t, fmt.Sprint(p.Missing), w)
+			}
+		})
+	}
 }
 
 // TestPreviousDRANodeUnproven: the done-when of issue 25 item 1 at the

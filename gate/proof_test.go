@@ -19,8 +19,10 @@ import (
 var reachedAt = testNow.Add(-2 * time.Hour)
 
 // prove gives a node everything a proof asks: a completed SUC Job, a Ready
-// validator Pod and a Succeeded allocation check after it, an hour ago.
+// validator Pod and a Succeeded allocation check after it, an hour ago; and
+// the Job check Pods name as their controller, in the checks' namespace.
 func prove(s *scenario, node string) {
+	s.cluster.Proof.CheckJobs = []*batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-upgrade-gate", Name: checkJob.Name, UID: checkJob.UID}}}
 	s.cluster.Proof.UpgradeJobs = append(s.cluster.Proof.UpgradeJobs, upgradeJob(node, batchv1.JobComplete, reachedAt))
 	s.cluster.Proof.Validators = append(s.cluster.Proof.Validators, validatorPod(node, corev1.ConditionTrue, reachedAt.Add(time.Minute)))
 	s.cluster.Proof.AllocationChecks = append(s.cluster.Proof.AllocationChecks, allocationPod(node, corev1.PodSucceeded, reachedAt.Add(2*time.Minute)))

@@ -16,6 +16,10 @@ func factsRule(t *Transition, f *findings) {
 	if t.unjudgeable() {
 		return
 	}
+	if t.CurrentUnknown != "" {
+		f.add(factsMissing(t.Node.Name, t.Path, t.CurrentUnknown, fromNode, nil))
+		return
+	}
 	var missing []string
 	var first *field.Path
 	for i := range componentTable {

@@ -146,10 +146,13 @@ func rolloutInFlightBlocker(r rolloutInFlight) Blocker {
 
 // rolloutRule (Plans and the driver path): RolloutInFlight on the request.
 // A review that moves nothing is not held, nor a rollback (the way out of a
-// failed rollout), nor a per-node step (the budget holds those).
+// failed rollout), nor a per-node step (the budget holds those), nor a
+// driver object's deletion, but a DRA driver's (its plugin DaemonSet or its
+// GPUCluster), which pulls the devices a rollout's proofs read.
 func rolloutRule(rv review, f *findings, _ *Decision) {
 	b := rv.base()
-	if len(b.pending) == 0 || b.unloading || b.perNode || b.rollback {
+	dr, isDriver := rv.(*DriverReview)
+	if len(b.pending) == 0 || (b.unloading && !(isDriver && dr.draUnload())) || b.perNode || b.rollback {
 		return
 	}
 	var self *upgradev1.Plan

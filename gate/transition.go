@@ -45,6 +45,10 @@ type Transition struct {
 	// Typed marks values a person typed (upgrade-check): compared byte for
 	// byte and held to the anchor's forms, and a rollback is never proven.
 	Typed bool
+	// CurrentUnknown says why a member of the current tuple the request
+	// moves cannot be read ("" : it can); FactsMissing then, and the tuple
+	// rules skip the transition.
+	CurrentUnknown string
 
 	// Holders are the node's GPU holders, HoldersErr the failure to list
 	// them; CheckHolders false when the review has no cluster (upgrade-check).

@@ -100,8 +100,8 @@ func (g gateCache) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 // cacheOf is the cache holding r's objects: a cache holds one selector per
-// type, so the allocation checks, the halt record and each creation gate
-// have their own.
+// type, so the allocation checks (with the check Jobs), the halt record and
+// each creation gate have their own.
 func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 	reads := s.f.load().Reads
 	if c, ok := s.f.Gates[r.What]; ok {
@@ -112,14 +112,14 @@ func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 			return nil // no cache of it: not read, so open
 		}
 	}
-	if d := reads.DRA; d != nil && (r.What == d.PluginPods.What || r.What == d.Slices.What || r.What == d.Claims.What) {
+	if d := reads.DRA; d != nil && (r.What == d.PluginDaemonSets.What || r.What == d.PluginPods.What || r.What == d.Slices.What || r.What == d.Claims.What) {
 		if s.f.DRA == nil {
 			return nil // no cache of them (tests of other paths)
 		}
 		return s.f.DRA
 	}
 	switch {
-	case r.What == reads.AllocationChecks.What:
+	case r.What == reads.AllocationChecks.What, reads.CheckJobs.Object != nil && r.What == reads.CheckJobs.What:
 		return s.f.Allocations
 	case r.What == reads.HaltRecord.What:
 		return s.f.Halts

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,7 +27,7 @@ import (
 var draResources = []string{"resourceslices", "resourceclaims"}
 
 // newDRACache makes the cache of what proofs of DRA nodes read (the
-// drivers' plugin Pods, the ResourceSlices, the allocation checks'
+// drivers' plugin DaemonSets and Pods, the ResourceSlices, the allocation checks'
 // ResourceClaims) and returns its informers, for the proof facts to watch;
 // nil without DRA drivers in the config, so a cluster without them is
 // never asked for resource.k8s.io. An API server that does not serve
@@ -43,7 +45,8 @@ func newDRACache(ctx context.Context, mgr manager.Manager, restCfg *rest.Config,
 	if facts.draUnserved, err = draServed(disc); err != nil {
 		return nil, err
 	}
-	byObject := map[client.Object]cache.ByObject{r.PluginPods.Object: pluginPods(r.PluginPods)}
+	byObject := map[client.Object]cache.ByObject{r.PluginPods.Object: pluginPods(r.PluginPods),
+		r.PluginDaemonSets.Object: {Transform: StripDaemonSet, Namespaces: pluginPods(r.PluginDaemonSets).Namespaces}}
 	if facts.draUnserved == "" {
 		byObject[r.Slices.Object] = cache.ByObject{Transform: StripSlice}
 		claims := cache.ByObject{Transform: StripClaim}
@@ -97,6 +100,27 @@ func pluginPods(r loader.Read) cache.ByObject {
 		b.Namespaces[ns] = cache.Config{}
 	}
 	return b
+}
+
+// StripDaemonSet keeps what a proof reads of a DRA driver's kubelet-plugin
+// DaemonSet: its identity (its Pods' controller references carry its UID)
+// and where its Pods may be scheduled (docs/proof.md#dra-nodes).
+func StripDaemonSet(obj any) (any, error) { return asIs(obj, stripDaemonSet) }
+
+func stripDaemonSet(obj any) (any, error) {
+	ds, ok := obj.(*appsv1.DaemonSet)
+	if !ok {
+		return obj, nil
+	}
+	out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}
+	spec := &ds.Spec.Template.Spec
+	out.Spec.Template.Spec.NodeSelector = spec.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		out.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+	}
+	return out, nil
 }
 
 // draNotServed is the error a read of slices or claims gets from the

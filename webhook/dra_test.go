@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -53,5 +55,31 @@ func TestStripSlice(t *testing.T) {
 	require.Len(t, got.Spec.Devices, 2)
 	assert.Equal(t, "gpu", *got.Spec.Devices[0].Attributes["type"].StringValue)
 	assert.NotContains(t, got.Spec.Devices[0].Attributes, resourcev1.QualifiedName("uuid"))
+	assert.Nil(t, got.Labels)
+}
+
+// TestStripDaemonSet: a cached kubelet-plugin DaemonSet keeps its UID (its
+// Pods' controller) and its Pods' nodeSelector and required node affinity
+// (the nodes it serves), not its containers or status.
+func TestStripDaemonSet(t *testing.T) {
+	required := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "nvidia.com/gpu.present", Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}}}
+	in := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "nvidia-dra-driver-gpu", Name: "kubelet-plugin", UID: "u-1", Labels: map[string]string{"x": "y"}},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required,
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}}},
+			Containers: []corev1.Container{{Name: "plugin", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}}}}},
+		Status: appsv1.DaemonSetStatus{NumberReady: 3}}
+	out, err := StripDaemonSet(in)
+	require.NoError(t, err)
+	got := out.(*appsv1.DaemonSet)
+	assert.Equal(t, in.UID, got.UID)
+	assert.Equal(t, in.Namespace+"/"+in.Name, got.Namespace+"/"+got.Name)
+	assert.Equal(t, in.Spec.Template.Spec.NodeSelector, got.Spec.Template.Spec.NodeSelector)
+	assert.Equal(t, required, got.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	assert.Nil(t, got.Spec.Template.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	assert.Empty(t, got.Spec.Template.Spec.Containers)
+	assert.Zero(t, got.Status.NumberReady)
 	assert.Nil(t, got.Labels)
 }

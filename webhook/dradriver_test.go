@@ -79,7 +79,8 @@ func TestDRADriverOtherDaemonSets(t *testing.T) {
 			assert.Empty(t, d.Codes())
 		})
 	}
-	assert.True(t, s.draDaemonSet(daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil)), "the configured one is judged")
+	_, judged := s.draDaemonSet(daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil))
+	assert.True(t, judged, "the configured one is judged")
 }
 
 // TestDRADaemonSetReloadAtTheSameVersion: the plugin's images changing
@@ -106,9 +107,37 @@ func TestDRADaemonSetReloadAtTheSameVersion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ch gate.DriverChange
-			draDaemonSetChange(&ch, tc.cur, tc.old, admissionv1.Update)
+			require.NoError(t, draDaemonSetChange(&ch, dra.Driver{}, tc.cur, tc.old, admissionv1.Update))
 			assert.Equal(t, tc.reload, ch.Reload)
 			assert.Equal(t, tc.version, ch.OldDRA != ch.NewDRA)
 		})
 	}
+}
+
+// TestDRADaemonSetCreateAndDelete: a DELETE is the driver's removal at the
+// version it ran (an unload, judged by holders and rollouts); a CREATE
+// carries the driver and the new DaemonSet's selector, so the gate judges it
+// from what the nodes still run of that driver; a selector that cannot be
+// read is an error, never "nothing left".
+func TestDRADaemonSetCreateAndDelete(t *testing.T) {
+	d := dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}
+	ds := daemonSet(d.Namespace, d.DaemonSet, nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+
+	var del gate.DriverChange
+	require.NoError(t, draDaemonSetChange(&del, d, ds, ds, admissionv1.Delete))
+	assert.Equal(t, "v25.8.1", del.OldDRA)
+	assert.Equal(t, del.OldDRA, del.NewDRA, "nothing moves: the driver goes")
+	assert.Nil(t, del.DRAPlugin)
+
+	require.NoError(t, unstructured.SetNestedField(ds.Object, map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "kubelet-plugin"}}, "spec", "selector"))
+	var create gate.DriverChange
+	require.NoError(t, draDaemonSetChange(&create, d, ds, nil, admissionv1.Create))
+	assert.Empty(t, create.OldDRA)
+	assert.Equal(t, "v25.8.1", create.NewDRA)
+	require.NotNil(t, create.DRAPlugin)
+	assert.Equal(t, d, create.DRAPlugin.Driver)
+	assert.Equal(t, "app.kubernetes.io/name=kubelet-plugin", create.DRAPlugin.Pods.String())
+
+	require.NoError(t, unstructured.SetNestedField(ds.Object, map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "Sideways"}}}, "spec", "selector"))
+	assert.ErrorContains(t, draDaemonSetChange(&gate.DriverChange{}, d, ds, nil, admissionv1.Create), "spec.selector")
 }

@@ -2,17 +2,21 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
 )
@@ -84,10 +88,13 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		}
 		ch.NoPolicy = true
 	case daemonSetGVK.GroupKind():
-		if !s.draDaemonSet(obj) {
+		d, ok := s.draDaemonSet(obj)
+		if !ok {
 			return gate.Decision{Allowed: true, Object: ch.Object}, nil // another DaemonSet: not the gate's
 		}
-		draDaemonSetChange(&ch, obj, old, req.Operation)
+		if err := draDaemonSetChange(&ch, d, obj, old, req.Operation); err != nil {
+			return gate.Decision{}, err
+		}
 		if ch.NodeSelector, err = podNodeSelector(obj); err != nil {
 			return gate.Decision{}, err
 		}
@@ -225,13 +232,13 @@ func namespaced(u *unstructured.Unstructured) string {
 // draDaemonSet says whether the DaemonSet is a configured DRA driver's
 // kubelet plugin (config draDrivers); the chart's match condition sends no
 // other, this is the same check on the server.
-func (s *Server) draDaemonSet(u *unstructured.Unstructured) bool {
+func (s *Server) draDaemonSet(u *unstructured.Unstructured) (dra.Driver, bool) {
 	for _, d := range s.Config.DRADrivers {
 		if u.GetNamespace() == d.Namespace && u.GetName() == d.DaemonSet {
-			return true
+			return d, true
 		}
 	}
-	return false
+	return dra.Driver{}, false
 }
 
 var pathPodContainers = field.NewPath("spec", "template", "spec", "containers")
@@ -251,13 +258,31 @@ func draVersion(u *unstructured.Unstructured) (string, *field.Path) {
 // version before and after, and a reload when its images change at the
 // same version (another repository, or a new digest under the same
 // version label): other code, judged as a restart of the same version, as
-// a ClusterPolicy's repository change is.
-func draDaemonSetChange(ch *gate.DriverChange, obj, old *unstructured.Unstructured, op admissionv1.Operation) {
+// a ClusterPolicy's repository change is. A DELETE removes the driver from
+// every node it reaches (an unload, as a GPUCluster's); a CREATE moves the
+// nodes from what they still run of driver d (gate.DRAPluginCreate), which
+// the new DaemonSet's selector tells.
+func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructured.Unstructured, op admissionv1.Operation) error {
 	ch.NewDRA, ch.DRAPath = draVersion(obj)
-	if old != nil && op == admissionv1.Update {
+	switch op {
+	case admissionv1.Update:
 		ch.OldDRA, _ = draVersion(old)
 		ch.Reload = ch.OldDRA == ch.NewDRA && !slices.Equal(containerImages(old), containerImages(obj))
+	case admissionv1.Delete:
+		ch.OldDRA = ch.NewDRA
+	case admissionv1.Create:
+		var ls metav1.LabelSelector
+		raw, _, err := unstructured.NestedMap(obj.Object, "spec", "selector")
+		if err == nil {
+			err = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls)
+		}
+		sel, serr := metav1.LabelSelectorAsSelector(&ls)
+		if err = errors.Join(err, serr); err != nil {
+			return fmt.Errorf("spec.selector: %w", err)
+		}
+		ch.DRAPlugin = &gate.DRAPluginCreate{Driver: d, Pods: sel}
 	}
+	return nil
 }
 
 // containerImages are the images of a workload's Pod template's

@@ -152,10 +152,16 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	}
 	facts.Cache, facts.Live = mgr.GetCache(), mgr.GetAPIReader()
 	// A cache holds one selector per type: the allocation checks (any
-	// namespace, their own label) get a cache of their own.
+	// namespace, their own label) get a cache of their own, and with
+	// proof.checks the Jobs of their namespace (the check Pods' controllers).
+	allocationObjects := map[client.Object]cache.ByObject{&corev1.Pod{}: allocationChecks(cfg)}
+	checkJobs := loader.ReadsOf(cfg).CheckJobs
+	if checkJobs.Object != nil {
+		allocationObjects[checkJobs.Object] = cache.ByObject{Transform: StripJob, Namespaces: map[string]cache.Config{checkJobs.Namespaces[0]: {}}}
+	}
 	if facts.Allocations, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject:                 map[client.Object]cache.ByObject{&corev1.Pod{}: allocationChecks(cfg)}}); err != nil {
+		ByObject:                 allocationObjects}); err != nil {
 		return nil, nil, fmt.Errorf("allocation-check cache: %w", err)
 	}
 	if err := mgr.Add(facts.Allocations); err != nil {
@@ -269,7 +275,15 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := newMaintenanceCache(mgr, restCfg, scheme, facts, maintenanceProbe); err != nil {
 		return nil, nil, err
 	}
-	if err := facts.WatchProof(append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)...); err != nil {
+	proofInformers := append([]cache.Informer{podInformer, allocInformer, jobInformer}, draInformers...)
+	if checkJobs.Object != nil {
+		inf, err := facts.Allocations.GetInformer(ctx, checkJobs.Object)
+		if err != nil {
+			return nil, nil, fmt.Errorf("informer for %s: %w", checkJobs.What, err)
+		}
+		proofInformers = append(proofInformers, inf)
+	}
+	if err := facts.WatchProof(proofInformers...); err != nil {
 		return nil, nil, fmt.Errorf("watch proof facts: %w", err)
 	}
 	if si, ok := podInformer.(toolscache.SharedIndexInformer); ok {

@@ -347,11 +347,11 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 	Name: WebhookDRAPlugins, Path: PathDRAPlugins, Metric: "dra-daemonsets", Contract: "dradaemonsets.md",
 	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
 	decide:    (*Server).decideDriver,
-	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete},
 	Scope: admissionregistrationv1.NamespacedScope, Namespaces: DRADriverNamespaces, Optional: true,
 	MatchConditions: []MatchCondition{
 		{Name: "dra-kubelet-plugin", Template: "gug.draKubeletPlugin"},
-		{Name: "dra-version-changes", Folded: true, CEL: `request.operation == 'CREATE' ||
+		{Name: "dra-version-changes", Folded: true, CEL: `request.operation == 'CREATE' || request.operation == 'DELETE' ||
 object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
 object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
@@ -359,11 +359,14 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
 		"draDrivers' DaemonSets, in their namespaces only, and only when their\n" +
-		"containers' images or app.kubernetes.io/version label change (or one is\n" +
-		"created): a new DRA driver release, judged like the driver path. Every other\n" +
-		"DaemonSet, the DaemonSet controller's status and the GPU Operator's own writes\n" +
-		"(after its reviewed GPUCluster) never reach the gate. Not rendered without\n" +
-		"config.draDrivers. DELETE is not reviewed: removing the plugin always works.",
+		"containers' images or app.kubernetes.io/version label change, or one is\n" +
+		"created or deleted: a new DRA driver release, judged like the driver path;\n" +
+		"a deletion as the driver's removal from the nodes it serves (held while they\n" +
+		"hold GPUs or a rollout is in flight). Every other DaemonSet, the DaemonSet\n" +
+		"controller's status and the writes of the GPU Operator's own ServiceAccounts\n" +
+		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never\n" +
+		"reach the gate. Not rendered without config.draDrivers. Fail: while the gate\n" +
+		"is down, the plugin DaemonSet can be neither replaced nor deleted.",
 }}
 
 // CheckEnforcement refuses a per-webhook mode for a name that is none of

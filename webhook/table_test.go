@@ -73,7 +73,8 @@ func TestHandlerChecksTheRow(t *testing.T) {
 		{name: "a Subscription sent as an InstallPlan", path: PathOperator, group: "operators.coreos.com", res: "subscriptions", kind: "InstallPlan", op: admissionv1.Update, wantErr: "holds kind"},
 		{name: "the operator Deployment created", path: PathOperator, group: "apps", res: "deployments", kind: "Deployment", op: admissionv1.Create},
 		{name: "a DRA kubelet-plugin DaemonSet update", path: PathDRAPlugins, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Update},
-		{name: "a DRA kubelet-plugin DaemonSet deleted (never sent: removing it always works)", path: PathDRAPlugins, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Delete, wantErr: `operation "DELETE"`},
+		{name: "a DRA kubelet-plugin DaemonSet deleted (the driver unloaded)", path: PathDRAPlugins, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Delete},
+		{name: "a DaemonSet's status at the DRA plugin path", path: PathDRAPlugins, group: "apps", res: "daemonsets", sub: "status", kind: "DaemonSet", op: admissionv1.Update, wantErr: `subresource "status"`},
 		{name: "a DaemonSet sent to the driver path", path: PathDriver, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Update, wantErr: "daemonsets"},
 		{name: "a Pod sent to the Node path", path: PathNodes, res: "nodes", kind: "Pod", op: admissionv1.Update, wantErr: "holds kind Node"},
 	}

@@ -85,13 +85,16 @@ func (l *Loader) DRANodes(ctx context.Context, drivers []dra.Driver) (map[string
 	return out, nil
 }
 
-// DRAProofReads are what proofs of DRA nodes read: the Pods of the
-// drivers' namespaces (their kubelet plugins, told apart by their
-// controller), every ResourceSlice (a driver's field selector would take
-// one informer per driver) and the ResourceClaims of the allocation checks'
-// namespace (a claim lives in its Pod's).
+// DRAProofReads are what proofs of DRA nodes read: the DaemonSets of the
+// drivers' namespaces (their kubelet-plugin DaemonSets say which nodes they
+// serve, and their UIDs which Pods are theirs; a name selector would take
+// one informer per driver), the Pods of those namespaces (their kubelet
+// plugins, told apart by their controller), every ResourceSlice (a
+// driver's field selector would take one informer per driver) and the
+// ResourceClaims of the allocation checks' namespace (a claim lives in its
+// Pod's).
 type DRAProofReads struct {
-	PluginPods, Slices, Claims Read
+	PluginDaemonSets, PluginPods, Slices, Claims Read
 }
 
 func draProofReadsOf(cfg *gate.Config) *DRAProofReads {
@@ -105,6 +108,8 @@ func draProofReadsOf(cfg *gate.Config) *DRAProofReads {
 		}
 	}
 	return &DRAProofReads{
+		PluginDaemonSets: Read{What: "DRA kubelet-plugin DaemonSets", Object: &appsv1.DaemonSet{}, NewList: func() client.ObjectList { return &appsv1.DaemonSetList{} },
+			Namespaces: namespaces},
 		PluginPods: Read{What: "DRA kubelet-plugin Pods", Object: &corev1.Pod{}, NewList: pods, Namespaces: namespaces},
 		Slices:     Read{What: "ResourceSlices", Object: &resourcev1.ResourceSlice{}, NewList: func() client.ObjectList { return &resourcev1.ResourceSliceList{} }},
 		Claims: Read{What: "ResourceClaims", Object: &resourcev1.ResourceClaim{}, NewList: func() client.ObjectList { return &resourcev1.ResourceClaimList{} },
@@ -115,7 +120,10 @@ func draProofReadsOf(cfg *gate.Config) *DRAProofReads {
 // draProof reads what proofs of DRA nodes read. An API server that does not
 // serve resource.k8s.io/v1 is no error: the proof of a node running a
 // driver's plugin then names it (gate.DRAProofFacts.Unreadable), and every
-// other node is proven as before.
+// other node is proven as before. DaemonSets that cannot be read are no
+// error either: every GPU node's proof names it
+// (gate.DRAProofFacts.DaemonSetsUnreadable), as which nodes are DRA nodes
+// is then unknown.
 func (l *Loader) draProof(ctx context.Context) (gate.DRAProofFacts, error) {
 	var out gate.DRAProofFacts
 	r := l.Reads.DRA
@@ -123,6 +131,9 @@ func (l *Loader) draProof(ctx context.Context) (gate.DRAProofFacts, error) {
 		return out, nil
 	}
 	var err error
+	if out.DaemonSets, err = read[*appsv1.DaemonSet](ctx, l.Source, r.PluginDaemonSets); err != nil {
+		out.DaemonSets, out.DaemonSetsUnreadable = nil, err.Error()
+	}
 	if out.PluginPods, err = read[*corev1.Pod](ctx, l.Source, r.PluginPods); err != nil {
 		return out, fmt.Errorf("%s: %w", r.PluginPods.What, err)
 	}

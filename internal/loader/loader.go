@@ -206,6 +206,11 @@ func (l *Loader) Proof(ctx context.Context) (gate.ProofFacts, error) {
 	// ProofFactsOf sorts them into validators and checks (a Pod could be
 	// both).
 	out := l.Config.ProofFactsOf(pods, jobs)
+	if r := l.Reads.CheckJobs; r.Object != nil {
+		if out.CheckJobs, err = read[*batchv1.Job](ctx, l.Source, r); err != nil {
+			return gate.ProofFacts{}, fmt.Errorf("%s: %w", r.What, err)
+		}
+	}
 	if out.DRA, err = l.draProof(ctx); err != nil {
 		return gate.ProofFacts{}, err
 	}

@@ -63,6 +63,10 @@ type Reads struct {
 	// UpgradeJobs: SUC's Jobs (label upgrade.cattle.io/node) in the SUC
 	// namespaces, which proofs, halts and the disruption budget read.
 	UpgradeJobs Read
+	// CheckJobs: the Jobs of the allocation checks' namespace, whose UIDs
+	// say which check Pods are a Job's (gate.ProofFacts.CheckJobs); nil
+	// Object without proof.checks (nothing read).
+	CheckJobs Read
 	// HaltRecord: the halt record ConfigMap by name.
 	HaltRecord Read
 	// CreationGates: each configured creation gate's Deployment or
@@ -89,6 +93,12 @@ func ReadsOf(cfg *gate.Config) Reads {
 		}
 		gates = append(gates, r)
 	}
+	var checkJobs Read
+	if len(cfg.Proof.Checks) > 0 {
+		// proof.checks requires the namespace (gate.validateNodeChecks).
+		checkJobs = Read{What: "check Jobs", Object: &batchv1.Job{}, NewList: func() client.ObjectList { return &batchv1.JobList{} },
+			Namespaces: []string{cfg.Proof.AllocationCheck.Namespace}}
+	}
 	return Reads{
 		Nodes: Read{What: "Nodes", Object: &corev1.Node{}, NewList: func() client.ObjectList { return &corev1.NodeList{} }},
 		Plans: Read{What: "Plans", Object: &upgradev1.Plan{}, NewList: func() client.ObjectList { return &upgradev1.PlanList{} },
@@ -109,6 +119,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: []string{cfg.Namespace}, Name: cfg.Halts.ConfigMap},
 		CreationGates: gates,
 		DRA:           draProofReadsOf(cfg),
+		CheckJobs:     checkJobs,
 	}
 }
 

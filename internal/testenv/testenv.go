@@ -310,6 +310,39 @@ func (e *Env) installChart(ctx context.Context) error {
 	return nil
 }
 
+// ApplyChartRBAC renders the chart for e.Config as it is now and creates
+// the Roles, RoleBindings, ClusterRoles and bindings that are not there yet
+// (and their namespaces): a test that changes the configuration
+// (proof.checks) gives the webhook the reads the chart would grant for it.
+// Nothing already there is changed or removed, so later tests keep theirs.
+func (e *Env) ApplyChartRBAC(ctx context.Context) error {
+	values, err := e.chartValues()
+	if err != nil {
+		return err
+	}
+	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
+	if err != nil {
+		return fmt.Errorf("render the chart: %w", err)
+	}
+	for _, o := range objs {
+		switch obj := o.Object.(type) {
+		case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+			if o.GetAnnotations()["helm.sh/hook"] != "" {
+				continue
+			}
+			if ns := o.GetNamespace(); ns != "" {
+				if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})); err != nil {
+					return err
+				}
+			}
+			if err := client.IgnoreAlreadyExists(e.Admin.Create(ctx, obj)); err != nil {
+				return fmt.Errorf("create the chart's %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
 // checkChartConfig: the configuration the chart renders from the values must
 // load to exactly e.Config, or the webhook here would not be the one the
 // chart deploys.

@@ -32,8 +32,9 @@ func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
 		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptions: defaultExemptions,
-		sucServiceAccounts: []string{"system:serviceaccount:system-upgrade:system-upgrade"},
-		antiAffinity:       true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
+		sucServiceAccounts:         []string{"system:serviceaccount:system-upgrade:system-upgrade"},
+		gpuOperatorServiceAccounts: []string{"system:serviceaccount:gpu-operator:gpu-operator"},
+		antiAffinity:               true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
 		gpuOperator: [2]string{"gpu-operator", "gpu-operator"}, dcgm: [2]string{"gpu-operator", "nvidia-dcgm-exporter"},
 	}
 }
@@ -52,6 +53,8 @@ var variants = map[string]func(e *expect){
 		e.dra = true
 		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
 		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
+		e.draClaimsNamespace, e.checksNamespace = "gpu-checks", "gpu-checks"
+		e.gpuOperatorServiceAccounts = []string{"system:serviceaccount:gpu-operator:gpu-operator", "system:serviceaccount:gpu-operator:gpu-operator-dra"}
 		// platform-bots is narrowed by labels: no match condition
 		e.creationGates = []gate.CreationGate{
 			{Name: "gpu-shared-creation", Kind: gate.GateDeploymentEnv, Namespace: "kube-dc", Object: "kube-dc-manager", Key: "GPU_SHARED_CREATION_ENABLED", Closed: "false"},
@@ -389,6 +392,26 @@ func TestChecksCanFail(t *testing.T) {
 		{"GPU Operator's DaemonSet write sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[:2]
 		}, "the DRA plugin webhook must match only"},
+		{"every ServiceAccount of the GPU Operator's namespace exempt from the DRA plugin webhook", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").MatchConditions[2].Expression = "!request.userInfo.username.startsWith('system:serviceaccount:gpu-operator:')"
+		}, "the DRA plugin webhook must match only"},
+		{"DRA plugin deletes not sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+		}, "dradaemonsets.gpu-upgrade-gate.io: operations [CREATE UPDATE], expected [CREATE UPDATE DELETE]"},
+		{"ResourceClaims read cluster-wide though the checks' namespace is set", "ignore-node-policy-values.yaml", func(o []Object) {
+			c := cr(o)
+			c.Rules = append(c.Rules, rbacv1.PolicyRule{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"list", "watch"}})
+		}, "may read resource.k8s.io/resourceclaims in cluster"},
+		{"check Jobs unreadable", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-checks").Rules = nil
+		}, "cannot read batch/jobs in gpu-checks"},
+		{"check Jobs read in another namespace", "ignore-node-policy-values.yaml", func(o []Object) {
+			role(o, "-checks").Namespace = "ml"
+		}, "namespace \"ml\""},
+		{"DRA drivers' DaemonSets unreadable", "ignore-node-policy-values.yaml", func(o []Object) {
+			r := role(o, "-dra")
+			r.Rules = r.Rules[1:]
+		}, "cannot read apps/daemonsets (dra)"},
 		{"DRA plugin webhook without DRA drivers", "", func(o []Object) {
 			w := vwc(o).Webhooks[0].DeepCopy()
 			w.Name = "dradaemonsets.gpu-upgrade-gate.io"

@@ -73,6 +73,15 @@ type expect struct {
 	// draNamespaces.
 	dra                       bool
 	draPlugins, draNamespaces []string
+	// draClaimsNamespace: config.proof.allocationCheck.namespace, where the
+	// ResourceClaims are read ("": cluster-wide).
+	draClaimsNamespace string
+	// gpuOperatorServiceAccounts: the only writers the DRA plugin webhook
+	// does not send to the gate.
+	gpuOperatorServiceAccounts []string
+	// checksNamespace: with config.proof.checks, the allocation checks'
+	// namespace, whose Jobs are read.
+	checksNamespace string
 	// preconditions: the CEL preconditions whose resources the
 	// -preconditions Roles and ClusterRole must grant list/watch on, and
 	// nothing more.
@@ -139,6 +148,9 @@ func (r *rendered) checkNamespaces() []string {
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-preconditions") &&
 			slices.ContainsFunc(r.e.preconditions, func(p precondition.Precondition) bool { return p.CEL != nil && p.CEL.Namespace == ns }):
 		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-events") && (slices.Contains(r.e.sucNamespaces, ns) || ns == metav1.NamespaceDefault):
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-checks") && ns == r.e.checksNamespace && ns != "":
+		case (kind == "Role" || kind == "RoleBinding") && strings.HasSuffix(o.GetName(), "-dra") && r.e.dra &&
+			(slices.Contains(r.e.draNamespaces, ns) || ns == r.e.draClaimsNamespace):
 		case kind == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard") && ns == r.e.dashboard:
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s: namespace %q, expected the release namespace %q", kind, o.GetName(), ns, r.e.namespace))
@@ -555,6 +567,8 @@ func (r *rendered) checkRBAC() []string {
 		"/pods": {[]string{"list", "watch"}, func(string) bool { return true }, nil},
 		// SUC's upgrade Jobs (the proof dates a node's upgrade by them).
 		"batch/jobs": {[]string{"list", "watch"}, func(ns string) bool { return slices.Contains(r.e.sucNamespaces, ns) }, nil},
+		// With proof.checks, the Jobs of the checks' namespace (their UIDs).
+		"batch/jobs (checks)": {[]string{"list", "watch"}, func(ns string) bool { return r.e.checksNamespace != "" && ns == r.e.checksNamespace }, nil},
 		// The driver path reads the upgrade policy live (webhook/driver.md).
 		"nvidia.com/clusterpolicies": {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
 		"nvidia.com/nvidiadrivers":   {[]string{"list"}, func(ns string) bool { return ns == "cluster" }, nil},
@@ -583,17 +597,23 @@ func (r *rendered) checkRBAC() []string {
 		"upgrade.cattle.io/plans (nudge)":     {[]string{"patch"}, func(ns string) bool { return slices.Contains(r.e.sucNamespaces, ns) }, nil},
 		"coordination.k8s.io/leases (create)": {[]string{"create"}, func(ns string) bool { return ns == r.e.namespace }, nil},
 	}
-	// Proofs of DRA nodes: the driver's slices and the checks' claims,
-	// only when DRA drivers are configured.
-	dra := []string{"resource.k8s.io/resourceslices", "resource.k8s.io/resourceclaims"}
+	// Proofs of DRA nodes: the driver's slices, the checks' claims (in
+	// their namespace when it is set) and the drivers' DaemonSets in their
+	// namespaces, only when DRA drivers are configured.
+	dra := []string{"resource.k8s.io/resourceslices", "resource.k8s.io/resourceclaims", "apps/daemonsets (dra)"}
 	if r.e.dra {
-		for _, key := range dra {
-			allowed[key] = struct {
-				verbs  []string
-				where  func(ns string) bool
-				byName []string
-			}{[]string{"list", "watch"}, func(ns string) bool { return ns == "cluster" }, nil}
+		type grantable = struct {
+			verbs  []string
+			where  func(ns string) bool
+			byName []string
 		}
+		claimsWhere := r.e.draClaimsNamespace
+		if claimsWhere == "" {
+			claimsWhere = "cluster"
+		}
+		allowed[dra[0]] = grantable{[]string{"list", "watch"}, func(ns string) bool { return ns == "cluster" }, nil}
+		allowed[dra[1]] = grantable{[]string{"list", "watch"}, func(ns string) bool { return ns == claimsWhere }, nil}
+		allowed[dra[2]] = grantable{[]string{"list", "watch"}, func(ns string) bool { return slices.Contains(r.e.draNamespaces, ns) }, nil}
 	}
 	seen := map[string]bool{}
 	for _, g := range grants {
@@ -660,6 +680,10 @@ func (r *rendered) checkRBAC() []string {
 					key += " (create)"
 				case key == "upgrade.cattle.io/plans" && slices.Contains(rule.Verbs, "patch"):
 					key += " (nudge)"
+				case key == "apps/daemonsets" && len(rule.ResourceNames) == 0 && r.e.dra:
+					key += " (dra)"
+				case key == "batch/jobs" && g.where == r.e.checksNamespace && !slices.Contains(r.e.sucNamespaces, g.where):
+					key += " (checks)"
 				}
 				a, ok := allowed[key]
 				if !ok {
@@ -689,6 +713,18 @@ func (r *rendered) checkRBAC() []string {
 	for _, key := range dra {
 		if r.e.dra && !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which proofs of DRA nodes need (config.draDrivers)")
+		}
+	}
+	if r.e.checksNamespace != "" && !seen["batch/jobs (checks)"] {
+		problems = append(problems, "the webhook's ServiceAccount cannot read batch/jobs in "+r.e.checksNamespace+", whose UIDs say which check Pods count (config.proof.checks)")
+	}
+	for _, ns := range r.e.draNamespaces {
+		// Each driver's namespace: which nodes its DaemonSet serves.
+		if !slices.ContainsFunc(grants, func(g grant) bool {
+			return g.own && g.where == ns && slices.Contains(g.rule.APIGroups, "apps") && slices.Contains(g.rule.Resources, "daemonsets") &&
+				slices.Contains(g.rule.Verbs, "list") && slices.Contains(g.rule.Verbs, "watch")
+		}) {
+			problems = append(problems, "the webhook's ServiceAccount cannot read apps/daemonsets (dra) in "+ns+", which proofs of DRA nodes need (config.draDrivers)")
 		}
 	}
 	for _, ns := range append(slices.Clone(r.e.sucNamespaces), metav1.NamespaceDefault) {
@@ -789,7 +825,9 @@ func (r *rendered) checkWebhooks() []string {
 				// so the driver path reviews it; deleting the webhook
 				// configuration still breaks glass.
 				// Deleting the halt record would drop its halts: reviewed too.
-				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io") {
+				// Deleting a DRA driver's plugin DaemonSet unloads it, and
+				// creating it again must not be judged from nothing.
+				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" || w.Name == "dradaemonsets.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -832,7 +870,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"operator.gpu-upgrade-gate.io", []rule{{"apps", "v1", "deployments", namespaced, cu}, {"operators.coreos.com", "v1alpha1", "installplans,subscriptions", namespaced, cu}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
-		{"dradaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
+		{"dradaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cud}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
 		w := hook(v, wt.name)
 		if wt.name == "dradaemonsets.gpu-upgrade-gate.io" && !r.e.dra {
@@ -926,14 +964,16 @@ func (r *rendered) checkWebhooks() []string {
 				bad("the operator webhook must match only the operator Deployment's image, InstallPlan approvals (at creation too) and the operator package's Subscriptions, got %v", w.MatchConditions)
 			}
 		case "dradaemonsets.gpu-upgrade-gate.io":
-			// Only the configured plugins' release changes, never the GPU
-			// Operator's own write (its GPUCluster was the reviewed step).
-			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + object.metadata.name in ["+celList(r.e.draPlugins)+"]" ||
-				!strings.Contains(conds, "request.operation == 'CREATE' ||") ||
+			// Only the configured plugins' release changes, creates and
+			// deletes, never the GPU Operator's own ServiceAccounts' writes
+			// (its GPUCluster was the reviewed step), by name: another
+			// ServiceAccount of its namespace is judged.
+			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]" ||
+				!strings.Contains(conds, "request.operation == 'CREATE' || request.operation == 'DELETE' ||") ||
 				!strings.Contains(conds, "object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue(''))") ||
 				!strings.Contains(conds, "object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')") ||
-				w.MatchConditions[2].Expression != "!request.userInfo.username.startsWith('system:serviceaccount:"+r.e.gpuOperator[0]+":')" {
-				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' image or version-label changes (and creates), not the GPU Operator's writes, got %v", w.MatchConditions)
+				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" {
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' image or version-label changes (and creates and deletes), not the GPU Operator's own ServiceAccounts' writes, got %v", w.MatchConditions)
 			}
 		default:
 			if len(w.MatchConditions) > 0 {

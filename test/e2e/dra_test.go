@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,14 +29,23 @@ import (
 // allocation check's ResourceClaim from that pool (status.allocation through
 // the status subresource); the kubelet writes the plugin Pod's readiness
 // and the check's Succeeded phase. No DaemonSet controller runs either: the
-// plugin Pod carries the controller reference it would set (the API server
-// does not check an owner).
+// driver's kubelet-plugin DaemonSet is created (as its Helm chart would,
+// before the gate), and the plugin Pod carries the controller reference the
+// DaemonSet controller would set, with the DaemonSet's UID.
 
 // nvidiaDRA is NVIDIA's DRA driver as its Helm chart names it.
 var nvidiaDRA = dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}
 
-var draPluginOwner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: nvidiaDRA.DaemonSet,
-	UID: "5d0c9e1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", Controller: new(true), BlockOwnerDeletion: new(true)}
+// draPluginOwner is the controller reference the DaemonSet controller sets
+// on ds's Pods.
+func draPluginOwner(ds *appsv1.DaemonSet) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: new(true), BlockOwnerDeletion: new(true)}
+}
+
+// draLabel marks the nodes the test's kubelet-plugin DaemonSet is scheduled
+// on (its nodeSelector): only the DRA node, so the suite's other GPU nodes
+// stay device-plugin nodes.
+const draLabel = "e2e.gpu-upgrade-gate.io/dra-plugin"
 
 // writeStatus creates obj and then writes its status through the status
 // subresource, as its controller (kubelet, scheduler) would.
@@ -89,10 +99,20 @@ func TestDRAProofThroughAPIServer(t *testing.T) {
 		Mutate: func(n *corev1.Node) {
 			delete(n.Status.Capacity, "nvidia.com/gpu")
 			delete(n.Status.Allocatable, "nvidia.com/gpu")
+			n.Labels[draLabel] = "true"
 		}}}))
+	// The driver's kubelet-plugin DaemonSet, installed before the gate.
+	labels := map[string]string{"app.kubernetes.io/name": "nvidia-dra-driver-gpu-kubelet-plugin"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{draLabel: "true"},
+					Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0"}}}}}}
+	preGate(t, func() { require.NoError(t, env.Admin.Create(ctx, ds)) })
+	t.Cleanup(func() { preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ds))) }) })
 	readyAt := now.Add(-2 * time.Hour)
-	plugin := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet + "-x8k2d",
-		OwnerReferences: []metav1.OwnerReference{draPluginOwner}},
+	plugin := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet + "-x8k2d", Labels: labels,
+		OwnerReferences: []metav1.OwnerReference{draPluginOwner(ds)}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0"}}}}
 	slice := draNodeSlice(node, 1, 8)
 	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-upgrade-gate", Name: "allocation-check-" + node + "-gpu"},
@@ -185,6 +205,38 @@ func TestDRAProofThroughAPIServer(t *testing.T) {
 		assert.Contains(t, next().Error(), "ResourceSlices of gpu.nvidia.com list 7 devices, expected 8 (nvidia.com/gpu.count)")
 		slice.Spec = draNodeSlice(node, 3, 8).Spec
 		require.NoError(t, env.Admin.Update(ctx, slice))
+		eventuallyWrite(t, next)
+	})
+	t.Run("a forged plugin Pod (the DaemonSet's name, another UID) is not the plugin", func(t *testing.T) {
+		deletePod(t, plugin.Namespace, plugin.Name)
+		forged := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet + "-f0rg3", Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: "0badc0de-0000-4000-8000-000000000000", Controller: new(true)}}},
+			Spec: plugin.Spec}
+		t.Cleanup(func() { deletePod(t, forged.Namespace, forged.Name) })
+		require.NoError(t, writeStatus(ctx, forged, func() { forged.Status = plugin.Status }))
+		eventuallyWrite(t, next, gate.CodePreviousNodeUnproven)
+		assert.Contains(t, next().Error(), "ignored (they name it as their controller, but not its UID): nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-f0") // the message is clipped
+		deletePod(t, forged.Namespace, forged.Name)
+		plugin.ResourceVersion = ""
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.NoError(c, writeStatus(ctx, plugin, func() { setPluginReady(corev1.ConditionTrue) }))
+		}, 10*time.Second, 100*time.Millisecond)
+		eventuallyWrite(t, next)
+	})
+	t.Run("a crashed plugin whose slices went: still a DRA node, unproven", func(t *testing.T) {
+		// The kubelet marks the crashed plugin not Ready and withdraws the
+		// node's slices; the DaemonSet still selects the node.
+		setPluginReady(corev1.ConditionFalse)
+		require.NoError(t, env.Admin.Status().Update(ctx, plugin))
+		require.NoError(t, env.Admin.Delete(ctx, &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: slice.Name}}))
+		eventuallyWrite(t, next, gate.CodePreviousNodeUnproven)
+		msg := next().Error()
+		assert.Contains(t, msg, "DRA plugin Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-x8k2d of gpu.nvidia.com is not Ready")
+		assert.Contains(t, msg, "no ResourceSlices of gpu.nvidia.com for the node")
+		assert.NotContains(t, msg, "no nvidia.com/ GPU resource", "not proven (nor refused) as a device-plugin node")
+		setPluginReady(corev1.ConditionTrue)
+		require.NoError(t, env.Admin.Status().Update(ctx, plugin))
+		require.NoError(t, env.Admin.Create(ctx, draNodeSlice(node, 4, 8)))
 		eventuallyWrite(t, next)
 	})
 	t.Run("allocation check used no claim", func(t *testing.T) {

@@ -86,10 +86,12 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // driver-path change: without a record naming the new version it is
 // refused, also when the DaemonSet is deleted and created again. Edits that
 // leave the release alone, another DaemonSet of the same namespace and the
-// GPU Operator's own write never reach the webhook (its request count does
-// not move), and deleting the plugin always works. No DaemonSet controller
-// runs here: the test writes the DaemonSets as the driver's Helm chart
-// would (helm upgrade, as alice), and plays the GPU Operator by its
+// GPU Operator's own ServiceAccount's write never reach the webhook (its
+// request count does not move); another ServiceAccount of the operator's
+// namespace is judged. Deleting the plugin while a node it serves holds GPUs
+// is refused (the suite's gpu-v100-holder). No DaemonSet controller runs
+// here: the test writes the DaemonSets as the driver's Helm chart would
+// (helm upgrade, as alice), and plays the GPU Operator by its
 // ServiceAccount.
 func TestDRADriverKubeletPlugin(t *testing.T) {
 	driverWorld(t)
@@ -109,7 +111,8 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "daemonsets-editors"},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
-			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}}
+			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"},
+			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "gpu-operator"}}}
 	preGate(t, func() {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 		for _, o := range []client.Object{role, binding, plugin, other} {
@@ -117,9 +120,12 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() {
-		for _, o := range []client.Object{plugin, other, binding, role} {
-			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
-		}
+		// The plugin's deletion is reviewed: done with the gate away.
+		preGate(t, func() {
+			for _, o := range []client.Object{plugin, other, binding, role} {
+				require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
+			}
+		})
 	})
 	alice, _ := as(t, "alice")
 	update := func(c client.Client, ds *appsv1.DaemonSet, f func(*appsv1.DaemonSet)) error {
@@ -167,8 +173,21 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		op := gpuOperator(t)
 		notSent(t, func() error { return update(op, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.1")) })
 	})
-	t.Run("deleting the plugin always works; creating it again at a new release is judged", func(t *testing.T) {
-		notSent(t, func() error { return alice.Delete(ctx, plugin) })
+	t.Run("another ServiceAccount of the GPU Operator's namespace is judged", func(t *testing.T) {
+		podSA, err := client.New(env.CP.ConfigFor("system:serviceaccount:gpu-operator:default", "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"),
+			client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		requireDenied(t, update(podSA, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")), gate.CodeRecordMissing)
+	})
+	t.Run("deleting the plugin while a node it serves holds GPUs is refused", func(t *testing.T) {
+		err := alice.Delete(ctx, plugin)
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+		assert.Contains(t, err.Error(), "deleting this object removes the driver from the node and nothing drains them first")
+	})
+	t.Run("created again at a new release after its deletion, it is judged", func(t *testing.T) {
+		// Deleted while the gate was away (its DELETE is judged above).
+		preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, plugin)) })
 		again := daemonSet(nvidiaDRA.DaemonSet, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
 		requireDenied(t, alice.Create(ctx, again), gate.CodeRecordMissing)
 	})

@@ -78,6 +78,8 @@ func TestNodeCheckHaltsTheRolloutThroughAPIServer(t *testing.T) {
 	// namespace counts (a config with checks requires one).
 	env.Config.Proof.Checks, env.Config.Proof.AllocationCheck.Namespace = []gate.NodeCheck{{Kind: "nccl-allreduce"}}, "gpu-upgrade-gate"
 	require.Empty(t, env.Config.Validate())
+	// The chart for that config grants the reads of the checks' Jobs.
+	require.NoError(t, env.ApplyChartRBAC(ctx))
 	started := false
 	t.Cleanup(func() {
 		if started {

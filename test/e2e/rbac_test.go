@@ -86,6 +86,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		// Proofs of DRA nodes (config draDrivers, set for the e2e suite).
 		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceslices"},
 		{Verb: "watch", Group: "resource.k8s.io", Resource: "resourceclaims"},
+		// The drivers' kubelet-plugin DaemonSets (which nodes are DRA nodes).
+		{Verb: "watch", Group: "apps", Resource: "daemonsets", Namespace: nvidiaDRA.Namespace},
 		// The storage-health precondition's resource, where it is configured.
 		{Verb: "list", Resource: "configmaps", Namespace: "rook-ceph"},
 		{Verb: "watch", Resource: "configmaps", Namespace: "rook-ceph"},
@@ -132,6 +134,8 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: op.Namespace},
 		{Verb: "get", Group: "apps", Resource: "deployments", Namespace: op.Namespace, Name: "other"},
 		{Verb: "list", Group: "apps", Resource: "daemonsets", Namespace: dcgm.Namespace},
+		{Verb: "delete", Group: "apps", Resource: "daemonsets", Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet},
+		{Verb: "list", Group: "apps", Resource: "daemonsets", Namespace: "ml"},
 		{Verb: "list", Group: "apps", Resource: "deployments"},
 		// Nothing it does not read.
 		{Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Namespace: gate, Name: "x"},

@@ -155,19 +155,20 @@ others' writes that change neither labels nor start stay away. */}}
 {{- toYaml (uniq $ns) }}
 {{- end }}
 
-{{/* DRA plugin webhook: the configured kubelet-plugin DaemonSets, by namespace/name. */}}
+{{/* DRA plugin webhook: the configured kubelet-plugin DaemonSets, by namespace/name (a DELETE has no object, only its oldObject). */}}
 {{- define "gug.draKubeletPlugin" -}}
 {{- $names := list }}
 {{- range .Values.config.draDrivers }}{{ $names = append $names (printf "%s/%s" .namespace .daemonSet) }}{{ end }}
-{{- printf "request.namespace + '/' + object.metadata.name in [%s]" (include "gug.celList" $names) }}
+{{- printf "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in [%s]" (include "gug.celList" $names) }}
 {{- end }}
 
 {{/*
-DRA plugin webhook: not the GPU Operator's own write (a ServiceAccount of its
-namespace), which follows the GPUCluster the driver webhook judged.
+DRA plugin webhook: not the GPU Operator's own write (its configured
+ServiceAccounts by name, not every ServiceAccount of its namespace), which
+follows the GPUCluster the driver webhook judged.
 */}}
 {{- define "gug.notGPUOperator" -}}
-{{- printf "!request.userInfo.username.startsWith(%s)" (include "gug.celString" (printf "system:serviceaccount:%s:" .Values.config.gpuOperator.namespace)) }}
+{{- printf "!(request.userInfo.username in [%s])" (include "gug.celList" .Values.webhook.gpuOperatorServiceAccounts) }}
 {{- end }}
 
 {{/*

@@ -305,11 +305,14 @@ names (templates/_helpers.tpl).
 {{- if .Values.config.draDrivers }}
 # A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured
 # draDrivers' DaemonSets, in their namespaces only, and only when their
-# containers' images or app.kubernetes.io/version label change (or one is
-# created): a new DRA driver release, judged like the driver path. Every other
-# DaemonSet, the DaemonSet controller's status and the GPU Operator's own writes
-# (after its reviewed GPUCluster) never reach the gate. Not rendered without
-# config.draDrivers. DELETE is not reviewed: removing the plugin always works.
+# containers' images or app.kubernetes.io/version label change, or one is
+# created or deleted: a new DRA driver release, judged like the driver path;
+# a deletion as the driver's removal from the nodes it serves (held while they
+# hold GPUs or a rollout is in flight). Every other DaemonSet, the DaemonSet
+# controller's status and the writes of the GPU Operator's own ServiceAccounts
+# (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never
+# reach the gate. Not rendered without config.draDrivers. Fail: while the gate
+# is down, the plugin DaemonSet can be neither replaced nor deleted.
 - name: dradaemonsets.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-daemonsets") | nindent 4 }}
@@ -317,7 +320,7 @@ names (templates/_helpers.tpl).
     - apiGroups: ["apps"]
       apiVersions: ["v1"]
       resources: ["daemonsets"]
-      operations: ["CREATE", "UPDATE"]
+      operations: ["CREATE", "UPDATE", "DELETE"]
       scope: Namespaced
   namespaceSelector:
     matchExpressions:
@@ -330,7 +333,7 @@ names (templates/_helpers.tpl).
       expression: {{ include "gug.draKubeletPlugin" . | quote }}
     - name: dra-version-changes
       expression: >-
-        request.operation == 'CREATE' ||
+        request.operation == 'CREATE' || request.operation == 'DELETE' ||
         object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
         object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')
     - name: not-gpu-operator
