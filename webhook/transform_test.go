@@ -104,7 +104,7 @@ func markedFleet(t *testing.T) *fleetgen.Fleet {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: gate.TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 		n.ManagedFields = append(n.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:unschedulable":{}}}`)}})
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:unschedulable":{}}}`)})
 	}
 	// Out of service by taint; a health agent's cordon with its marks; a
 	// person's cordon handed over; a node moved into a wave by a person.
