@@ -49,7 +49,7 @@ func setMemoryLimit(getenv func(string) string) (string, error) {
 // reviews may fill is the size of the whole fleet cache (~42 MB at 5,000
 // nodes), so RSS idle grows with the fleet twice over; at 50 it is half of
 // that, for collections twice as often under load (each marks the same live
-// heap). docs/performance.md "Memory" measures both.
+// heap). docs/performance.md (the 5,000-node RSS target) measures both.
 const gcPercent = 50
 
 // setGCPercent sets gcPercent unless the environment sets GOGC (which the
