@@ -64,15 +64,19 @@ type fleetCache struct {
 	plans []upgradev1.Plan
 }
 
-func newFleetCache(f *fleetgen.Fleet) *fleetCache {
+func newFleetCache(f *fleetgen.Fleet) *fleetCache { return newFleetCacheWith(f, StripNode, StripPod) }
+
+// newFleetCacheWith holds the fleet's Nodes and proof Pods as the informers
+// would with these transforms (each given its own copy).
+func newFleetCacheWith(f *fleetgen.Fleet, stripNode, stripPod toolscache.TransformFunc) *fleetCache {
 	c := &fleetCache{fleet: f, nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
 		pods: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})}
 	for _, p := range f.ProofPods {
-		s, _ := StripPod(p)
+		s, _ := stripPod(p.DeepCopy())
 		_ = c.pods.GetStore().Add(s)
 	}
 	for _, n := range f.Nodes {
-		s, _ := StripNode(n)
+		s, _ := stripNode(n.DeepCopy())
 		s.(*corev1.Node).ResourceVersion = fleetRV
 		_ = c.nodes.GetStore().Add(s)
 	}
@@ -231,7 +235,12 @@ type benchEnv struct {
 
 var benchSetup = sync.OnceValue(func() *benchEnv {
 	f := fleetgen.Generate(fleetgen.Options{Seed: 1, Now: benchNow.Truncate(24 * time.Hour), Kubelet: true})
-	fc := newFleetCache(f)
+	return newBenchEnv(f, newFleetCache(f))
+})
+
+// newBenchEnv serves the fleet's reviews from fc, watched as NewManager
+// watches the caches.
+func newBenchEnv(f *fleetgen.Fleet, fc *fleetCache) *benchEnv {
 	facts := &Facts{Config: f.Config, Cache: fc, Live: fleetPods{fleet: f}}
 	// Watched as NewManager watches them: the fleet's other informers
 	// never report an event, so each part is built once.
@@ -254,7 +263,7 @@ var benchSetup = sync.OnceValue(func() *benchEnv {
 		PathRecords: s.handlerAt(PathRecords).serve(),
 		PathJobs:    s.handlerAt(PathJobs).serve(),
 	}, slow: map[string]http.Handler{PathNodes: &webhook.Admission{Handler: s.handlerAt(PathNodes)}}}
-})
+}
 
 func (e *benchEnv) serve(r fleetgen.Review) (int, bool, error) { return e.serveWith(e.handlers, r) }
 

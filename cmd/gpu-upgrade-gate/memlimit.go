@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -38,4 +39,25 @@ func setMemoryLimit(getenv func(string) string) (string, error) {
 	limit := int64(float64(q.Value()) * memoryLimitShare)
 	debug.SetMemoryLimit(limit)
 	return fmt.Sprintf("Go memory limit %d MiB (%.0f%% of %s=%d MiB)", limit>>20, memoryLimitShare*100, EnvMemoryLimit, q.Value()>>20), nil
+}
+
+// gcPercent is serve's collector target when GOGC is not set: the heap may
+// grow by half its live data between collections instead of doubling. The
+// live heap is almost all the caches (the fleet's Nodes, ~6.5 KB each), which
+// never become garbage; what a collection reclaims is the reviews' garbage,
+// whose rate follows the reviews, not the fleet. At GOGC=100 the headroom the
+// reviews may fill is the size of the whole fleet cache (~42 MB at 5,000
+// nodes), so RSS idle grows with the fleet twice over; at 50 it is half of
+// that, for collections twice as often under load (each marks the same live
+// heap). docs/performance.md (the 5,000-node RSS target) measures both.
+const gcPercent = 50
+
+// setGCPercent sets gcPercent unless the environment sets GOGC (which the
+// runtime has already applied). It says what it set.
+func setGCPercent(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return "GOGC=" + v + " (set by the environment)"
+	}
+	debug.SetGCPercent(gcPercent)
+	return "GOGC=" + strconv.Itoa(gcPercent) + " (serve's default; set GOGC to change it)"
 }

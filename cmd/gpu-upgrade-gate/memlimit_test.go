@@ -45,3 +45,24 @@ func TestSetMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestSetGCPercent: serve's collector target is gcPercent unless GOGC is
+// set, which wins (the runtime applied it at start).
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct {
+		name, gogc string
+		want       int
+		msg        string
+	}{
+		{name: "default", want: gcPercent, msg: "GOGC=50 (serve's default"},
+		{name: "GOGC wins", gogc: "200", want: 100, msg: "GOGC=200 (set by the environment)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			msg := setGCPercent(func(k string) string { return map[string]string{"GOGC": tc.gogc}[k] })
+			assert.Contains(t, msg, tc.msg)
+			assert.Equal(t, tc.want, debug.SetGCPercent(100))
+		})
+	}
+}

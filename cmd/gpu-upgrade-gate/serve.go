@@ -60,6 +60,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ctrl.SetLogger(ctrlzap.New(ctrlzap.WriteTo(stderr)))
+	ctrl.Log.WithName("serve").Info(setGCPercent(os.Getenv))
 	if msg, err := setMemoryLimit(os.Getenv); err != nil {
 		return fail(stderr, "serve", inputf("%v", err))
 	} else if msg != "" {
