@@ -122,17 +122,9 @@ func (c *Config) downReasons(cl *Cluster, n *corev1.Node) []string {
 }
 
 // sucJobsFor are SUC's Jobs for the node, by the Jobs' own labels
-// (upgrade.cattle.io/node, upgrade.cattle.io/plan: SUC v0.20.1
-// pkg/upgrade/job/job.go; it sets no owner reference, handle_upgrade.go's
-// NoOwnerReference), whatever the node's hostname label or Plan now say.
+// (fleet.View.SUCJobsFor). Read only.
 func sucJobsFor(cl *Cluster, node string) []*batchv1.Job {
-	var out []*batchv1.Job
-	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Labels[upgradev1.LabelNode] == node && j.Labels[upgradev1.LabelPlan] != "" {
-			out = append(out, j)
-		}
-	}
-	return out
+	return cl.fleetView().SUCJobsFor(node)
 }
 
 // jobRan: the Job was started (running, or it ran).

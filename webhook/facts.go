@@ -85,7 +85,7 @@ type Facts struct {
 	// halt record (the cache Lists and Gets of these were 24% of a Node
 	// review's CPU under load, their RESTMapper lookups alone 8%).
 	nodeList  snapshot[nodeSnapshot]
-	proofSnap snapshot[gate.ProofFacts]
+	proofSnap snapshot[proofSnapshot]
 	planSnap  snapshot[planSnapshot]
 	recordMap snapshot[map[string]gate.RecordEntry]
 	imageSnap snapshot[workloadImages]
@@ -323,9 +323,11 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.GPUOperatorImage, cl.DCGMExporterImage, cl.Versions = images.gpuOperator, images.dcgmExporter, images.versions
-	if cl.Proof, err = f.proofFacts(ctx); err != nil {
+	proof, err := f.proofSnapshot(ctx)
+	if err != nil {
 		return nil, err
 	}
+	cl.Proof, cl.View = proof.facts, proof.view
 	cl.Halts = f.haltRecordOf(ctx)
 	if err := f.haltUnwritable(); err != nil && cl.Halts.Err == nil {
 		cl.Halts.Err = err
@@ -388,7 +390,23 @@ func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
 // copied: a fleet has one validator Pod per GPU node, and every review
 // reads them), SUC's Jobs, a handful, listed.
 func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
-	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) { return f.load().Proof(ctx) })
+	p, err := f.proofSnapshot(ctx)
+	return p.facts, err
+}
+
+// proofSnapshot is the proof facts and the fleet view built from them
+// (gate.NewFleetView: SUC's Jobs by node), once per event of the proof
+// informers.
+type proofSnapshot struct {
+	facts gate.ProofFacts
+	view  *gate.FleetView
+}
+
+func (f *Facts) proofSnapshot(ctx context.Context) (proofSnapshot, error) {
+	return f.proofSnap.get(func(*proofSnapshot) (proofSnapshot, error) {
+		facts, err := f.load().Proof(ctx)
+		return proofSnapshot{facts: facts, view: gate.NewFleetView(&gate.Cluster{Proof: facts})}, err
+	})
 }
 
 // nodes are the Node informer's store; indexed when watched (the index
