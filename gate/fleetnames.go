@@ -40,18 +40,6 @@ type (
 // ErrIncomparable: the versions cannot be ordered (fleet.ErrIncomparable).
 var ErrIncomparable = fleet.ErrIncomparable
 
-var errUnknownComponent = fleet.ErrUnknownComponent
-
-// The accepted forms, for messages.
-const (
-	expectedKernel       = fleet.ExpectedKernel
-	expectedRKE2         = fleet.ExpectedRKE2
-	expectedDriver       = fleet.ExpectedDriver
-	expectedGPUOperator  = fleet.ExpectedGPUOperator
-	expectedDCGMExporter = fleet.ExpectedDCGMExporter
-	expectedDRADriver    = fleet.ExpectedDRADriver
-)
-
 // The parsers (fleet's).
 func ParseRKE2(s string) (RKE2Version, error)                 { return fleet.ParseRKE2(s) }
 func NormalizeRKE2(s string) string                           { return fleet.NormalizeRKE2(s) }
@@ -61,19 +49,6 @@ func ParseDriver(s string) (DriverVersion, error)             { return fleet.Par
 func ParseGPUOperator(s string) (*semver.Version, error)      { return fleet.ParseGPUOperator(s) }
 func ParseDRADriver(s string) (*semver.Version, error)        { return fleet.ParseDRADriver(s) }
 func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return fleet.ParseDCGMExporter(s) }
-
-func sameDRADriver(a, b string) bool    { return fleet.SameDRADriver(a, b) }
-func sameDCGMExporter(a, b string) bool { return fleet.SameDCGMExporter(a, b) }
-
-func validates[V any](parse func(string) (V, error)) func(string) error {
-	return fleet.Validates(parse)
-}
-
-func ordered[V any](parse func(string) (V, error), cmp func(x, y V) (int, error)) func(a, b string) (int, error) {
-	return fleet.Ordered(parse, cmp)
-}
-
-func total[V any](cmp func(x, y V) int) func(x, y V) (int, error) { return fleet.Total(cmp) }
 
 // The tuple's component table and image references are package fleet's
 // (fleet/tuple.go, fleet/image.go). ComponentSpec wraps fleet's row with

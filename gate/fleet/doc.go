@@ -10,9 +10,10 @@
 //     (version.go, here since the move) and then the tuple's component table
 //     and image references (gate/tuple.go, gate/image.go); gate keeps their
 //     names as aliases (gate/fleetnames.go) until callers read them here.
-//     The config sections the derivations read (outOfService, proof, halts,
-//     budget) follow as fleet types that gate.Config holds, or reach fleet
-//     through small interfaces as the Classifier does.
+//     The config sections the derivations read follow as fleet types that
+//     gate.Config holds (outOfService, here since the move; proof, halts,
+//     budget next), or reach fleet through small interfaces as the
+//     Classifier does.
 //  2. The engine's input: gate.Cluster and the types of its parts
 //     (ProofFacts, HaltRecord, NodeMaintenance, ...) become fleet types.
 //  3. The derivations, most self-contained first, each first as a git mv

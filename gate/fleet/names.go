@@ -5,33 +5,6 @@ import "github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 // The names gate reads the parsers, the tuple and image references by,
 // until its callers read fleet (package doc, step 1).
 
-// ErrUnknownComponent: a component name the tuple does not have.
-var ErrUnknownComponent = errUnknownComponent
-
-// The accepted forms, for messages.
-const (
-	ExpectedKernel       = expectedKernel
-	ExpectedRKE2         = expectedRKE2
-	ExpectedDriver       = expectedDriver
-	ExpectedGPUOperator  = expectedGPUOperator
-	ExpectedDCGMExporter = expectedDCGMExporter
-	ExpectedDRADriver    = expectedDRADriver
-)
-
-// SameDRADriver and SameDCGMExporter: the same version of the component.
-func SameDRADriver(a, b string) bool    { return sameDRADriver(a, b) }
-func SameDCGMExporter(a, b string) bool { return sameDCGMExporter(a, b) }
-
-// Validates, Ordered and Total make a component's parse and compare
-// functions from its parser and its version's Compare.
-func Validates[V any](parse func(string) (V, error)) func(string) error { return validates(parse) }
-
-func Ordered[V any](parse func(string) (V, error), cmp func(x, y V) (int, error)) func(a, b string) (int, error) {
-	return ordered(parse, cmp)
-}
-
-func Total[V any](cmp func(x, y V) int) func(x, y V) (int, error) { return total(cmp) }
-
 // Same, Compare and Parse are the component's comparison and parser over
 // its values (the table's functions, for gate's rules).
 func (s *ComponentSpec) Same(a, b string) bool            { return s.same(a, b) }
