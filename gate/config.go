@@ -376,7 +376,7 @@ func (c *Config) Validate() field.ErrorList {
 		errs = append(errs, d.Validate(field.NewPath("draDrivers").Index(i))...)
 	}
 	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
-	errs = append(errs, c.OutOfService.validate(field.NewPath("outOfService"))...)
+	errs = append(errs, c.OutOfService.Validate(field.NewPath("outOfService"))...)
 	errs = append(errs, c.NodeMaintenance.validate(field.NewPath("nodeMaintenance"))...)
 	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {
 		if v := c.ApproverAliases[k]; strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" || strings.TrimSpace(v) != v {

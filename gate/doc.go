@@ -21,9 +21,10 @@
 //     the field path to blame.
 //   - transition.go: Transition, node N moving from tuple A to tuple B under
 //     record R: what every per-node rule judges.
-//   - tuple.go: the tuple's component table (name, parser, comparison,
-//     where the fact comes from, upgrade-check's flag), version.go the
-//     parsers, image.go image references.
+//   - fleetnames.go: the tuple's component table (name, parser, comparison,
+//     where the fact comes from, upgrade-check's flag), the version parsers
+//     and image references, package fleet's (fleet/tuple.go, version.go,
+//     image.go), under the names the rules call them by.
 //   - The reviews, which build transitions and run the table:
 //     plan.go (PreparePlan; PrepareNodeStep for one node's step of a Plan),
 //     select.go (PendingNodes, PredictHash; SUC's node selection itself,

@@ -54,6 +54,12 @@ type Cluster struct {
 	// node list. The engine uses it only when it holds exactly Nodes, and
 	// otherwise indexes Nodes for the one review.
 	Index *NodeIndex
+	// View, when set, is NewFleetView of this Cluster: the adapters build
+	// one per change of what it is built from (the webhook per informer
+	// event, the CLI per snapshot). The engine uses it only when it was
+	// built from exactly these objects, and otherwise builds one for the
+	// review.
+	View *FleetView
 	// Halts is the halt record (haltrecord.go).
 	Halts HaltRecord
 	// CreationGates are the configured creation gates as read

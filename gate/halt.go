@@ -297,15 +297,10 @@ func tupleMayHalt(cur qualification.Tuple, rec *qualification.Record) bool {
 	return !atSource || SameTuple(cur, rec.Target)
 }
 
-// upgradeJobsByNode are SUC's Jobs by the node they upgrade (a handful:
-// built per detection rather than kept beside ProofFacts, which callers
-// also fill by hand).
+// upgradeJobsByNode are SUC's Jobs by the node they upgrade (the fleet
+// view's). Read only.
 func upgradeJobsByNode(cl *Cluster) map[string][]*batchv1.Job {
-	out := make(map[string][]*batchv1.Job, len(cl.Proof.UpgradeJobs))
-	for _, j := range cl.Proof.UpgradeJobs {
-		out[j.Labels[upgradev1.LabelNode]] = append(out[j.Labels[upgradev1.LabelNode]], j)
-	}
-	return out
+	return cl.fleetView().UpgradeJobsByNode()
 }
 
 // haltSignal is the first failure the node shows, "" for none; nodeJobs

@@ -61,7 +61,25 @@ func (cl *Cluster) indexedCluster(cfg *Config) *Cluster {
 	view := *cl
 	view.Index = cl.nodeIndex(cfg)
 	view.Nodes = view.Index.Nodes()
+	view.View = cl.fleetView()
 	return &view
+}
+
+// FleetView is what the loaded objects alone say about the fleet
+// (fleet.View).
+type FleetView = fleet.View
+
+// NewFleetView works the fleet view out from the Cluster's objects: the
+// adapters' once per set of objects (Cluster.View).
+func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(cl.Proof.UpgradeJobs) }
+
+// fleetView is the adapter's view when it was built from these objects,
+// else one for this call.
+func (cl *Cluster) fleetView() *FleetView {
+	if v := cl.View; v != nil && v.BuiltFrom(cl.Proof.UpgradeJobs) {
+		return v
+	}
+	return NewFleetView(cl)
 }
 
 // withNodes is cl with ns written over its nodes (added where new), for a

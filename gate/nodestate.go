@@ -7,8 +7,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
@@ -47,41 +45,12 @@ const (
 	StateFailed NodeState = "failed"
 )
 
-// OutOfServiceConfig is the `outOfService` section of the config: the
-// marks a health agent or an operator leaves on a node it took out, beside
-// the cordon itself.
-type OutOfServiceConfig struct {
-	// Taints: a GPU node with any of these keys is out, whatever its cordon.
-	Taints []string `json:"taints"`
-	// Annotations: a health agent's mark that it cordoned the node (the
-	// cordon is then the agent's, not SUC's nor a person's).
-	Annotations []string `json:"annotations"`
-}
+// OutOfServiceConfig is the `outOfService` section of the config
+// (fleet.OutOfServiceConfig): node state reads it.
+type OutOfServiceConfig = fleet.OutOfServiceConfig
 
-// DefaultOutOfServiceConfig: Kubernetes' own out-of-service taint
-// (non-graceful node shutdown), and NVSentinel's fault-quarantine marks
-// (the annotations quarantineHealthEvent and
-// quarantineHealthEventIsCordoned it writes on a node it cordons:
-// NVSentinel docs/cancelling-breakfix.md, fault-quarantine/pkg/common).
-// NVSentinel's taints are rule-configured: add their keys here.
-func DefaultOutOfServiceConfig() OutOfServiceConfig {
-	return OutOfServiceConfig{
-		Taints:      []string{"node.kubernetes.io/out-of-service"},
-		Annotations: []string{"quarantineHealthEvent", "quarantineHealthEventIsCordoned"},
-	}
-}
-
-func (o *OutOfServiceConfig) validate(path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for what, keys := range map[string][]string{"taints": o.Taints, "annotations": o.Annotations} {
-		for i, k := range keys {
-			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
-				errs = append(errs, field.Invalid(path.Child(what).Index(i), qualification.Clip(k), "expected a taint or annotation key, e.g. node.kubernetes.io/out-of-service: "+msgs[0]))
-			}
-		}
-	}
-	return errs
-}
+// DefaultOutOfServiceConfig is fleet.DefaultOutOfServiceConfig.
+func DefaultOutOfServiceConfig() OutOfServiceConfig { return fleet.DefaultOutOfServiceConfig() }
 
 // AnnotationCordonHandover on a GPU Node hands a cordon someone else made
 // over to the rollout: its value is the username of whoever writes it (the
@@ -122,17 +91,9 @@ func (c *Config) downReasons(cl *Cluster, n *corev1.Node) []string {
 }
 
 // sucJobsFor are SUC's Jobs for the node, by the Jobs' own labels
-// (upgrade.cattle.io/node, upgrade.cattle.io/plan: SUC v0.20.1
-// pkg/upgrade/job/job.go; it sets no owner reference, handle_upgrade.go's
-// NoOwnerReference), whatever the node's hostname label or Plan now say.
+// (fleet.View.SUCJobsFor). Read only.
 func sucJobsFor(cl *Cluster, node string) []*batchv1.Job {
-	var out []*batchv1.Job
-	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Labels[upgradev1.LabelNode] == node && j.Labels[upgradev1.LabelPlan] != "" {
-			out = append(out, j)
-		}
-	}
-	return out
+	return cl.fleetView().SUCJobsFor(node)
 }
 
 // jobRan: the Job was started (running, or it ran).

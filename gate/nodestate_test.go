@@ -426,3 +426,18 @@ func TestStrandedNodeHalts(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetViewOnlyWhenBuiltFromTheseJobs: a Cluster's view built from other
+// Jobs is not read (the review builds its own), one built from its Jobs is.
+func TestFleetViewOnlyWhenBuiltFromTheseJobs(t *testing.T) {
+	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "apply-drivers", Namespace: "cattle-system",
+		Labels: map[string]string{upgradev1.LabelNode: "gpu-1", upgradev1.LabelPlan: "drivers"}}}
+	stale := &Cluster{View: NewFleetView(&Cluster{})}
+	stale.Proof.UpgradeJobs = []*batchv1.Job{running}
+	assert.Equal(t, []*batchv1.Job{running}, sucJobsFor(stale, "gpu-1"), "a view of other Jobs is not used")
+	own := &Cluster{}
+	own.Proof.UpgradeJobs = []*batchv1.Job{running}
+	own.View = NewFleetView(own)
+	assert.Same(t, own.View, own.fleetView())
+	assert.NotSame(t, stale.View, stale.fleetView())
+}

@@ -94,7 +94,7 @@ type Facts struct {
 	// halt record (the cache Lists and Gets of these were 24% of a Node
 	// review's CPU under load, their RESTMapper lookups alone 8%).
 	nodeList  snapshot[nodeSnapshot]
-	proofSnap snapshot[gate.ProofFacts]
+	proofSnap snapshot[proofSnapshot]
 	planSnap  snapshot[planSnapshot]
 	recordMap snapshot[map[string]gate.RecordEntry]
 	imageSnap snapshot[workloadImages]
@@ -332,9 +332,11 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.GPUOperatorImage, cl.DCGMExporterImage, cl.Versions = images.gpuOperator, images.dcgmExporter, images.versions
-	if cl.Proof, err = f.proofFacts(ctx); err != nil {
+	proof, err := f.proofSnapshot(ctx)
+	if err != nil {
 		return nil, err
 	}
+	cl.Proof, cl.View = proof.facts, proof.view
 	// The DRA cache's store stays as it last was: a broken watch leaves
 	// the DRA nodes' devices and claims unknown, so their proofs fail
 	// (cl.Proof is this review's copy; the snapshot keeps its own).
@@ -402,7 +404,23 @@ func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
 // copied: a fleet has one validator Pod per GPU node, and every review
 // reads them), SUC's Jobs, a handful, listed.
 func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
-	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) { return f.load().Proof(ctx) })
+	p, err := f.proofSnapshot(ctx)
+	return p.facts, err
+}
+
+// proofSnapshot is the proof facts and the fleet view built from them
+// (gate.NewFleetView: SUC's Jobs by node), once per event of the proof
+// informers.
+type proofSnapshot struct {
+	facts gate.ProofFacts
+	view  *gate.FleetView
+}
+
+func (f *Facts) proofSnapshot(ctx context.Context) (proofSnapshot, error) {
+	return f.proofSnap.get(func(*proofSnapshot) (proofSnapshot, error) {
+		facts, err := f.load().Proof(ctx)
+		return proofSnapshot{facts: facts, view: gate.NewFleetView(&gate.Cluster{Proof: facts})}, err
+	})
 }
 
 // nodes are the Node informer's store; indexed when watched (the index

@@ -1,7 +1,3 @@
-// Package fleet derives the state of the fleet from the objects the engine
-// reads: the node index and the fleet facts the rollout, budget, proof and
-// halt rules count on. It judges nothing (package gate does) and imports no
-// gate: what it needs of gate's configuration comes through Classifier.
 package fleet
 
 import (

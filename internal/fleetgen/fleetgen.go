@@ -157,6 +157,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 	}
 	cl.Versions = gate.VersionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage) // as the webhook keeps them
 	cl.Proof = f.Config.ProofFactsOf(f.ProofPods, nil)
+	cl.View = gate.NewFleetView(cl)                       // as the webhook keeps it
 	cl.Index = gate.NewNodeIndex(f.Config, cl.Nodes, nil) // as the webhook keeps it
 	// Stored Plans carry a UID and resourceVersion, as in the informer, and
 	// their converted selectors, as the webhook keeps them.

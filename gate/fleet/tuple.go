@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -104,29 +104,6 @@ func (s *ComponentSpec) Value(t qualification.Tuple) string { return s.get(t) }
 
 // Set sets the tuple's member for this component.
 func (s *ComponentSpec) Set(t *qualification.Tuple, v string) { s.set(t, v) }
-
-// fact names where the gate reads the component, with the configured
-// workload for cluster-wide components.
-func (s *ComponentSpec) fact(cfg *Config) string {
-	if s.Workload == "" || cfg == nil {
-		return s.Fact
-	}
-	ref := cfg.GPUOperator
-	switch s.Name {
-	case ComponentDCGMExporter:
-		ref = cfg.DCGMExporter
-	case ComponentDRADriver:
-		var ds []string
-		for _, d := range cfg.DRADrivers {
-			ds = append(ds, d.Namespace+"/"+d.DaemonSet)
-		}
-		if len(ds) == 0 {
-			return s.Fact + " the configured DRA driver's DaemonSet (draDrivers: none configured)"
-		}
-		return fmt.Sprintf("%s %s %s", s.Fact, s.Workload, strings.Join(ds, ", "))
-	}
-	return fmt.Sprintf("%s %s %s/%s", s.Fact, s.Workload, ref.Namespace, ref.Name)
-}
 
 // TupleValue returns the tuple member of component c.
 func TupleValue(t qualification.Tuple, c Component) string {

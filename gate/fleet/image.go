@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -100,17 +100,6 @@ func matchesRepository(img Image, entry string) bool {
 		return img.Domain == want.Domain && img.Path == want.Path
 	}
 	return img.Path == want.Path || strings.HasSuffix(img.Path, "/"+want.Path)
-}
-
-// isRKE2Image says whether the image is one of the configured RKE2 upgrade
-// repositories.
-func (c *Config) isRKE2Image(img Image) bool {
-	for _, e := range c.RKE2Images {
-		if matchesRepository(img, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // LabelVersion is the label a DRA driver's DaemonSet carries its release in

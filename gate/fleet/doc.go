@@ -1,0 +1,37 @@
+// Package fleet derives the state of the fleet from the objects the engine
+// reads: the node index and the fleet facts the rollout, budget, proof and
+// halt rules count on. It judges nothing (package gate does) and imports no
+// gate: what it needs of gate's configuration comes through Classifier.
+//
+// The move of the fleet derivations out of gate (issue 21 item 3) goes in
+// dependency order, so that every step compiles with fleet below gate:
+//
+//  1. The vocabulary both need moves down first: the version parsers
+//     (version.go, here since the move) and then the tuple's component table
+//     and image references (gate/tuple.go, gate/image.go); gate keeps their
+//     names as aliases (gate/fleetnames.go) until callers read them here.
+//     The config sections the derivations read follow as fleet types that
+//     gate.Config holds (outOfService, here since the move; proof, halts,
+//     budget next), or reach fleet through small interfaces as the
+//     Classifier does.
+//  2. The engine's input: gate.Cluster and the types of its parts
+//     (ProofFacts, HaltRecord, NodeMaintenance, ...) become fleet types.
+//  3. The derivations, most self-contained first, each first as a git mv
+//     with only the edits that make it compile (rename detection lets
+//     concurrent edits of the old path merge), refactored in later commits:
+//     node state (gate/nodestate.go), proof (proof.go, proof_dra.go,
+//     nodechecks.go), halt detection and the halt record (halt.go,
+//     haltrecord.go), the budget and in-flight counts (now inside
+//     rule_budget.go, rule_inflight.go, rule_rollout.go), windows. The rule
+//     files keep the judgement and the message only.
+//  4. One immutable View per set of loaded objects: built once per informer
+//     event in the webhook (keyed, as the node index and the Plan selectors
+//     are, on what it is built from) and once per snapshot in the CLI. It
+//     holds what the objects alone say (per node: its SUC Jobs, whether it
+//     is down and why, its destination, ...). What also depends on the
+//     clock (a proof's soak, a halt's recovery timeout, a window) is worked
+//     out from the view at the review's time, never stored in it: a view
+//     outlives the instant it was built at.
+//  5. No package-level caches: the version-parser memo becomes the view's
+//     (it pays only on large selections: see the report of the move).
+package fleet

@@ -1,0 +1,25 @@
+package fleet
+
+import "github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+
+// The names gate reads the parsers, the tuple and image references by,
+// until its callers read fleet (package doc, step 1).
+
+// Same, Compare and Parse are the component's comparison and parser over
+// its values (the table's functions, for gate's rules).
+func (s *ComponentSpec) Same(a, b string) bool            { return s.same(a, b) }
+func (s *ComponentSpec) Compare(a, b string) (int, error) { return s.compare(a, b) }
+func (s *ComponentSpec) Parse(v string) error             { return s.parse(v) }
+
+// Required: every tuple names the component.
+func (s *ComponentSpec) Required() bool { return s.required() }
+
+// TupleDiff, QuoteOrNone, SameTrimmed, ImageTag and MatchesRepository are
+// the tuple's and the image references' helpers gate's rules share.
+func TupleDiff(have, want qualification.Tuple, exact bool) []string {
+	return tupleDiff(have, want, exact)
+}
+func QuoteOrNone(s string) string                    { return quoteOrNone(s) }
+func SameTrimmed(a, b string) bool                   { return sameTrimmed(a, b) }
+func ImageTag(image string) string                   { return imageTag(image) }
+func MatchesRepository(img Image, entry string) bool { return matchesRepository(img, entry) }

@@ -1,0 +1,64 @@
+package fleet
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+)
+
+func job(name, node, plan string) *batchv1.Job {
+	l := map[string]string{}
+	if node != "" {
+		l[upgradev1.LabelNode] = node
+	}
+	if plan != "" {
+		l[upgradev1.LabelPlan] = plan
+	}
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "cattle-system", Labels: l}}
+}
+
+func TestViewSUCJobs(t *testing.T) {
+	a1, a2 := job("a1", "gpu-a", "drivers"), job("a2", "gpu-a", "kernel")
+	orphan := job("a3", "gpu-a", "") // names no Plan: not SUC's Job for the node
+	b := job("b1", "gpu-b", "drivers")
+	noNode := job("x", "", "drivers")
+	v := NewView([]*batchv1.Job{a1, orphan, b, a2, noNode})
+	for _, tc := range []struct {
+		node      string
+		suc, byNd []*batchv1.Job
+	}{
+		{"gpu-a", []*batchv1.Job{a1, a2}, []*batchv1.Job{a1, orphan, a2}},
+		{"gpu-b", []*batchv1.Job{b}, []*batchv1.Job{b}},
+		{"gpu-c", nil, nil},
+		{"", []*batchv1.Job{noNode}, []*batchv1.Job{noNode}},
+	} {
+		t.Run("node "+tc.node, func(t *testing.T) {
+			assert.Equal(t, tc.suc, v.SUCJobsFor(tc.node), "in list order, only those naming a Plan")
+			assert.Equal(t, tc.byNd, v.UpgradeJobsByNode()[tc.node])
+		})
+	}
+}
+
+func TestViewBuiltFrom(t *testing.T) {
+	a, b := job("a", "gpu-a", "p"), job("b", "gpu-b", "p")
+	jobs := []*batchv1.Job{a, b}
+	v := NewView(jobs)
+	for _, tc := range []struct {
+		name string
+		jobs []*batchv1.Job
+		want bool
+	}{
+		{"the same list", jobs, true},
+		{"a copy, pointer for pointer", []*batchv1.Job{a, b}, true},
+		{"one Job fewer", jobs[:1], false},
+		{"another object for a Job", []*batchv1.Job{a, job("b", "gpu-b", "p")}, false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, v.BuiltFrom(tc.jobs)) })
+	}
+	assert.True(t, NewView(nil).BuiltFrom(nil))
+}

@@ -1,0 +1,148 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
+
+// The version parsers are package fleet's (fleet/version.go): the names the
+// rules, the adapters and the CLI know them by, until they read fleet's.
+
+// Component names one member of the GPU node tuple (fleet.Component).
+type Component = fleet.Component
+
+// The members of the GPU node tuple, spelled as the record's keys.
+const (
+	ComponentKernel       = fleet.ComponentKernel
+	ComponentRKE2         = fleet.ComponentRKE2
+	ComponentDriver       = fleet.ComponentDriver
+	ComponentGPUOperator  = fleet.ComponentGPUOperator
+	ComponentDCGMExporter = fleet.ComponentDCGMExporter
+	ComponentDRADriver    = fleet.ComponentDRADriver
+)
+
+// The parsed versions and the parsers' errors.
+type (
+	VersionError        = fleet.VersionError
+	IncomparableError   = fleet.IncomparableError
+	RKE2Version         = fleet.RKE2Version
+	KubeVersion         = fleet.KubeVersion
+	KernelVersion       = fleet.KernelVersion
+	DriverVersion       = fleet.DriverVersion
+	DCGMExporterVersion = fleet.DCGMExporterVersion
+)
+
+// ErrIncomparable: the versions cannot be ordered (fleet.ErrIncomparable).
+var ErrIncomparable = fleet.ErrIncomparable
+
+// The parsers (fleet's).
+func ParseRKE2(s string) (RKE2Version, error)                 { return fleet.ParseRKE2(s) }
+func NormalizeRKE2(s string) string                           { return fleet.NormalizeRKE2(s) }
+func ParseKube(s string) (KubeVersion, error)                 { return fleet.ParseKube(s) }
+func ParseKernel(s string) (KernelVersion, error)             { return fleet.ParseKernel(s) }
+func ParseDriver(s string) (DriverVersion, error)             { return fleet.ParseDriver(s) }
+func ParseGPUOperator(s string) (*semver.Version, error)      { return fleet.ParseGPUOperator(s) }
+func ParseDRADriver(s string) (*semver.Version, error)        { return fleet.ParseDRADriver(s) }
+func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return fleet.ParseDCGMExporter(s) }
+
+// The tuple's component table and image references are package fleet's
+// (fleet/tuple.go, fleet/image.go). ComponentSpec wraps fleet's row with
+// the names gate's rules call it by, and where its fact is read under the
+// Config.
+
+// ComponentSpec is one row of the tuple's component table.
+type ComponentSpec struct{ fleet.ComponentSpec }
+
+// componentTable lists the tuple members in the record's order (fleet's,
+// wrapped once).
+var componentTable = func() []ComponentSpec {
+	var out []ComponentSpec
+	for _, s := range fleet.ComponentTable() {
+		out = append(out, ComponentSpec{s})
+	}
+	return out
+}()
+
+// ComponentTable returns the component table (a copy), in record order.
+func ComponentTable() []ComponentSpec { return append([]ComponentSpec(nil), componentTable...) }
+
+// Components are the tuple members' names in record order.
+var Components = fleet.Components
+
+func (s *ComponentSpec) get(t qualification.Tuple) string     { return s.Value(t) }
+func (s *ComponentSpec) set(t *qualification.Tuple, v string) { s.Set(t, v) }
+func (s *ComponentSpec) same(a, b string) bool                { return s.Same(a, b) }
+func (s *ComponentSpec) compare(a, b string) (int, error)     { return s.Compare(a, b) }
+func (s *ComponentSpec) parse(v string) error                 { return s.Parse(v) }
+func (s *ComponentSpec) required() bool                       { return s.Required() }
+
+// fact names where the gate reads the component, with the configured
+// workload for cluster-wide components.
+func (s *ComponentSpec) fact(cfg *Config) string {
+	if s.Workload == "" || cfg == nil {
+		return s.Fact
+	}
+	ref := cfg.GPUOperator
+	switch s.Name {
+	case ComponentDCGMExporter:
+		ref = cfg.DCGMExporter
+	case ComponentDRADriver:
+		var ds []string
+		for _, d := range cfg.DRADrivers {
+			ds = append(ds, d.Namespace+"/"+d.DaemonSet)
+		}
+		if len(ds) == 0 {
+			return s.Fact + " the configured DRA driver's DaemonSet (draDrivers: none configured)"
+		}
+		return fmt.Sprintf("%s %s %s", s.Fact, s.Workload, strings.Join(ds, ", "))
+	}
+	return fmt.Sprintf("%s %s %s/%s", s.Fact, s.Workload, ref.Namespace, ref.Name)
+}
+
+// The tuple's readers (fleet's).
+func TupleValue(t qualification.Tuple, c Component) string { return fleet.TupleValue(t, c) }
+func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTuple(a, b) }
+func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
+func CompareComponent(c Component, a, b string) (int, error) {
+	return fleet.CompareComponent(c, a, b)
+}
+func SameComponent(c Component, a, b string) bool { return fleet.SameComponent(c, a, b) }
+func ExpectedForm(c Component) string             { return fleet.ExpectedForm(c) }
+func tupleDiff(have, want qualification.Tuple, exact bool) []string {
+	return fleet.TupleDiff(have, want, exact)
+}
+func quoteOrNone(s string) string  { return fleet.QuoteOrNone(s) }
+func sameTrimmed(a, b string) bool { return fleet.SameTrimmed(a, b) }
+
+// Image references (fleet's).
+type (
+	Image      = fleet.Image
+	ImageError = fleet.ImageError
+)
+
+// LabelVersion: the label a DRA driver's DaemonSet carries its release in.
+const LabelVersion = fleet.LabelVersion
+
+func ParseImage(s string) (Image, error)             { return fleet.ParseImage(s) }
+func ImageVersion(image string) (string, bool)       { return fleet.ImageVersion(image) }
+func imageTag(image string) string                   { return fleet.ImageTag(image) }
+func matchesRepository(img Image, entry string) bool { return fleet.MatchesRepository(img, entry) }
+func DRADriverVersion(images []string, labelVersion string) (string, bool) {
+	return fleet.DRADriverVersion(images, labelVersion)
+}
+
+// isRKE2Image says whether the image is one of the configured RKE2 upgrade
+// repositories.
+func (c *Config) isRKE2Image(img Image) bool {
+	for _, e := range c.RKE2Images {
+		if matchesRepository(img, e) {
+			return true
+		}
+	}
+	return false
+}
