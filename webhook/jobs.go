@@ -77,7 +77,10 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		holders       map[string][]gate.Holder
 		listed        []string
 		herr          error
-		wg            sync.WaitGroup
+		// gets are the Node and Plan reads the step waits for before it is
+		// prepared; rest the reads it waits for before it decides (the
+		// holder listing stays in flight while the step is prepared).
+		gets, rest sync.WaitGroup
 	)
 	nodeRV, planRV := "", ""
 	if s.Facts.cachedCopy(ctx, client.ObjectKey{Name: nodeName}, &cachedNode) {
@@ -88,7 +91,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	nodeCached, planCached := s.jobStepFacts(job, planName, nodeRV, &cachedNode, planRV, &cachedPlan)
 	var panicked atomic.Pointer[error]
-	read := func(name string, f func()) {
+	read := func(wg *sync.WaitGroup, name string, f func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -105,11 +108,11 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if nodeCached {
 		node = &cachedNode
 	} else {
-		read("node", func() { node, nodeErr = s.liveNode(ctx, nodeName, nodeRV) })
+		read(&gets, "node", func() { node, nodeErr = s.liveNode(ctx, nodeName, nodeRV) })
 	}
 	if nodeRV == "" || s.Config.IsGPUNode(&cachedNode) {
 		listed = []string{nodeName}
-		read("holders", func() { holders, herr = s.Facts.Holders(ctx, listed) })
+		read(&rest, "holders", func() { holders, herr = s.Facts.Holders(ctx, listed) })
 	}
 	switch {
 	case planName == "":
@@ -117,11 +120,11 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	case planCached:
 		plan = &cachedPlan
 	default:
-		read("plan", func() {
+		read(&gets, "plan", func() {
 			pErr = s.Facts.liveGet(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan, planRV)
 		})
 	}
-	wg.Wait()
+	gets.Wait()
 	tr.mark("reads")
 	if p := panicked.Load(); p != nil {
 		return gate.FactsUnavailable(object, *p), nil
@@ -146,29 +149,39 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	tr.mark("facts")
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
-	// What the step reads once it knows the node go out at once too (each
-	// was a round trip after the last): the etcd snapshots (a Plan moving
-	// the node's RKE2 minor), the drain check's Pods and PDBs (a draining
-	// Plan), and the holders of a node only the live read showed to be a
-	// GPU node. Each keeps its own freshness (loader; Facts.Holders); the
-	// step takes their answers after all are in.
+	// What the step reads once it knows the node go out at once too, while
+	// the holder listing is still in flight (each was a round trip after
+	// the last): the etcd snapshots (a Plan moving the node's RKE2 minor),
+	// the drain check's Pods and PDBs (a draining Plan), and the holders of
+	// a node only the live read showed to be a GPU node. Each keeps its own
+	// freshness (loader; Facts.Holders); the step takes their answers after
+	// all are in.
 	etcd, drain := step.NeedsEtcdSnapshots(), step.DrainNodes()
 	var (
 		snaps      gate.EtcdSnapshots
 		drainFacts gate.DrainFacts
 	)
 	if etcd {
-		read("etcd", func() { snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live) })
+		read(&rest, "etcd", func() { snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live) })
 	}
 	if len(drain) > 0 {
-		read("drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods) })
+		read(&rest, "drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods) })
 	}
+	var (
+		after       bool
+		holdersLate map[string][]gate.Holder
+		herrLate    error
+	)
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the
 		// step wants other nodes): list its holders now.
-		read("holders-after", func() { holders, herr = s.Facts.Holders(ctx, want) })
+		after = true
+		read(&rest, "holders-after", func() { holdersLate, herrLate = s.Facts.Holders(ctx, want) })
 	}
-	wg.Wait()
+	rest.Wait()
+	if after {
+		holders, herr = holdersLate, herrLate
+	}
 	if p := panicked.Load(); p != nil {
 		return gate.FactsUnavailable(object, *p), nil
 	}
