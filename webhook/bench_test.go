@@ -200,12 +200,17 @@ func (p fleetPods) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 
 // jobStart is SUC's Job for node of plan created running, as SUC's
 // ServiceAccount writes it: the write the per-node guard reviews.
-func jobStart(plan, node string) fleetgen.Review {
+func jobStart(plan, node, hash string) fleetgen.Review {
 	one := int32(1)
 	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: fleetgen.NamespaceSUC, Name: "apply-" + plan + "-on-" + node + "-with-abc",
 			Labels: map[string]string{upgradev1.LabelPlan: plan, upgradev1.LabelNode: node}},
 		Spec: batchv1.JobSpec{Parallelism: &one}}
+	if hash != "" {
+		// SUC labels its Jobs with the Plan's status.latestHash it built
+		// them from.
+		job.Labels[upgradev1.LabelPlanName(plan)] = hash
+	}
 	raw, err := json.Marshal(job)
 	if err != nil {
 		panic(err)
@@ -220,6 +225,16 @@ func jobStart(plan, node string) fleetgen.Review {
 		panic(err)
 	}
 	return fleetgen.Review{Name: "job/start/" + node, Kind: "job", Scenario: "start", Path: PathJobs, Body: body, Allowed: true}
+}
+
+// latestHash is the fleet Plan's status.latestHash ("" for none).
+func latestHash(f *fleetgen.Fleet, plan string) string {
+	for _, p := range f.Plans {
+		if p.Name == plan {
+			return p.Status.LatestHash
+		}
+	}
+	return ""
 }
 
 type benchEnv struct {
@@ -308,9 +323,9 @@ func BenchmarkHandler(b *testing.B) {
 		rs := fleetgen.Select(e.reviews, []string{sc.kind}, sc.scenario)
 		switch sc.kind {
 		case "job": // SUC's Job start: the V100 canary node, a CPU node of an RKE2 agent Plan
-			rs = []fleetgen.Review{jobStart("gpu-v100-canary-zone-a", e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name)}
+			rs = []fleetgen.Review{jobStart("gpu-v100-canary-zone-a", e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name, latestHash(e.fleet, "gpu-v100-canary-zone-a"))}
 			if sc.scenario == "start-cpu" {
-				rs = []fleetgen.Review{jobStart("rke2-agent-cpu-pool-1", "cpu-0001")}
+				rs = []fleetgen.Review{jobStart("rke2-agent-cpu-pool-1", "cpu-0001", latestHash(e.fleet, "rke2-agent-cpu-pool-1"))}
 			}
 		}
 		run := func(name string, hs map[string]http.Handler) {

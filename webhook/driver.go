@@ -112,8 +112,10 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		ch.Policy, ch.PolicyErr = s.clusterPolicy(ctx)
 	}
 	r := gate.PrepareDriver(s.Config, cl, gate.DriverRequest{Change: ch, User: userOf(req), Now: s.now()})
-	checked := s.readOperatorRollout(ctx, r)
-	holders, herr := s.Facts.RequestHolders(ctx, r.HolderNodes())
+	checked, holders, herr, err := s.operatorAndHolders(ctx, r, s.Facts.RequestHolders)
+	if err != nil {
+		return gate.FactsUnavailable(ch.Object, err), nil
+	}
 	d := r.Decide(holders, herr)
 	if checked {
 		notePrecondition(preconditionOperatorRollout, d, gate.CodeOperatorRolloutUnfinished)
@@ -121,16 +123,27 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 	return d, nil
 }
 
-// readOperatorRollout reads the GPU Operator's own rollout live for a
-// review that judges it (OperatorRolloutUnfinished): a cache a moment
-// behind could miss a rollout that just started.
-// It says whether the review judges it.
-func (s *Server) readOperatorRollout(ctx context.Context, r *gate.DriverReview) bool {
-	if !r.NeedsOperatorRollout() {
-		return false
+// operatorAndHolders reads, at once (each is a round trip), the GPU
+// Operator's own rollout live for a review that judges it
+// (OperatorRolloutUnfinished: a cache a moment behind could miss a rollout
+// that just started) and the review's nodes' holders with list. checked
+// says whether the review judges the operator's rollout; err is a read's
+// panic (the review fails closed).
+func (s *Server) operatorAndHolders(ctx context.Context, r *gate.DriverReview, list func(context.Context, []string) (map[string][]gate.Holder, error)) (checked bool, holders map[string][]gate.Holder, herr, err error) {
+	checked = r.NeedsOperatorRollout()
+	var operator *gate.OperatorRollout
+	err = concurrently(
+		func() {
+			if checked {
+				operator = loader.ReadOperatorRollout(ctx, s.Facts.Live, s.Config)
+			}
+		},
+		func() { holders, herr = list(ctx, r.HolderNodes()) },
+	)
+	if checked && err == nil {
+		r.SetOperatorRollout(operator)
 	}
-	r.SetOperatorRollout(loader.ReadOperatorRollout(ctx, s.Facts.Live, s.Config))
-	return true
+	return checked, holders, herr, err
 }
 
 // decodePair returns the object under review (the stored one for a DELETE)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,18 +34,59 @@ func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (g
 	if err != nil {
 		return gate.FactsUnavailable("Node "+n.Name, err), nil
 	}
-	st.Rollout = s.rolloutFor(ctx, n)
-	if st.InFlight, err = s.inFlight(ctx); err != nil && st.Rollout.Missing == "" {
-		st.Rollout.Missing, st.Rollout.MissingErr = "the nodes mid driver reload", err
+	// The live reads go out in two rounds of concurrent reads instead of
+	// one after another (each is a round trip; their freshness is each
+	// read's own, unchanged): what the operator rolls out and the nodes mid
+	// reload, which the step needs to know its nodes; then the operator's
+	// own rollout and the holders (operatorAndHolders).
+	var inFlightErr error
+	if err := concurrently(
+		func() { st.Rollout = s.rolloutFor(ctx, n) },
+		func() { st.InFlight, inFlightErr = s.inFlight(ctx) },
+	); err != nil {
+		return gate.FactsUnavailable("Node "+n.Name, err), nil
+	}
+	if inFlightErr != nil && st.Rollout.Missing == "" {
+		st.Rollout.Missing, st.Rollout.MissingErr = "the nodes mid driver reload", inFlightErr
 	}
 	r := gate.PrepareDriverStep(s.Config, cl, st)
-	checked := s.readOperatorRollout(ctx, r)
-	holders, herr := s.Facts.Holders(ctx, r.HolderNodes())
+	checked, holders, herr, err := s.operatorAndHolders(ctx, r, s.Facts.Holders)
+	if err != nil {
+		return gate.FactsUnavailable("Node "+n.Name, err), nil
+	}
 	d := r.Decide(holders, herr)
 	if checked {
 		notePrecondition(preconditionOperatorRollout, d, gate.CodeOperatorRolloutUnfinished)
 	}
 	return d, nil
+}
+
+// concurrently runs each read on its own goroutine and returns when all
+// have: an error only when one panicked (out of the handler's recover, so
+// the review fails closed instead of the process).
+func concurrently(reads ...func()) error {
+	var (
+		wg       sync.WaitGroup
+		panicked atomic.Pointer[error]
+	)
+	for _, read := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					err := fmt.Errorf("panic: %v [recovered]", p)
+					panicked.CompareAndSwap(nil, &err)
+				}
+			}()
+			read()
+		}()
+	}
+	wg.Wait()
+	if p := panicked.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // rolloutFor finds what the operator rolls out to node n: with

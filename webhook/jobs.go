@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,15 +56,18 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if nodeName == "" {
 		return gate.StepFactsMissing(object, "", "the Job's node (label "+upgradev1.LabelNode+")", pathJobNode, errors.New("the label is absent or empty")), nil
 	}
-	// The live reads go out at once (a start waits for one round trip, not
-	// three): the Node and the Plan, from the API server's watch cache no
-	// older than the gate's cached copy of each (Facts.liveGet: an etcd
-	// read cost 5-8 ms), and the node's holders, which the step needs only
-	// for a GPU node: listed with them when the gate's copy of the node is
-	// a GPU node or missing, else only if the live Node turns out to be
-	// one (the CPU nodes of an RKE2 Plan never wait for a listing). The
-	// other Plans, whose status.applying the disruption budget counts,
-	// come from the gate's cache (withPlan).
+	// The reads go out at once (a start waits for one round trip, not
+	// three). The node's holders are always live (the read that closes the
+	// race the guard is for: docs/performance.md, "GPU holders: how fresh,
+	// and why"). The Node and the Plan come from the gate's informers when
+	// the cached copy is provably fresh enough for this start (jobStepFacts),
+	// else from the API server's watch cache no older than the gate's copy
+	// (Facts.liveGet). The holders are listed for a GPU node only: with the
+	// other reads when the gate's copy of the node is a GPU node or missing,
+	// else only if the live Node turns out to be one (the CPU nodes of an
+	// RKE2 Plan never wait for a listing). The other Plans, whose
+	// status.applying the disruption budget counts, come from the gate's
+	// cache (withPlan).
 	var (
 		cachedNode    corev1.Node
 		cachedPlan    upgradev1.Plan
@@ -73,7 +77,10 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		holders       map[string][]gate.Holder
 		listed        []string
 		herr          error
-		wg            sync.WaitGroup
+		// gets are the Node and Plan reads the step waits for before it is
+		// prepared; rest the reads it waits for before it decides (the
+		// holder listing stays in flight while the step is prepared).
+		gets, rest sync.WaitGroup
 	)
 	nodeRV, planRV := "", ""
 	if s.Facts.cachedCopy(ctx, client.ObjectKey{Name: nodeName}, &cachedNode) {
@@ -82,24 +89,46 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	if planName != "" && s.Facts.cachedCopy(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, &cachedPlan) {
 		planRV = cachedPlan.ResourceVersion
 	}
-	read := func(name string, f func()) {
+	nodeCached, planCached := s.jobStepFacts(job, planName, nodeRV, &cachedNode, planRV, &cachedPlan)
+	var panicked atomic.Pointer[error]
+	read := func(wg *sync.WaitGroup, name string, f func()) {
 		wg.Add(1)
-		go func() { defer wg.Done(); tr.timed(name, f) }()
+		go func() {
+			defer wg.Done()
+			// Out of the handler's recover: a panic fails the start closed.
+			defer func() {
+				if p := recover(); p != nil {
+					err := fmt.Errorf("reading %s: panic: %v [recovered]", name, p)
+					panicked.CompareAndSwap(nil, &err)
+				}
+			}()
+			tr.timed(name, f)
+		}()
 	}
-	read("node", func() { node, nodeErr = s.liveNode(ctx, nodeName, nodeRV) })
+	if nodeCached {
+		node = &cachedNode
+	} else {
+		read(&gets, "node", func() { node, nodeErr = s.liveNode(ctx, nodeName, nodeRV) })
+	}
 	if nodeRV == "" || s.Config.IsGPUNode(&cachedNode) {
 		listed = []string{nodeName}
-		read("holders", func() { holders, herr = s.Facts.Holders(ctx, listed) })
+		read(&rest, "holders", func() { holders, herr = s.Facts.Holders(ctx, listed) })
 	}
-	read("plan", func() {
-		if planName == "" {
-			pErr = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
-			return
-		}
-		pErr = s.Facts.liveGet(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan, planRV)
-	})
-	wg.Wait()
+	switch {
+	case planName == "":
+		pErr = errors.New("the label " + upgradev1.LabelPlan + " is absent or empty")
+	case planCached:
+		plan = &cachedPlan
+	default:
+		read(&gets, "plan", func() {
+			pErr = s.Facts.liveGet(ctx, client.ObjectKey{Namespace: job.Namespace, Name: planName}, plan, planRV)
+		})
+	}
+	gets.Wait()
 	tr.mark("reads")
+	if p := panicked.Load(); p != nil {
+		return gate.FactsUnavailable(object, *p), nil
+	}
 	if nodeErr != nil {
 		return gate.StepFactsMissing(object, nodeName, "the Job's node "+nodeName, pathJobNode, nodeErr), nil
 	}
@@ -120,18 +149,47 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	tr.mark("facts")
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
-	etcd := step.NeedsEtcdSnapshots()
+	// What the step reads once it knows the node go out at once too, while
+	// the holder listing is still in flight (each was a round trip after
+	// the last): the etcd snapshots (a Plan moving the node's RKE2 minor),
+	// the drain check's Pods and PDBs (a draining Plan), and the holders of
+	// a node only the live read showed to be a GPU node. Each keeps its own
+	// freshness (loader; Facts.Holders); the step takes their answers after
+	// all are in.
+	etcd, drain := step.NeedsEtcdSnapshots(), step.DrainNodes()
+	var (
+		snaps      gate.EtcdSnapshots
+		drainFacts gate.DrainFacts
+	)
 	if etcd {
-		step.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
+		read(&rest, "etcd", func() { snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live) })
 	}
-	drain := step.DrainNodes()
 	if len(drain) > 0 {
-		step.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods))
+		read(&rest, "drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods) })
 	}
+	var (
+		after       bool
+		holdersLate map[string][]gate.Holder
+		herrLate    error
+	)
 	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
 		// The live Node is a GPU node the cache did not know as one (or the
 		// step wants other nodes): list its holders now.
-		tr.timed("holders-after", func() { holders, herr = s.Facts.Holders(ctx, want) })
+		after = true
+		read(&rest, "holders-after", func() { holdersLate, herrLate = s.Facts.Holders(ctx, want) })
+	}
+	rest.Wait()
+	if after {
+		holders, herr = holdersLate, herrLate
+	}
+	if p := panicked.Load(); p != nil {
+		return gate.FactsUnavailable(object, *p), nil
+	}
+	if etcd {
+		step.SetEtcdSnapshots(snaps)
+	}
+	if len(drain) > 0 {
+		step.SetDrainFacts(drainFacts)
 	}
 	d := step.Decide(holders, herr)
 	tr.mark("decide")
@@ -140,6 +198,49 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		s.events.held("StartUpgrade", plan, node, d)
 	}
 	return d, nil
+}
+
+// jobStepFacts says whether the start may be judged on the gate's cached
+// copies of its Node and its Plan (read only: shared with the cache)
+// instead of GETs from the API server's watch cache. Each GET cost the
+// start a round trip on the cores the API server shares (the Node and Plan
+// GETs made the `reads` phase 3.7-4.9 ms against ~2.9 ms for the holder
+// listing alone: docs/performance.md, "SUC's Job start"). A copy is used
+// only where its lag behind the watch cache cannot let the start through
+// on facts older than SUC's own:
+//
+//   - The Plan, when its status.latestHash is the hash SUC labelled this Job
+//     with (upgradev1.LabelPlanName): SUC writes that status after reading
+//     the spec it digested, so a cache holding that status holds that spec
+//     or a newer one, the one this Job runs. Any other hash (the cache has
+//     not seen SUC's status write yet, or a forged or missing label) reads
+//     the Plan from the API server as before. Its status.applying may then
+//     be an earlier write than the watch cache's, so only a serial Plan's
+//     copy is used (spec.concurrency 1; ConcurrencyNotSerial refuses any
+//     other at the Plan's write, but one written before the gate or in
+//     audit mode reads live): its applying names this node, or, older, the
+//     node SUC finished before it, which the budget can count as out
+//     (refuse), never a node it misses (allow).
+//   - The Node, when the copy is a GPU node: the start is then judged with
+//     every rule and its holders are listed live (the race the guard is for
+//     is the holders', closed there); every other fact the rules read about
+//     this node (labels, cordon, conditions) they read about every other
+//     node of the fleet from the same informer already (budget, halts,
+//     wave), and a write of it within the informer's lag is concurrent with
+//     the start and has its own review (webhook/jobs.md, "Freshness"). A
+//     copy that is not a GPU node would let the start skip the rules, so it
+//     is confirmed by the GET; and a missing copy is read, as before.
+//
+// Both need caches that are synced and watching (Facts.ready); otherwise
+// the GETs are made and the review fails closed on the caches anyway.
+func (s *Server) jobStepFacts(job *batchv1.Job, planName, nodeRV string, node *corev1.Node, planRV string, plan *upgradev1.Plan) (nodeCached, planCached bool) {
+	if s.Facts.ready() != nil {
+		return false, false
+	}
+	nodeCached = nodeRV != "" && s.Config.IsGPUNode(node)
+	hash := job.Labels[upgradev1.LabelPlanName(planName)]
+	planCached = planRV != "" && planName != "" && hash != "" && plan.Status.LatestHash == hash && plan.Spec.Concurrency <= 1
+	return nodeCached, planCached
 }
 
 // withPlan puts the Job's Plan, read from etcd a moment ago, in place of

@@ -237,6 +237,8 @@ func (r *jobReads) List(ctx context.Context, list client.ObjectList, opts ...cli
 type cacheAs struct {
 	*fleetCache
 	missing, asCPU string
+	// concurrency, when set, is the cached Plans' spec.concurrency.
+	concurrency int64
 }
 
 func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -250,61 +252,93 @@ func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 		n.Labels = map[string]string{"kubernetes.io/hostname": n.Name}
 		n.Status.Capacity, n.Status.Allocatable = nil, nil
 	}
+	if p, plan := obj.(*upgradev1.Plan); plan && c.concurrency != 0 {
+		p.Spec.Concurrency = c.concurrency
+	}
 	obj.SetResourceVersion("77")
 	return nil
 }
 
-// TestJobStartReads: the guard reads the Node and the Plan from the API
-// server's watch cache no older than its cached copy of each
-// (resourceVersion set: "not older than"), from etcd when it has none; it
-// lists holders with them for a node its cache knows as a GPU node (or does
-// not know), never for a CPU node's Job, and after the reads when the live
-// Node turns out to be a GPU node its cache did not know as one, whose
-// holder then stops the start.
+// TestJobStartReads: the guard judges a GPU node's start on the gate's
+// cached copy of the Node, and on its cached Plan when that copy's
+// status.latestHash is the hash SUC labelled the Job with and the Plan is
+// serial (jobStepFacts); otherwise it reads each from the API server's
+// watch cache no older than its cached copy (resourceVersion set: "not
+// older than"), from etcd when it has none. It lists holders with the reads
+// for a node its cache knows as a GPU node (or does not know), never for a
+// CPU node's Job, and after the reads when the live Node turns out to be a
+// GPU node its cache did not know as one, whose holder then stops the
+// start.
 func TestJobStartReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the 5,000-node fleet")
 	}
 	e := benchSetup()
 	gpu := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	const canary = "gpu-v100-canary-zone-a"
+	canaryHash := latestHash(e.fleet, canary)
+	require.NotEmpty(t, canaryHash, "the fleet's canary Plan has a status.latestHash")
 	for _, tc := range []struct {
-		name, plan, node  string
-		missing, asCPU    string
-		holder            string
-		etcdSnapshots     *unstructured.UnstructuredList
-		wantNodeRV        string
+		name, plan, node string
+		// hash is the Job's SUC hash label ("": none).
+		hash           string
+		missing, asCPU string
+		// concurrency, when set, is the cached Plan's.
+		concurrency   int64
+		holder        string
+		etcdSnapshots *unstructured.UnstructuredList
+		// wantGets are the GETs made, by kind, with their resourceVersion
+		// ("": from etcd).
+		wantGets          map[string]string
 		wantListings      []string
 		wantAllowed       bool
 		wantCode, wantMsg string
 	}{
-		{name: "a GPU node: cached reads, holders with them", plan: "gpu-v100-canary-zone-a", node: gpu, wantNodeRV: "77", wantListings: []string{gpu}, wantAllowed: true},
-		{name: "a GPU node's holder stops it", plan: "gpu-v100-canary-zone-a", node: gpu, holder: gpu, wantNodeRV: "77", wantListings: []string{gpu},
-			wantCode: "GPUHolders", wantMsg: "train-0"},
-		{name: "an RKE2-minor step without a ready snapshot is held", plan: "gpu-v100-canary-zone-a", node: gpu, etcdSnapshots: snapshotList(benchNow.Add(-48 * time.Hour)),
-			wantNodeRV: "77", wantListings: []string{gpu}, wantCode: "EtcdSnapshotStale", wantMsg: "was taken at " + benchNow.Add(-48*time.Hour).UTC().Format(time.RFC3339) + ", 48h0m0s ago"},
-		{name: "an RKE2-minor step with a fresh ready snapshot starts", plan: "gpu-v100-canary-zone-a", node: gpu, etcdSnapshots: snapshotList(benchNow.Add(-time.Hour)),
-			wantNodeRV: "77", wantListings: []string{gpu}, wantAllowed: true},
-		{name: "a CPU node of an RKE2 Plan: no holder listing", plan: "rke2-agent-cpu-pool-1", node: "cpu-0001", wantNodeRV: "77", wantAllowed: true},
-		{name: "a node the cache does not have: from etcd, holders with it", plan: "gpu-v100-canary-zone-a", node: gpu, missing: gpu, wantListings: []string{gpu}, wantAllowed: true},
-		{name: "cached as a CPU node, live a GPU node: holders listed after the reads", plan: "gpu-v100-canary-zone-a", node: gpu, asCPU: gpu, holder: gpu,
-			wantNodeRV: "77", wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0"},
+		{name: "a GPU node, SUC's hash: cached Node and Plan, holders alone", plan: canary, node: gpu, hash: canaryHash,
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a GPU node, SUC's hash: a holder stops it", plan: canary, node: gpu, hash: canaryHash, holder: gpu,
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0"},
+		{name: "a GPU node, no hash label: the Plan read", plan: canary, node: gpu,
+			wantGets: map[string]string{"Plan": "77"}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a GPU node, another hash (the cache behind SUC): the Plan read", plan: canary, node: gpu, hash: "a-newer-hash",
+			wantGets: map[string]string{"Plan": "77"}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a GPU node, SUC's hash of a Plan that is not serial: the Plan read", plan: canary, node: gpu, hash: canaryHash, concurrency: 3,
+			wantGets: map[string]string{"Plan": "77"}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "an RKE2-minor step without a ready snapshot is held", plan: canary, node: gpu, hash: canaryHash, etcdSnapshots: snapshotList(benchNow.Add(-48 * time.Hour)),
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantCode: "EtcdSnapshotStale", wantMsg: "was taken at " + benchNow.Add(-48*time.Hour).UTC().Format(time.RFC3339) + ", 48h0m0s ago"},
+		{name: "an RKE2-minor step with a fresh ready snapshot starts", plan: canary, node: gpu, hash: canaryHash, etcdSnapshots: snapshotList(benchNow.Add(-time.Hour)),
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a CPU node of an RKE2 Plan: the Node read, no holder listing", plan: "rke2-agent-cpu-pool-1", node: "cpu-0001",
+			wantGets: map[string]string{"Node": "77", "Plan": "77"}, wantAllowed: true},
+		{name: "a node the cache does not have: from etcd, holders with it", plan: canary, node: gpu, hash: canaryHash, missing: gpu,
+			wantGets: map[string]string{"Node": ""}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "cached as a CPU node, live a GPU node: holders listed after the reads", plan: canary, node: gpu, hash: canaryHash, asCPU: gpu, holder: gpu,
+			wantGets: map[string]string{"Node": "77"}, wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := e.facts.Cache.(*fleetCache)
 			live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, holder: tc.holder, etcdSnapshots: tc.etcdSnapshots, gets: map[string]string{}}
-			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU}, Live: live}
+			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU, concurrency: tc.concurrency}, Live: live}
 			facts.SetServerVersion(fleetgen.ServerVersion)
 			facts.synced.Store(true)
 			s := &Server{Config: e.fleet.Config, Facts: facts, Log: logr.Discard(), Now: func() time.Time { return benchNow }}
 			var review admissionv1.AdmissionReview
-			require.NoError(t, json.Unmarshal(jobStart(tc.plan, tc.node).Body, &review))
+			require.NoError(t, json.Unmarshal(jobStart(tc.plan, tc.node, tc.hash).Body, &review))
 			resp := s.handlerAt(PathJobs).Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
 			msg := ""
 			if resp.Result != nil {
 				msg = resp.Result.Message
 			}
 			assert.Equal(t, tc.wantAllowed, resp.Allowed, msg)
-			assert.Equal(t, map[string]string{"*v1.Node/" + tc.node: tc.wantNodeRV, "*v1.Plan/" + tc.plan: "77"}, live.gets)
+			want := map[string]string{}
+			for kind, rv := range tc.wantGets {
+				name := tc.node
+				if kind == "Plan" {
+					name = tc.plan
+				}
+				want["*v1."+kind+"/"+name] = rv
+			}
+			assert.Equal(t, want, live.gets)
 			assert.Equal(t, tc.wantListings, live.listings)
 			if tc.wantCode != "" {
 				assert.Equal(t, tc.wantCode, resp.AuditAnnotations[gate.AuditReasons])
@@ -312,6 +346,27 @@ func TestJobStartReads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobStartCachedFactsNeedSyncedCaches: before the caches are ready
+// the guard uses no cached copy (jobStepFacts) and the start fails closed.
+func TestJobStartCachedFactsNeedSyncedCaches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 5,000-node fleet")
+	}
+	e := benchSetup()
+	gpu := e.fleet.ByRole("v100", "zone-a", fleetgen.RoleCanaryPlan)[0].Name
+	const canary = "gpu-v100-canary-zone-a"
+	fc := e.facts.Cache.(*fleetCache)
+	live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, gets: map[string]string{}}
+	facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc}, Live: live} // not synced
+	s := &Server{Config: e.fleet.Config, Facts: facts, Log: logr.Discard(), Now: func() time.Time { return benchNow }}
+	var review admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(jobStart(canary, gpu, latestHash(e.fleet, canary)).Body, &review))
+	resp := s.handlerAt(PathJobs).Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
+	assert.False(t, resp.Allowed)
+	assert.Equal(t, string(gate.CodeFactsMissing), resp.AuditAnnotations[gate.AuditReasons])
+	assert.Equal(t, map[string]string{"*v1.Node/" + gpu: "77", "*v1.Plan/" + canary: "77"}, live.gets, "both read live")
 }
 
 // snapshotList is one ready ETCDSnapshotFile taken at, as RKE2 writes it.

@@ -48,21 +48,41 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 	tr.mark("facts")
 	r := gate.PreparePlan(s.Config, cl, gate.PlanRequest{Operation: string(req.Operation), Plan: plan, OldPlan: old, User: userOf(req), Now: s.now()})
 	tr.mark("engine")
-	// Only a Plan that moves a GPU node's RKE2 minor reads the
-	// ETCDSnapshotFiles, live: a handful of objects, and no informer for a
-	// kind most clusters do not serve.
-	etcd := r.NeedsEtcdSnapshots()
-	if etcd {
-		r.SetEtcdSnapshots(loader.ReadEtcdSnapshots(ctx, s.Facts.Live))
-	}
 	// The holder listing is a round trip to the API server: the holder row
 	// is the table's last, so every other rule runs while it is in flight.
 	listed := s.listHolders(ctx, tr, r.HolderNodes())
-	// A draining Plan's pending nodes: can SUC's drain of them finish? Read
-	// while the holder listing is in flight.
-	drain := r.DrainNodes()
+	// Only a Plan that moves a GPU node's RKE2 minor reads the
+	// ETCDSnapshotFiles, live: a handful of objects, and no informer for a
+	// kind most clusters do not serve. A draining Plan's pending nodes: can
+	// SUC's drain of them finish? Both are read while the holder listing is
+	// in flight, and at the same time as each other (each was a round trip
+	// after the last).
+	etcd, drain := r.NeedsEtcdSnapshots(), r.DrainNodes()
+	var (
+		snaps      gate.EtcdSnapshots
+		drainFacts gate.DrainFacts
+	)
+	if etcd || len(drain) > 0 {
+		if err := concurrently(
+			func() {
+				if etcd {
+					snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live)
+				}
+			},
+			func() {
+				if len(drain) > 0 {
+					drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods)
+				}
+			},
+		); err != nil {
+			return gate.FactsUnavailable("Plan "+plan.Namespace+"/"+plan.Name, err), nil
+		}
+	}
+	if etcd {
+		r.SetEtcdSnapshots(snaps)
+	}
 	if len(drain) > 0 {
-		r.SetDrainFacts(loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods))
+		r.SetDrainFacts(drainFacts)
 	}
 	d := r.DecideListing(func() (map[string][]gate.Holder, error) {
 		tr.mark("rules")

@@ -171,7 +171,7 @@ func TestScalePeers(t *testing.T) {
 	// breaking none: the policies are the same rules.
 	node := e.fleet.ByRole("v100", "", fleetgen.RolePlain)[0].Name
 	valid := func(ns string) *upgradev1.Plan {
-		p := byAdmin(fleetgen.HostnamePlan("adm-write", fleetgen.RecordName("v100"), node))
+		p := byAuthor(fleetgen.HostnamePlan("adm-write", fleetgen.RecordName("v100"), node))
 		p.Namespace = ns
 		return p
 	}
@@ -180,7 +180,7 @@ func TestScalePeers(t *testing.T) {
 		if mutate != nil {
 			mutate(p)
 		}
-		err := e.admin.Create(ctx, p, client.DryRunAll)
+		err := e.person.Create(ctx, p, client.DryRunAll)
 		switch {
 		case err == nil:
 			return "allowed"
@@ -228,7 +228,7 @@ func TestScalePeers(t *testing.T) {
 		writes = append(writes, write{s, func(ctx context.Context, _ int) (time.Duration, error) {
 			p := valid(ns)
 			start := time.Now()
-			if err := e.admin.Create(ctx, p); err != nil {
+			if err := e.person.Create(ctx, p); err != nil {
 				return 0, fmt.Errorf("Plan %s/%s: %w", ns, p.Name, err)
 			}
 			took := time.Since(start)

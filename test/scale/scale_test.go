@@ -71,9 +71,13 @@ func envDuration(name string, def time.Duration) time.Duration {
 
 // scaleEnv is what the phases share.
 type scaleEnv struct {
-	out     string
-	cp      *controlplane.ControlPlane
-	admin   client.Client
+	out   string
+	cp    *controlplane.ControlPlane
+	admin client.Client
+	// person writes the benches' Plans: `serve` runs with the admin's
+	// kubeconfig, so the admin is the gate's own identity, whose Plan
+	// writes other than its nudge are refused (NudgeForged).
+	person  client.Client
 	fleet   *fleetgen.Fleet
 	serve   *testenv.ServeProcess
 	reviews []fleetgen.Review
@@ -127,6 +131,8 @@ func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, upgradev1.AddToScheme(scheme))
 	e.admin, err = client.New(e.cp.RESTConfig(), client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	e.person, err = client.New(e.cp.ConfigFor(planAuthor, "system:masters"), client.Options{Scheme: scheme})
 	require.NoError(t, err)
 
 	o := e.fleetOptions
