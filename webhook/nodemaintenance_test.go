@@ -205,7 +205,7 @@ func TestMaintenanceUnreadableHoldsOnlyBudgetMoves(t *testing.T) {
 		return e.server.handlerAt(r.Path).Handle(context.Background(), admission.Request{AdmissionRequest: *review.Request})
 	}
 	before := map[string]bool{}
-	reviews := append(slices.Clone(e.reviews), jobStart("gpu-v100-canary-zone-a", gpu))
+	reviews := append(slices.Clone(e.reviews), jobStart("gpu-v100-canary-zone-a", gpu, latestHash(e.fleet, "gpu-v100-canary-zone-a")))
 	for _, r := range reviews {
 		before[r.Name] = decide(r).Allowed
 	}

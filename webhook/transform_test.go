@@ -36,10 +36,10 @@ func TestCacheTransformsKeepDecisions(t *testing.T) {
 	reviews := f.Reviews(benchNow)
 	for _, role := range []fleetgen.Role{fleetgen.RoleCanaryPlan, fleetgen.RoleCanary, fleetgen.RoleWave1} {
 		for _, n := range f.ByRole("v100", "zone-a", role) {
-			reviews = append(reviews, jobStart("gpu-v100-canary-zone-a", n.Name))
+			reviews = append(reviews, jobStart("gpu-v100-canary-zone-a", n.Name, latestHash(f, "gpu-v100-canary-zone-a")))
 		}
 	}
-	reviews = append(reviews, jobStart("rke2-agent-cpu-pool-1", "cpu-0001"))
+	reviews = append(reviews, jobStart("rke2-agent-cpu-pool-1", "cpu-0001", latestHash(f, "rke2-agent-cpu-pool-1")))
 	require.Greater(t, len(reviews), 50)
 
 	served := func(n any) (any, error) { return n, nil }
