@@ -146,3 +146,20 @@ func (c *Config) isRKE2Image(img Image) bool {
 	}
 	return false
 }
+
+// The parts of the Cluster that are fleet's (the engine's input moves down:
+// fleet/doc.go step 2).
+type (
+	RecordEntry      = fleet.RecordEntry
+	WorkloadVersions = fleet.WorkloadVersions
+	NodeMaintenance  = fleet.NodeMaintenance
+	EtcdSnapshot     = fleet.EtcdSnapshot
+	EtcdSnapshots    = fleet.EtcdSnapshots
+)
+
+// VersionsOf reads the versions from the GPU Operator's and the DCGM
+// exporter's images (fleet.VersionsOf), for Cluster.Versions.
+func VersionsOf(gpuOperatorImage, dcgmExporterImage string) *WorkloadVersions {
+	v := fleet.VersionsOf(gpuOperatorImage, dcgmExporterImage)
+	return &v
+}

@@ -292,7 +292,7 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 			continue
 		}
 		if n := idx.GPUByName(c, nm.Node); n != nil {
-			add(n, nm.why())
+			add(n, nm.Why())
 		}
 	}
 }
