@@ -155,6 +155,8 @@ type (
 	NodeMaintenance  = fleet.NodeMaintenance
 	EtcdSnapshot     = fleet.EtcdSnapshot
 	EtcdSnapshots    = fleet.EtcdSnapshots
+	ProofFacts       = fleet.ProofFacts
+	DRAProofFacts    = fleet.DRAProofFacts
 )
 
 // VersionsOf reads the versions from the GPU Operator's and the DCGM
