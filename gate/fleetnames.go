@@ -157,7 +157,13 @@ type (
 	EtcdSnapshots    = fleet.EtcdSnapshots
 	ProofFacts       = fleet.ProofFacts
 	DRAProofFacts    = fleet.DRAProofFacts
+	Halt             = fleet.Halt
+	ClearedHalt      = fleet.ClearedHalt
+	HaltRecord       = fleet.HaltRecord
 )
+
+// HardwareKey spells an identity set as a ConfigMap key (fleet.HardwareKey).
+func HardwareKey(hw []string) string { return fleet.HardwareKey(hw) }
 
 // VersionsOf reads the versions from the GPU Operator's and the DCGM
 // exporter's images (fleet.VersionsOf), for Cluster.Versions.
