@@ -63,7 +63,7 @@ type Cluster struct {
 	// Halts is the halt record (haltrecord.go).
 	Halts HaltRecord
 	// CreationGates are the configured creation gates as read
-	// (creationgate.go).
+	// (fleet/creationgate.go).
 	CreationGates []GateReading
 	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
 	// the webhook reads them live for the one review that needs them.

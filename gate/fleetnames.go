@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -160,7 +161,23 @@ type (
 	Halt             = fleet.Halt
 	ClearedHalt      = fleet.ClearedHalt
 	HaltRecord       = fleet.HaltRecord
+	CreationGate     = fleet.CreationGate
+	GateReading      = fleet.GateReading
 )
+
+// Creation gate kinds (fleet's).
+const (
+	GateDeploymentEnv = fleet.GateDeploymentEnv
+	GateConfigMapKey  = fleet.GateConfigMapKey
+)
+
+// The creation gates' readers (fleet's).
+func ReadDeploymentGate(g CreationGate, spec *corev1.PodSpec) GateReading {
+	return fleet.ReadDeploymentGate(g, spec)
+}
+func ReadConfigMapGate(g CreationGate, cm *corev1.ConfigMap) GateReading {
+	return fleet.ReadConfigMapGate(g, cm)
+}
 
 // HardwareKey spells an identity set as a ConfigMap key (fleet.HardwareKey).
 func HardwareKey(hw []string) string { return fleet.HardwareKey(hw) }
