@@ -131,7 +131,6 @@ const LabelVersion = fleet.LabelVersion
 
 func ParseImage(s string) (Image, error)             { return fleet.ParseImage(s) }
 func ImageVersion(image string) (string, bool)       { return fleet.ImageVersion(image) }
-func imageTag(image string) string                   { return fleet.ImageTag(image) }
 func matchesRepository(img Image, entry string) bool { return fleet.MatchesRepository(img, entry) }
 func DRADriverVersion(images []string, labelVersion string) (string, bool) {
 	return fleet.DRADriverVersion(images, labelVersion)
