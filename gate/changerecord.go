@@ -528,7 +528,7 @@ func (c *Config) changeFailures(cl *Cluster, s ChangeSubject, rec *qualification
 		}
 		out = append(out, f)
 	}
-	for _, h := range cl.Halts.unrecorded(detectHalts(c, cl, now, map[string]bool{key: true})) {
+	for _, h := range cl.Halts.Unrecorded(detectHalts(c, cl, now, map[string]bool{key: true})) {
 		if ours(h) {
 			out = append(out, failure(FailureDetected, h))
 		}

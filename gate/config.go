@@ -157,7 +157,7 @@ type Config struct {
 	// deny: refuse it, or admit it and report it (enforcement.go).
 	Enforcement EnforcementConfig `json:"enforcement"`
 	// CreationGates must read their closed value before a GPU mode
-	// transition or a GPU upgrade starts (creationgate.go); none by default.
+	// transition or a GPU upgrade starts (fleet/creationgate.go); none by default.
 	CreationGates []CreationGate `json:"creationGates,omitempty"`
 	// EtcdSnapshot: a Plan that moves a GPU node's RKE2 minor needs a
 	// recent ready etcd snapshot (rule_etcdsnapshot.go).
@@ -352,7 +352,7 @@ func (c *Config) Validate() field.ErrorList {
 	names := map[string]bool{}
 	for i, g := range c.CreationGates {
 		path := field.NewPath("creationGates").Index(i)
-		errs = append(errs, g.validate(path)...)
+		errs = append(errs, g.Validate(path)...)
 		if names[g.Name] {
 			errs = append(errs, field.Duplicate(path.Child("name"), g.Name))
 		}

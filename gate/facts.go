@@ -63,7 +63,7 @@ type Cluster struct {
 	// Halts is the halt record (haltrecord.go).
 	Halts HaltRecord
 	// CreationGates are the configured creation gates as read
-	// (creationgate.go).
+	// (fleet/creationgate.go).
 	CreationGates []GateReading
 	// EtcdSnapshots are RKE2's ETCDSnapshotFiles (rule_etcdsnapshot.go);
 	// the webhook reads them live for the one review that needs them.
@@ -80,15 +80,6 @@ type Cluster struct {
 	// (rule_precondition.go): a CEL one evaluated over its watched objects,
 	// an alerts one as its poller last read it.
 	Preconditions []precondition.Reading
-}
-
-// RecordEntry is a record ConfigMap as loaded: the record, or why it failed.
-type RecordEntry struct {
-	Record *qualification.Record
-	Err    error
-	// Attestation is who wrote and who approved the ConfigMap's data, as the
-	// record webhook attested it (empty for a record file).
-	Attestation qualification.Attestation
 }
 
 // FactsOf reads a node's facts from its labels and status (fleet.FactsOf).
@@ -114,34 +105,9 @@ func (cl *Cluster) Current(f NodeFacts) qualification.Tuple {
 // versions, from their workloads' images: the adapter's (Cluster.Versions)
 // when it read them from these images, else read now.
 func clusterVersions(cl *Cluster) (op, dcgm string) {
-	if v := cl.Versions; v != nil && v.gpuOperatorImage == cl.GPUOperatorImage && v.dcgmExporterImage == cl.DCGMExporterImage {
+	if v := cl.Versions; v != nil && v.ReadFrom(cl.GPUOperatorImage, cl.DCGMExporterImage) {
 		return v.GPUOperator, v.DCGMExporter
 	}
-	v := versionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage)
+	v := fleet.VersionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage)
 	return v.GPUOperator, v.DCGMExporter
-}
-
-// WorkloadVersions are the cluster-wide GPU Operator and DCGM exporter
-// versions, read from the images of their workloads. A review asks several
-// times and the image reference parser is a regular expression, so an
-// adapter reads them once per change of the images (VersionsOf) and hands
-// them over in Cluster.Versions: the engine keeps no cache of its own.
-type WorkloadVersions struct {
-	gpuOperatorImage, dcgmExporterImage string
-	GPUOperator, DCGMExporter           string
-}
-
-// VersionsOf reads the versions from the GPU Operator's and the DCGM
-// exporter's images.
-func VersionsOf(gpuOperatorImage, dcgmExporterImage string) *WorkloadVersions {
-	v := versionsOf(gpuOperatorImage, dcgmExporterImage)
-	return &v
-}
-
-func versionsOf(gpuOperatorImage, dcgmExporterImage string) WorkloadVersions {
-	// The operator's version is its tag: a digest pinned beside the tag
-	// says which build, not which release.
-	dcgm, _ := ImageVersion(dcgmExporterImage)
-	return WorkloadVersions{gpuOperatorImage: gpuOperatorImage, dcgmExporterImage: dcgmExporterImage,
-		GPUOperator: imageTag(gpuOperatorImage), DCGMExporter: dcgm}
 }

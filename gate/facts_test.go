@@ -217,7 +217,8 @@ func TestClusterVersionsFromTheAdapterOnlyForItsImages(t *testing.T) {
 		})
 	}
 	// The hand-over is what is read: a forged one for these images shows.
-	forged := &WorkloadVersions{gpuOperatorImage: op2, dcgmExporterImage: dcgm2, GPUOperator: "handed", DCGMExporter: "over"}
+	forged := VersionsOf(op2, dcgm2)
+	forged.GPUOperator, forged.DCGMExporter = "handed", "over"
 	op, dcgm := clusterVersions(&Cluster{GPUOperatorImage: op2, DCGMExporterImage: dcgm2, Versions: forged})
 	require.Equal(t, []string{"handed", "over"}, []string{op, dcgm})
 }

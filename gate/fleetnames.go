@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -130,7 +131,6 @@ const LabelVersion = fleet.LabelVersion
 
 func ParseImage(s string) (Image, error)             { return fleet.ParseImage(s) }
 func ImageVersion(image string) (string, bool)       { return fleet.ImageVersion(image) }
-func imageTag(image string) string                   { return fleet.ImageTag(image) }
 func matchesRepository(img Image, entry string) bool { return fleet.MatchesRepository(img, entry) }
 func DRADriverVersion(images []string, labelVersion string) (string, bool) {
 	return fleet.DRADriverVersion(images, labelVersion)
@@ -145,4 +145,45 @@ func (c *Config) isRKE2Image(img Image) bool {
 		}
 	}
 	return false
+}
+
+// The parts of the Cluster that are fleet's (the engine's input moves down:
+// fleet/doc.go step 2).
+type (
+	RecordEntry      = fleet.RecordEntry
+	WorkloadVersions = fleet.WorkloadVersions
+	NodeMaintenance  = fleet.NodeMaintenance
+	EtcdSnapshot     = fleet.EtcdSnapshot
+	EtcdSnapshots    = fleet.EtcdSnapshots
+	ProofFacts       = fleet.ProofFacts
+	DRAProofFacts    = fleet.DRAProofFacts
+	Halt             = fleet.Halt
+	ClearedHalt      = fleet.ClearedHalt
+	HaltRecord       = fleet.HaltRecord
+	CreationGate     = fleet.CreationGate
+	GateReading      = fleet.GateReading
+)
+
+// Creation gate kinds (fleet's).
+const (
+	GateDeploymentEnv = fleet.GateDeploymentEnv
+	GateConfigMapKey  = fleet.GateConfigMapKey
+)
+
+// The creation gates' readers (fleet's).
+func ReadDeploymentGate(g CreationGate, spec *corev1.PodSpec) GateReading {
+	return fleet.ReadDeploymentGate(g, spec)
+}
+func ReadConfigMapGate(g CreationGate, cm *corev1.ConfigMap) GateReading {
+	return fleet.ReadConfigMapGate(g, cm)
+}
+
+// HardwareKey spells an identity set as a ConfigMap key (fleet.HardwareKey).
+func HardwareKey(hw []string) string { return fleet.HardwareKey(hw) }
+
+// VersionsOf reads the versions from the GPU Operator's and the DCGM
+// exporter's images (fleet.VersionsOf), for Cluster.Versions.
+func VersionsOf(gpuOperatorImage, dcgmExporterImage string) *WorkloadVersions {
+	v := fleet.VersionsOf(gpuOperatorImage, dcgmExporterImage)
+	return &v
 }

@@ -10,68 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
-
-// Halt is a failure of a node moving to a destination tuple, for its
-// hardware: what stops the line (issue 12 item 3). DetectHalts finds the
-// signals; KeepHalts keeps them in the halt record (a ConfigMap the
-// leader-elected loop of serve writes), so a halt outlives its signal, and
-// only a person other than the rollout's requester clears it.
-type Halt struct {
-	// Hardware is the record's hardware, sorted.
-	Hardware []string `json:"hardware"`
-	Node     string   `json:"node"`
-	// Signal says what failed, with the value seen.
-	Signal string `json:"signal"`
-	// SeenAt is the signal's own timestamp when it has one (a Job's Failed
-	// condition, a node condition's transition, the end of a recovery
-	// timeout), else the time it was seen.
-	SeenAt time.Time `json:"seenAt"`
-	Plan   string    `json:"plan"`
-	Record string    `json:"record"`
-	// RequestedBy is the Plan's requester as the Plan webhook attested it
-	// (annotation gpu-upgrade-gate.io/requested-by); empty when the Plan
-	// did not carry it, and then only the break-glass group clears.
-	RequestedBy string `json:"requestedBy,omitempty"`
-	// MovedBy is who pulled the node into the Plan, as the Node webhook
-	// attested it (annotation gpu-upgrade-gate.io/moved-by on the node);
-	// neither they nor the requester may clear the halt.
-	MovedBy string `json:"movedBy,omitempty"`
-	// Pending: the review's own facts show the signal and the halt record
-	// does not hold it yet (the halt loop records it on its next turn). It
-	// holds like a kept halt; it is never stored.
-	Pending bool `json:"-"`
-}
-
-// sameSignal: the same failure of the same node seen again (its SeenAt may
-// be the moment it was seen, so it is not compared).
-func (h Halt) sameSignal(o Halt) bool {
-	return h.Node == o.Node && h.Signal == o.Signal && h.Plan == o.Plan && slices.Equal(h.Hardware, o.Hardware)
-}
-
-// String is the halt in one line, for messages and audit annotations.
-func (h Halt) String() string {
-	pending := ""
-	if h.Pending {
-		pending = "; seen now, being recorded"
-	}
-	moved := ""
-	if h.MovedBy != "" {
-		moved = ", moved into the Plan by " + h.MovedBy
-	}
-	return fmt.Sprintf("node %s: %s (seen %s, Plan %s, record %s%s%s)", h.Node, h.Signal, stamp(h.SeenAt), h.Plan, h.Record, moved, pending)
-}
-
-// HardwareKey is the halt's key: one halt per hardware, in a form a
-// ConfigMap key accepts.
-func (h Halt) HardwareKey() string { return HardwareKey(h.Hardware) }
-
-// HardwareKey spells an identity set as a ConfigMap key.
-func HardwareKey(hw []string) string {
-	return fleet.IdentityKey(strings.Join(hw, "."))
-}
 
 // DetectHalts lists, per GPU node that a forward GPU Plan moves to its
 // record's target, the failure signals it shows now: its SUC Job for that

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
 // The halt record: one ConfigMap in the gate's namespace (chart-created,
@@ -32,10 +33,9 @@ const (
 	// hardware's halt; its value is the reason.
 	ClearAnnotationPrefix = "gpu-upgrade-gate.io/clear-"
 	// HaltKeyPrefix + hardware key holds a halt; ClearedKeyPrefix + hardware
-	// key the last cleared halt (so the same signal, still visible, does not
-	// halt again).
-	HaltKeyPrefix    = "halt."
-	ClearedKeyPrefix = "cleared."
+	// key the last cleared halt (fleet's).
+	HaltKeyPrefix    = fleet.HaltKeyPrefix
+	ClearedKeyPrefix = fleet.ClearedKeyPrefix
 )
 
 // HaltConfig is the `halts` section of the config.
@@ -74,28 +74,6 @@ func ClearAnnotation(key string) string {
 	return "gpu-upgrade-gate.io/" + name
 }
 
-// ClearedHalt is a halt a person cleared.
-type ClearedHalt struct {
-	Halt      Halt      `json:"halt"`
-	Reason    string    `json:"reason"`
-	ClearedAt time.Time `json:"clearedAt"`
-}
-
-// HaltRecord is the halt record as read. The zero value holds no halts
-// (an adapter that keeps none, e.g. the CLI on a snapshot without it).
-type HaltRecord struct {
-	// Name is "namespace/name" of the ConfigMap.
-	Name string
-	// Halts and Cleared by hardware key; Clears are the clear annotations
-	// present (hardware key to reason).
-	Halts   map[string]Halt
-	Cleared map[string]ClearedHalt
-	Clears  map[string]string
-	// Err: the record is missing or does not parse; every forward move of
-	// every hardware is then refused (fail closed).
-	Err error
-}
-
 // HaltRecordName is "namespace/name" of the configured halt record.
 func (c *Config) HaltRecordName() string { return c.Namespace + "/" + c.Halts.ConfigMap }
 
@@ -125,7 +103,7 @@ func (c *Config) ParseHaltRecord(cm *corev1.ConfigMap) HaltRecord {
 			var h Halt
 			if err := strictJSON(cm.Data[k], &h); err != nil {
 				errs = append(errs, field.Invalid(path, cm.Data[k], "expected a halt as JSON ({\"hardware\":[...],\"node\":...,\"signal\":...,\"seenAt\":...}): "+err.Error()))
-			} else if err := h.check(strings.TrimPrefix(k, HaltKeyPrefix)); err != nil {
+			} else if err := h.Check(strings.TrimPrefix(k, HaltKeyPrefix)); err != nil {
 				errs = append(errs, field.Invalid(path, cm.Data[k], err.Error()))
 			} else {
 				r.Halts[h.HardwareKey()] = h
@@ -134,7 +112,7 @@ func (c *Config) ParseHaltRecord(cm *corev1.ConfigMap) HaltRecord {
 			var ch ClearedHalt
 			if err := strictJSON(cm.Data[k], &ch); err != nil {
 				errs = append(errs, field.Invalid(path, cm.Data[k], "expected a cleared halt as JSON ({\"halt\":{...},\"reason\":...,\"clearedAt\":...}): "+err.Error()))
-			} else if err := ch.Halt.check(strings.TrimPrefix(k, ClearedKeyPrefix)); err != nil {
+			} else if err := ch.Halt.Check(strings.TrimPrefix(k, ClearedKeyPrefix)); err != nil {
 				errs = append(errs, field.Invalid(path, cm.Data[k], err.Error()))
 			} else {
 				r.Cleared[ch.Halt.HardwareKey()] = ch
@@ -158,72 +136,6 @@ func strictJSON(s string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
-}
-
-// check: a halt names its hardware (under the key it is stored at), node,
-// signal and time.
-func (h Halt) check(key string) error {
-	switch {
-	case len(h.Hardware) == 0 || !slices.IsSorted(h.Hardware):
-		return errors.New("hardware must list the record's GPU identities, sorted")
-	case h.HardwareKey() != key:
-		return fmt.Errorf("stored under hardware key %q but its hardware is %q", key, h.HardwareKey())
-	case h.Node == "" || h.Signal == "" || h.SeenAt.IsZero():
-		return errors.New("a halt names its node, signal and seenAt")
-	}
-	return nil
-}
-
-// Halted says whether a forward move of hardware hw is held, and by what;
-// ok is false when the record itself fails closed.
-func (r *HaltRecord) Halted(hw []string) (Halt, bool) {
-	h, ok := r.Halts[HardwareKey(hw)]
-	return h, ok
-}
-
-// describe is what holds hardware hw, for the inventory: its halt, or the
-// record failing closed; "" when nothing does.
-func (r *HaltRecord) describe(hw []string) string {
-	if r.Err != nil {
-		return fmt.Sprintf("every rollout halted: halt record %s cannot be read (%v)", r.Name, r.Err)
-	}
-	if h, ok := r.Halted(hw); ok {
-		return fmt.Sprintf("%s halted: %s", strings.Join(h.Hardware, ","), h)
-	}
-	return ""
-}
-
-// Data is the record's ConfigMap data.
-func (r *HaltRecord) Data() map[string]string {
-	out := map[string]string{}
-	for k, h := range r.Halts {
-		b, _ := json.Marshal(h)
-		out[HaltKeyPrefix+k] = string(b)
-	}
-	for k, ch := range r.Cleared {
-		b, _ := json.Marshal(ch)
-		out[ClearedKeyPrefix+k] = string(b)
-	}
-	return out
-}
-
-// unrecorded are the detected halts the record does not hold: each of a
-// hardware without a kept halt, unless it is the signal of the halt a
-// person cleared, still visible. The halt loop adds them (KeepHalts); a
-// decision holds them at once (haltsNow).
-func (r *HaltRecord) unrecorded(detected []Halt) []Halt {
-	var out []Halt
-	for _, d := range detected {
-		key := d.HardwareKey()
-		if _, kept := r.Halts[key]; kept {
-			continue
-		}
-		if ch, ok := r.Cleared[key]; ok && ch.Halt.sameSignal(d) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
 }
 
 // KeepHalts is one turn of the halt loop: cleared halts (a clear annotation
@@ -252,12 +164,12 @@ func KeepHalts(cfg *Config, cl *Cluster, rec HaltRecord, now time.Time) (HaltRec
 		}
 	}
 	detected := DetectHalts(cfg, cl, now)
-	for _, d := range next.unrecorded(detected) {
+	for _, d := range next.Unrecorded(detected) {
 		next.Halts[d.HardwareKey()] = d
 		changes = append(changes, fmt.Sprintf("halted %s: %s", d.HardwareKey(), d))
 	}
 	for key, ch := range next.Cleared {
-		if !slices.ContainsFunc(detected, ch.Halt.sameSignal) {
+		if !slices.ContainsFunc(detected, ch.Halt.SameSignal) {
 			delete(next.Cleared, key)
 			changes = append(changes, fmt.Sprintf("forgot cleared %s: its signal is gone", key))
 		}

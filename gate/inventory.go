@@ -120,7 +120,7 @@ func Inventory(cfg *Config, cl *Cluster, holders map[string][]Holder, now time.T
 				inv.Status = StatusQualified
 			}
 		}
-		inv.Halt = cl.Halts.describe(f.Identities)
+		inv.Halt = cl.Halts.Describe(f.Identities)
 		out = append(out, inv)
 	}
 	slices.SortFunc(out, func(a, b NodeInventory) int { return strings.Compare(a.Node, b.Node) })

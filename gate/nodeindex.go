@@ -71,7 +71,7 @@ type FleetView = fleet.View
 
 // NewFleetView works the fleet view out from the Cluster's objects: the
 // adapters' once per set of objects (Cluster.View).
-func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(cl.Proof.UpgradeJobs) }
+func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(cl.Proof.UpgradeJobs, jobLive) }
 
 // fleetView is the adapter's view when it was built from these objects,
 // else one for this call.

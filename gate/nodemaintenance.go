@@ -22,17 +22,6 @@ import (
 // request) until the object is gone: a NodeMaintenance being deleted still
 // counts, as the operator uncordons in its finalizer.
 
-// NodeMaintenance is what the budget reads of one NodeMaintenance object.
-type NodeMaintenance struct {
-	Namespace, Name string
-	// Node is spec.nodeName.
-	Node string
-	// Requestors are spec.requestorID then spec.additionalRequestors.
-	Requestors []string
-	// Deleting: metadata.deletionTimestamp is set (still counts).
-	Deleting bool
-}
-
 // NodeMaintenanceConfig is the `nodeMaintenance` section of the config.
 type NodeMaintenanceConfig struct {
 	// IgnoreRequestors are the requests the budget already counts by other
@@ -69,13 +58,4 @@ func (m *NodeMaintenanceConfig) validate(path *field.Path) field.ErrorList {
 // maintenance).
 func (m *NodeMaintenanceConfig) counted(nm NodeMaintenance) bool {
 	return slices.ContainsFunc(nm.Requestors, func(id string) bool { return !slices.Contains(m.IgnoreRequestors, nm.Namespace+"/"+id) })
-}
-
-// why names the object and its requestors for the budget's messages.
-func (nm NodeMaintenance) why() string {
-	s := "NodeMaintenance " + nm.Namespace + "/" + nm.Name + " of requestor " + strings.Join(nm.Requestors, ", ")
-	if nm.Deleting {
-		s += " (being deleted: out until the maintenance operator uncordons it and the object is gone)"
-	}
-	return s
 }

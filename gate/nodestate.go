@@ -102,7 +102,8 @@ func jobRan(j *batchv1.Job) bool {
 }
 
 // jobLive: the Job was started and has neither completed nor failed: its
-// node is being upgraded.
+// node is being upgraded (the fleet view answers it once per Job:
+// LiveJobs, LiveSUCJob).
 func jobLive(j *batchv1.Job) bool {
 	return jobRan(j) && jobCompletion(j).IsZero() && !jobFailed(j)
 }
@@ -201,7 +202,7 @@ type NodeStatus struct {
 // NodeStates derives the state of every GPU node (issue 22): the fleet
 // view the rules read, spelled out for `check` and the docs.
 func NodeStates(cfg *Config, cl *Cluster, now time.Time) []NodeStatus {
-	idx := cl.nodeIndex(cfg)
+	idx, view := cl.nodeIndex(cfg), cl.fleetView()
 	out := cfg.outNodes(cl, &outView{}, now, &Decision{})
 	halted := map[string]string{}
 	for _, h := range DetectHalts(cfg, cl, now) {
@@ -229,7 +230,7 @@ func NodeStates(cfg *Config, cl *Cluster, now time.Time) []NodeStatus {
 		switch {
 		case halted[n.Name] != "":
 			s.State, s.Why = StateFailed, append(s.Why, halted[n.Name])
-		case slices.ContainsFunc(sucJobsFor(cl, n.Name), jobLive):
+		case view.LiveSUCJob(n.Name) != nil:
 			s.State = StateUpgrading
 		case dests[n.Name]:
 			if pr := cfg.Prove(cl, n, now); pr.Proven() {
@@ -271,9 +272,9 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 		}
 		down(n)
 	}
-	for _, j := range cl.Proof.UpgradeJobs {
+	for _, j := range cl.fleetView().LiveJobs() {
 		node := j.Labels[upgradev1.LabelNode]
-		if !jobLive(j) || has(node) {
+		if has(node) {
 			continue
 		}
 		if n := idx.GPUByName(c, node); n != nil {
@@ -292,7 +293,7 @@ func (c *Config) addOutFacts(cl *Cluster, fs *fleetScan, v outView, add func(n *
 			continue
 		}
 		if n := idx.GPUByName(c, nm.Node); n != nil {
-			add(n, nm.why())
+			add(n, nm.Why())
 		}
 	}
 }

@@ -174,25 +174,6 @@ func mustSelector(s string) labels.Selector {
 	return sel
 }
 
-// ProofFacts are the objects a proof reads besides the Node: the adapter
-// caches them by label, so they are few.
-type ProofFacts struct {
-	// Validators are the Pods the validator selector picks that the
-	// validator DaemonSet controls; Unowned the ones it picks that it does
-	// not (ignored, and named in the proof of their node).
-	Validators, Unowned []*corev1.Pod
-	// AllocationChecks are the Pods the allocation-check selector picks.
-	AllocationChecks []*corev1.Pod
-	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).
-	UpgradeJobs []*batchv1.Job
-	// CheckJobs are the Jobs of the allocation checks' namespace, read only
-	// with proof.checks: a check Pod counts only when its controller
-	// reference carries the UID of one of them (nodechecks.go).
-	CheckJobs []*batchv1.Job
-	// DRA: what proofs of DRA nodes read (proof_dra.go).
-	DRA DRAProofFacts
-}
-
 // ProofFactsOf picks, from Pods and Jobs listed some other way (a snapshot),
 // the ones a proof reads: the validator and allocation-check Pods by the
 // configured selectors, SUC's Jobs by their node label.

@@ -25,31 +25,6 @@ import (
 // an allocation check whose claim the scheduler allocated from the node's
 // pool.
 
-// DRAProofFacts are what proofs of DRA nodes read; empty unless the config
-// names DRA drivers.
-type DRAProofFacts struct {
-	// DaemonSets are the DaemonSets of the drivers' namespaces: a driver's
-	// kubelet-plugin DaemonSet says which nodes it serves (its scheduling),
-	// which outlasts a crashed plugin and its withdrawn slices, and is the
-	// one controller whose Pods count as its plugin (by UID).
-	DaemonSets []*appsv1.DaemonSet
-	// DaemonSetsUnreadable says why the DaemonSets could not be read ("" :
-	// they were): which nodes are DRA nodes is then unknown, and every GPU
-	// node stays unproven.
-	DaemonSetsUnreadable string
-	// PluginPods are the Pods of the drivers' namespaces; only those a
-	// driver's DaemonSet controls count as its kubelet plugin.
-	PluginPods []*corev1.Pod
-	// Slices are the ResourceSlices, Claims the ResourceClaims of the
-	// allocation checks' namespace (every namespace when it is not set).
-	Slices []*resourcev1.ResourceSlice
-	Claims []*resourcev1.ResourceClaim
-	// Unreadable says why Slices and Claims could not be read (the API
-	// server does not serve resource.k8s.io/v1); "" when they were. A node
-	// running a driver's plugin then stays unproven.
-	Unreadable string
-}
-
 // draNode is what one configured driver shows of one node.
 type draNode struct {
 	driver dra.Driver
@@ -73,7 +48,7 @@ func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
 	var out []draNode
 	facts := &cl.Proof.DRA
 	for _, d := range c.DRADrivers {
-		dn := draNode{driver: d, ds: facts.daemonSet(d), unknown: facts.DaemonSetsUnreadable}
+		dn := draNode{driver: d, ds: facts.DaemonSet(d.Namespace, d.DaemonSet), unknown: facts.DaemonSetsUnreadable}
 		scheduled := dn.unknown == "" && dn.ds != nil && daemonSetSelects(dn.ds, n)
 		for _, p := range podsOn(facts.PluginPods, n.Name) {
 			switch {
@@ -93,16 +68,6 @@ func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
 		}
 	}
 	return out
-}
-
-// daemonSet is the driver's kubelet-plugin DaemonSet among those read.
-func (f *DRAProofFacts) daemonSet(d dra.Driver) *appsv1.DaemonSet {
-	for _, ds := range f.DaemonSets {
-		if ds.Namespace == d.Namespace && ds.Name == d.DaemonSet {
-			return ds
-		}
-	}
-	return nil
 }
 
 // daemonSetSelects says whether the DaemonSet's Pod template may be

@@ -67,10 +67,8 @@ var pathUnschedulable = field.NewPath("spec", "unschedulable")
 
 // liveJob names SUC's live Job for the node, "" for none.
 func liveJob(cl *Cluster, node string) string {
-	for _, j := range sucJobsFor(cl, node) {
-		if jobLive(j) {
-			return "SUC's Job " + j.Namespace + "/" + j.Name
-		}
+	if j := cl.fleetView().LiveSUCJob(node); j != nil {
+		return "SUC's Job " + j.Namespace + "/" + j.Name
 	}
 	return ""
 }

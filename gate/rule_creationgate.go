@@ -45,5 +45,16 @@ func creationGateOpen(r GateReading, step string) Blocker {
 		seen = "cannot be read (" + qualification.Clip(r.Err.Error()) + "), which counts as open"
 	}
 	return forbidden(CodeCreationGateOpen, "", nil, "creation gate %s (%s) %s, expected %q (closed) before %s: new GPU workloads could land meanwhile; close it first: %s",
-		r.Gate.Name, r.Gate.Where(), seen, r.Gate.Closed, step, r.Gate.howToClose())
+		r.Gate.Name, r.Gate.Where(), seen, r.Gate.Closed, step, r.Gate.HowToClose())
+}
+
+// creationGate is g's reading in the cluster; one the source did not read
+// counts as open.
+func (cl *Cluster) creationGate(g CreationGate) GateReading {
+	for _, r := range cl.CreationGates {
+		if r.Gate == g {
+			return r
+		}
+	}
+	return GateReading{Gate: g, Err: fmt.Errorf("the gate's source did not read it")}
 }

@@ -34,33 +34,6 @@ func (c *EtcdSnapshotConfig) validate(path *field.Path) field.ErrorList {
 	return nil
 }
 
-// EtcdSnapshot is one of RKE2's ETCDSnapshotFile objects (k3s.cattle.io/v1,
-// cluster-scoped) as the rule reads it.
-type EtcdSnapshot struct {
-	// Name is the object's; Snapshot its spec.snapshotName, Node its
-	// spec.nodeName.
-	Name, Snapshot, Node string
-	// CreatedAt is status.creationTime; zero when unset.
-	CreatedAt time.Time
-	// ReadyToUse is status.readyToUse (unset: false).
-	ReadyToUse bool
-	// Error is status.error.message, or "set" for an error without one.
-	Error string
-}
-
-// usable: ready, without an error, and taken.
-func (s EtcdSnapshot) usable() bool { return s.ReadyToUse && s.Error == "" && !s.CreatedAt.IsZero() }
-
-// EtcdSnapshots are the ETCDSnapshotFiles as read. Served is false when
-// the cluster serves no ETCDSnapshotFile API (not RKE2 or k3s): the
-// precondition applies only where the objects exist. Err says why a read
-// failed, which counts as no snapshot.
-type EtcdSnapshots struct {
-	Served bool
-	Items  []EtcdSnapshot
-	Err    error
-}
-
 // RKE2MinorMove names a pending GPU node whose Kubernetes minor the Plan
 // moves (its RKE2 minor), with both versions; ok is false when it moves
 // none. The adapter reads the ETCDSnapshotFiles only for such a Plan
@@ -136,7 +109,7 @@ func etcdSnapshotRule(rv review, f *findings, _ *Decision) {
 		// One dated ahead of the clock (beyond the records' skew) would
 		// pass the age check for ever: the object has no status
 		// subresource, so whoever may create it writes its creationTime.
-		if !s.usable() || s.CreatedAt.After(r.now.Add(r.cfg.ClockSkew.Duration)) {
+		if !s.Usable() || s.CreatedAt.After(r.now.Add(r.cfg.ClockSkew.Duration)) {
 			continue
 		}
 		if newest == nil || s.CreatedAt.After(newest.CreatedAt) {

@@ -106,7 +106,7 @@ func (c *Config) haltsNow(cl *Cluster, keys []string, now time.Time) map[string]
 	if look == nil {
 		return out
 	}
-	for _, h := range cl.Halts.unrecorded(detectHalts(c, cl, now, look)) {
+	for _, h := range cl.Halts.Unrecorded(detectHalts(c, cl, now, look)) {
 		h.Pending = true
 		out[h.HardwareKey()] = h
 	}

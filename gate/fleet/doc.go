@@ -14,8 +14,14 @@
 //     gate.Config holds (outOfService, here since the move; proof, halts,
 //     budget next), or reach fleet through small interfaces as the
 //     Classifier does.
-//  2. The engine's input: gate.Cluster and the types of its parts
-//     (ProofFacts, HaltRecord, NodeMaintenance, ...) become fleet types.
+//  2. The engine's input: gate.Cluster and the types of its parts become
+//     fleet types. Done for the parts (record entries, workload versions,
+//     proof facts and the DRA ones, the halt record and its halts, creation
+//     gates and their readings, NodeMaintenances, etcd snapshots; gate
+//     names them in fleetnames.go; precondition.Reading is its package's).
+//     Left: Cluster itself, whose ten gate methods (nodeIndex, fleetView,
+//     withNodes, plan, planSelector, creationGate, precondition, ...) must
+//     first become gate functions or move with the derivations they serve.
 //  3. The derivations, most self-contained first, each first as a git mv
 //     with only the edits that make it compile (rename detection lets
 //     concurrent edits of the old path merge), refactored in later commits:
@@ -24,6 +30,8 @@
 //     haltrecord.go), the budget and in-flight counts (now inside
 //     rule_budget.go, rule_inflight.go, rule_rollout.go), windows. The rule
 //     files keep the judgement and the message only.
+//     Until proof.go moves, Stamp (halt.go here) and gate's stamp
+//     (proof.go) spell a time twice, identically.
 //  4. One immutable View per set of loaded objects: built once per informer
 //     event in the webhook (keyed, as the node index and the Plan selectors
 //     are, on what it is built from) and once per snapshot in the CLI. It
@@ -31,7 +39,11 @@
 //     is down and why, its destination, ...). What also depends on the
 //     clock (a proof's soak, a halt's recovery timeout, a window) is worked
 //     out from the view at the review's time, never stored in it: a view
-//     outlives the instant it was built at.
+//     outlives the instant it was built at. So far it holds SUC's Jobs by
+//     node and which Jobs are live (a node with a live SUC Job is
+//     upgrading); the rest of node state joins it when the view is keyed
+//     on the nodes, Plans, records and halt record too (the webhook builds
+//     it from the proof informers alone today).
 //  5. No package-level caches: the version-parser memo becomes the view's
 //     (it pays only on large selections: see the report of the move).
 package fleet

@@ -12,8 +12,10 @@ import (
 // every review of that set reads it (package doc, step 4). It holds no
 // answer that depends on the clock.
 //
-// It starts with SUC's Jobs by node; node state, proof, halts and the
-// budget's counts join it as they move here.
+// It holds SUC's Jobs by node and which of them are live (the first step
+// of node state: a node with a live SUC Job is upgrading); the rest of
+// node state, proof, halts and the budget's counts join it as they move
+// here.
 type View struct {
 	// upgradeJobs is the list it was built from (BuiltFrom).
 	upgradeJobs []*batchv1.Job
@@ -22,17 +24,33 @@ type View struct {
 	jobsByNode map[string][]*batchv1.Job
 	// sucJobs: those that also name their Plan (SUCJobsFor).
 	sucJobs map[string][]*batchv1.Job
+	// liveJobs: the live Jobs, in list order (LiveJobs); liveSUC: each
+	// node's first live SUC Job (LiveSUCJob).
+	liveJobs []*batchv1.Job
+	liveSUC  map[string]*batchv1.Job
 }
 
+// JobLive says whether a Job was started and has neither completed nor
+// failed: its node is being upgraded. It reads the Job object alone (no
+// clock), so the view answers it once per Job; gate holds the rule.
+type JobLive func(*batchv1.Job) bool
+
 // NewView works the view out from SUC's Jobs (the Jobs labelled
-// upgrade.cattle.io/node the loader reads).
-func NewView(upgradeJobs []*batchv1.Job) *View {
-	v := &View{upgradeJobs: upgradeJobs, jobsByNode: make(map[string][]*batchv1.Job, len(upgradeJobs)), sucJobs: map[string][]*batchv1.Job{}}
+// upgrade.cattle.io/node the loader reads), live saying which run.
+func NewView(upgradeJobs []*batchv1.Job, live JobLive) *View {
+	v := &View{upgradeJobs: upgradeJobs, jobsByNode: make(map[string][]*batchv1.Job, len(upgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}}
 	for _, j := range upgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]
 		v.jobsByNode[node] = append(v.jobsByNode[node], j)
+		isLive := live(j)
+		if isLive {
+			v.liveJobs = append(v.liveJobs, j)
+		}
 		if j.Labels[upgradev1.LabelPlan] != "" {
 			v.sucJobs[node] = append(v.sucJobs[node], j)
+			if _, seen := v.liveSUC[node]; isLive && !seen {
+				v.liveSUC[node] = j
+			}
 		}
 	}
 	return v
@@ -64,3 +82,11 @@ func (v *View) UpgradeJobsByNode() map[string][]*batchv1.Job { return v.jobsByNo
 // NoOwnerReference), whatever the node's hostname label or Plan now say.
 // Read only.
 func (v *View) SUCJobsFor(node string) []*batchv1.Job { return v.sucJobs[node] }
+
+// LiveJobs are the live Jobs among those the view was built from, in list
+// order. Read only.
+func (v *View) LiveJobs() []*batchv1.Job { return v.liveJobs }
+
+// LiveSUCJob is the node's first live SUC Job (SUCJobsFor), nil for none:
+// the node is upgrading.
+func (v *View) LiveSUCJob(node string) *batchv1.Job { return v.liveSUC[node] }

@@ -26,7 +26,7 @@ func TestViewSUCJobs(t *testing.T) {
 	orphan := job("a3", "gpu-a", "") // names no Plan: not SUC's Job for the node
 	b := job("b1", "gpu-b", "drivers")
 	noNode := job("x", "", "drivers")
-	v := NewView([]*batchv1.Job{a1, orphan, b, a2, noNode})
+	v := NewView([]*batchv1.Job{a1, orphan, b, a2, noNode}, neverLive)
 	for _, tc := range []struct {
 		node      string
 		suc, byNd []*batchv1.Job
@@ -46,7 +46,7 @@ func TestViewSUCJobs(t *testing.T) {
 func TestViewBuiltFrom(t *testing.T) {
 	a, b := job("a", "gpu-a", "p"), job("b", "gpu-b", "p")
 	jobs := []*batchv1.Job{a, b}
-	v := NewView(jobs)
+	v := NewView(jobs, neverLive)
 	for _, tc := range []struct {
 		name string
 		jobs []*batchv1.Job
@@ -60,5 +60,28 @@ func TestViewBuiltFrom(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, v.BuiltFrom(tc.jobs)) })
 	}
-	assert.True(t, NewView(nil).BuiltFrom(nil))
+	assert.True(t, NewView(nil, neverLive).BuiltFrom(nil))
+}
+
+func neverLive(*batchv1.Job) bool { return false }
+
+func TestViewLiveJobs(t *testing.T) {
+	done, run1, run2 := job("a1", "gpu-a", "drivers"), job("a2", "gpu-a", "kernel"), job("a3", "gpu-a", "rke2")
+	orphan := job("o", "gpu-b", "") // live, but names no Plan: not SUC's Job for the node
+	b := job("b1", "gpu-b", "drivers")
+	live := map[*batchv1.Job]bool{run1: true, run2: true, orphan: true}
+	v := NewView([]*batchv1.Job{done, orphan, run1, b, run2}, func(j *batchv1.Job) bool { return live[j] })
+	assert.Equal(t, []*batchv1.Job{orphan, run1, run2}, v.LiveJobs(), "every live Job, in list order")
+	for _, tc := range []struct {
+		node string
+		want *batchv1.Job
+	}{
+		{"gpu-a", run1}, // the first live one, not the finished one before it
+		{"gpu-b", nil},  // its only live Job names no Plan
+		{"gpu-c", nil},
+	} {
+		t.Run("node "+tc.node, func(t *testing.T) {
+			assert.Same(t, tc.want, v.LiveSUCJob(tc.node))
+		})
+	}
 }

@@ -70,7 +70,7 @@ type Reads struct {
 	// HaltRecord: the halt record ConfigMap by name.
 	HaltRecord Read
 	// CreationGates: each configured creation gate's Deployment or
-	// ConfigMap by name, in the config's order (gate/creationgate.go).
+	// ConfigMap by name, in the config's order (gate/fleet/creationgate.go).
 	CreationGates []Read
 	// DRA: what proofs of DRA nodes read; nil unless the config names DRA
 	// drivers (a cluster without them is never asked for resource.k8s.io).

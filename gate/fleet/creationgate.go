@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // GPU_VM_CREATION_ENABLED in its manager Deployment's environment). A mode
 // transition or a GPU upgrade starts only while every configured gate reads
 // its closed value: otherwise a new holder can land on the node between the
-// holder check and the step (rule_creationgate.go).
+// holder check and the step (gate/rule_creationgate.go).
 
 // Creation gate kinds.
 const (
@@ -57,8 +57,8 @@ func (g CreationGate) Where() string {
 	return fmt.Sprintf("Deployment %s/%s %s env %s", g.Namespace, g.Object, c, g.Key)
 }
 
-// howToClose is the command that closes the gate.
-func (g CreationGate) howToClose() string {
+// HowToClose is the command that closes the gate.
+func (g CreationGate) HowToClose() string {
 	if g.Kind == GateConfigMapKey {
 		return fmt.Sprintf("kubectl -n %s patch configmap %s --type merge -p '{\"data\":{%q:%q}}'", g.Namespace, g.Object, g.Key, g.Closed)
 	}
@@ -69,7 +69,8 @@ func (g CreationGate) howToClose() string {
 	return fmt.Sprintf("kubectl -n %s set env deployment/%s%s %s=%s (or through the Git overlay that owns it)", g.Namespace, g.Object, c, g.Key, g.Closed)
 }
 
-func (g CreationGate) validate(path *field.Path) field.ErrorList {
+// Validate checks the configured gate (gate.Config's creationGates).
+func (g CreationGate) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if g.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "a name for messages, e.g. gpu-shared-creation"))
@@ -160,17 +161,6 @@ func ReadConfigMapGate(g CreationGate, cm *corev1.ConfigMap) GateReading {
 	}
 	r.Value = v
 	return r
-}
-
-// creationGate is g's reading in the cluster; one the source did not read
-// counts as open.
-func (cl *Cluster) creationGate(g CreationGate) GateReading {
-	for _, r := range cl.CreationGates {
-		if r.Gate == g {
-			return r
-		}
-	}
-	return GateReading{Gate: g, Err: fmt.Errorf("the gate's source did not read it")}
 }
 
 func hasEnv(env []corev1.EnvVar, name string) bool {
