@@ -248,13 +248,9 @@ func (e *Env) chartValues() (map[string]any, error) {
 // WebhookConfiguration. Nothing else of the chart runs here: the webhook is
 // this process, and there is no cert-manager or NFD.
 func (e *Env) installChart(ctx context.Context) error {
-	values, err := e.chartValues()
+	objs, err := e.renderChart()
 	if err != nil {
 		return err
-	}
-	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
-	if err != nil {
-		return fmt.Errorf("render the chart: %w", err)
 	}
 	var install []client.Object
 	namespaces := []string{e.Config.Namespace}
@@ -310,19 +306,28 @@ func (e *Env) installChart(ctx context.Context) error {
 	return nil
 }
 
+// renderChart renders the chart for e.Config as it is now.
+func (e *Env) renderChart() ([]chart.Object, error) {
+	values, err := e.chartValues()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
+	if err != nil {
+		return nil, fmt.Errorf("render the chart: %w", err)
+	}
+	return objs, nil
+}
+
 // ApplyChartRBAC renders the chart for e.Config as it is now and creates
 // the Roles, RoleBindings, ClusterRoles and bindings that are not there yet
 // (and their namespaces): a test that changes the configuration
 // (proof.checks) gives the webhook the reads the chart would grant for it.
 // Nothing already there is changed or removed, so later tests keep theirs.
 func (e *Env) ApplyChartRBAC(ctx context.Context) error {
-	values, err := e.chartValues()
+	objs, err := e.renderChart()
 	if err != nil {
 		return err
-	}
-	objs, err := chart.Render(chart.Options{Release: Release, Namespace: e.Config.Namespace, Values: values})
-	if err != nil {
-		return fmt.Errorf("render the chart: %w", err)
 	}
 	for _, o := range objs {
 		switch obj := o.Object.(type) {
