@@ -133,7 +133,9 @@ func TestDRADriverPath(t *testing.T) {
 		// longer selects lose the driver (an unload); those it selects
 		// only now take the version it runs.
 		{name: "GPUHolders: a nodeSelector narrowed off a node that holds GPUs through the driver", mutate: func(s *driverScenario) {
-			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB" })
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
 			s.holders["gpu-h200-01"] = []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"resourceClaims"}}}
 			s.holders["gpu-v100-01"] = holder // still selected: keeps its plugin
 		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s): Job ml/train [resourceClaims]; this change of the DRA kubelet plugin's scheduling"},
@@ -147,11 +149,15 @@ func TestDRADriverPath(t *testing.T) {
 			s.holders["gpu-v100-01"] = holder
 		}, want: []Code{CodeGPUHolders}, says: "node gpu-v100-01 runs 1 GPU holder(s)"},
 		{name: "a nodeSelector narrowed off nodes that hold no GPUs, nothing in flight, needs no record", mutate: func(s *driverScenario) {
-			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB" })
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
 			s.holders["gpu-v100-01"] = holder
 		}},
 		{name: "RolloutInFlight: a nodeSelector narrowed while a rollout is in flight", mutate: func(s *driverScenario) {
-			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB" })
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
 			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
 		}, want: []Code{CodeRolloutInFlight}},
 		{name: "a nodeSelector widened at the same version is allowed", mutate: func(s *driverScenario) {
@@ -165,12 +171,16 @@ func TestDRADriverPath(t *testing.T) {
 			s.holders["gpu-v100-01"], s.holders["gpu-h200-01"] = holder, holder
 		}},
 		{name: "GPUHolders and HardwareNotQualified: narrowed and a new version at once", mutate: func(s *driverScenario) {
-			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB" })
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
 			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "h200-dra"}
 			s.holders["gpu-h200-01"] = holder
 		}, want: []Code{CodeGPUHolders, CodeHardwareNotQualified}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
 		{name: "a new version narrowed off the H200 needs only the V100 record", mutate: func(s *driverScenario) {
-			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB" })
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
 			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "v100-dra"}
 		}},
 		{name: "another namespace's Pod with the same labels is not the driver's", mutate: func(s *driverScenario) {
