@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,6 +129,60 @@ func TestDRADriverPath(t *testing.T) {
 			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
 			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
 		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
+		// UPDATE of the plugin DaemonSet's scheduling: the nodes it no
+		// longer selects lose the driver (an unload); those it selects
+		// only now take the version it runs.
+		{name: "GPUHolders: a nodeSelector narrowed off a node that holds GPUs through the driver", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
+			s.holders["gpu-h200-01"] = []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"resourceClaims"}}}
+			s.holders["gpu-v100-01"] = holder // still selected: keeps its plugin
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s): Job ml/train [resourceClaims]; this change of the DRA kubelet plugin's scheduling"},
+		{name: "GPUHolders: a required node affinity narrowed off a node (metadata.name NotIn)", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				terms := ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+				for i := range terms {
+					terms[i].MatchFields = []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"gpu-v100-01"}}}
+				}
+			})
+			s.holders["gpu-v100-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-v100-01 runs 1 GPU holder(s)"},
+		{name: "a nodeSelector narrowed off nodes that hold no GPUs, nothing in flight, needs no record", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
+			s.holders["gpu-v100-01"] = holder
+		}},
+		{name: "RolloutInFlight: a nodeSelector narrowed while a rollout is in flight", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}, want: []Code{CodeRolloutInFlight}},
+		{name: "a nodeSelector widened at the same version is allowed", mutate: func(s *driverScenario) {
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			s.holders["gpu-v100-01"], s.holders["gpu-h200-01"] = holder, holder
+		}},
+		{name: "an unchanged scheduling unloads nothing (a new image alone)", mutate: func(s *driverScenario) {
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "v100-dra, h200-dra"}
+			s.holders["gpu-v100-01"], s.holders["gpu-h200-01"] = holder, holder
+		}},
+		{name: "GPUHolders and HardwareNotQualified: narrowed and a new version at once", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
+			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "h200-dra"}
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders, CodeHardwareNotQualified}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
+		{name: "a new version narrowed off the H200 needs only the V100 record", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			})
+			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "v100-dra"}
+		}},
 		{name: "another namespace's Pod with the same labels is not the driver's", mutate: func(s *driverScenario) {
 			s.change.Operation, s.change.OldDRA = OpCreate, ""
 			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
@@ -146,6 +201,16 @@ func TestDRADriverPath(t *testing.T) {
 			assert.Contains(t, d.Message(), tc.says)
 		})
 	}
+}
+
+// narrowTo makes the change an UPDATE of the plugin DaemonSet's scheduling
+// alone (same version, no record named), from the chart's scheduling to
+// what edit leaves.
+func narrowTo(s *driverScenario, edit func(*appsv1.DaemonSet)) {
+	old, cur := draDaemonSet(), draDaemonSet()
+	edit(cur)
+	s.change.OldDRA, s.change.Annotations = s.change.NewDRA, nil
+	s.change.DRAScheduling = &DRAScheduling{Old: old, New: cur}
 }
 
 // TestDRADriverOptional: a tuple that leaves the DRA driver out (a node

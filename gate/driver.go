@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -73,6 +76,11 @@ type DriverChange struct {
 	// adopts. Its version before is what the nodes still run of that
 	// driver, not what a deleted DaemonSet said (DRAPluginCreate).
 	DRAPlugin *DRAPluginCreate
+	// DRAScheduling is set on an UPDATE of a DRA driver's kubelet-plugin
+	// DaemonSet: the DaemonSet before and after, whose scheduling says
+	// which nodes it reaches (the nodes the old one selected and the new one
+	// does not lose the driver: DRAScheduling.narrowed).
+	DRAScheduling *DRAScheduling
 	// OldOperator and NewOperator are the GPU Operator versions before and
 	// after an upgrade of the operator itself; equal for every other change.
 	OldOperator, NewOperator string
@@ -133,6 +141,36 @@ func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 		"wait until they are gone (or delete those Pods) and create the DaemonSet again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
 }
 
+// DRAScheduling is a DRA driver's kubelet-plugin DaemonSet before and
+// after an UPDATE; only its Pod template's scheduling is read.
+type DRAScheduling struct {
+	Old, New *appsv1.DaemonSet
+}
+
+// changed: the Pod template's nodeSelector or required node affinity
+// changed (what daemonSetSelects reads).
+func (s *DRAScheduling) changed() bool {
+	if s == nil || s.Old == nil || s.New == nil {
+		return false
+	}
+	o, n := &s.Old.Spec.Template.Spec, &s.New.Spec.Template.Spec
+	return !maps.Equal(o.NodeSelector, n.NodeSelector) || !equality.Semantic.DeepEqual(requiredAffinity(o), requiredAffinity(n))
+}
+
+// narrowed: the DaemonSet selected the node before the UPDATE and does not
+// after, so the DaemonSet controller deletes its plugin Pod there: the
+// driver is unloaded from the node, as by the DaemonSet's deletion.
+func (s *DRAScheduling) narrowed(n *corev1.Node) bool {
+	return s.changed() && daemonSetSelects(s.Old, n) && !daemonSetSelects(s.New, n)
+}
+
+func requiredAffinity(spec *corev1.PodSpec) *corev1.NodeSelector {
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
 // DriverRequest is one driver-path request.
 type DriverRequest struct {
 	Change DriverChange
@@ -152,6 +190,9 @@ type DriverReview struct {
 	// fresh are the nodes that take every version the object sets: it
 	// reloads them, or reaches them only now.
 	fresh map[string]bool
+	// narrowed are the pending nodes an UPDATE of a DRA driver's plugin
+	// DaemonSet no longer schedules it on (DRAScheduling.narrowed): unloaded.
+	narrowed []NodeFacts
 	// step is set for the per-node driver step (driverstep.go): one node,
 	// judged when its reload starts, with the budget instead of the policy.
 	step *DriverStep
@@ -166,6 +207,9 @@ type DriverReview struct {
 var (
 	pathDriverRecords = field.NewPath("metadata", "annotations").Key(AnnotationQualification)
 	pathDeletion      = field.NewPath("metadata", "name")
+	// pathPluginScheduling: where a DRA plugin DaemonSet's Pods may run
+	// (nodeSelector, affinity).
+	pathPluginScheduling = field.NewPath("spec", "template", "spec")
 )
 
 // PrepareDriver finds the GPU nodes the change reaches and which of them
@@ -176,7 +220,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
 	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator || ch.OldDRA != ch.NewDRA ||
-		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete
+		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete || ch.DRAScheduling.changed()
 	if !r.changed {
 		return r
 	}
@@ -188,7 +232,18 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	op, dcgm := clusterVersions(cl)
 	for _, i := range idx.GPUNodes(cfg) {
 		n := idx.Node(i)
-		if ch.NodeSelector != nil && !sel.Matches(labels.Set(n.Labels)) {
+		reached := ch.NodeSelector == nil || sel.Matches(labels.Set(n.Labels))
+		if s := ch.DRAScheduling; s != nil && s.New != nil {
+			// The plugin DaemonSet reaches what its scheduling selects,
+			// as the DRA proof reads it.
+			reached = daemonSetSelects(s.New, n)
+			if ch.DRAScheduling.narrowed(n) {
+				f := idx.FactsOf(cfg, i)
+				r.narrowed = append(r.narrowed, f)
+				r.current[f.Name] = f.Tuple(op, dcgm)
+			}
+		}
+		if !reached {
 			continue
 		}
 		f := idx.FactsOf(cfg, i)
@@ -220,7 +275,17 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 			r.pending = append(r.pending, f)
 		}
 	}
+	if len(r.narrowed) > 0 {
+		r.pending = append(r.pending, r.narrowed...)
+		slices.SortFunc(r.pending, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
+	}
 	return r
+}
+
+// isNarrowed says whether the node is one the change unloads by narrowing
+// the plugin DaemonSet's scheduling.
+func (r *DriverReview) isNarrowed(node string) bool {
+	return slices.ContainsFunc(r.narrowed, func(f NodeFacts) bool { return f.Name == node })
 }
 
 // driverBase fills what the driver path's rules read of every review.
@@ -264,8 +329,11 @@ func (r *DriverReview) after(node string, cur qualification.Tuple) qualification
 // driver change alone, which restarts the kubelet plugin (running Pods keep
 // their devices; new claims wait for it).
 func (r *DriverReview) HolderNodes() []string {
-	if r.operatorUpgrade() || r.draOnly() {
+	if r.operatorUpgrade() {
 		return nil
+	}
+	if r.draOnly() {
+		return names(r.narrowed) // nil unless it unloads some nodes too
 	}
 	return names(r.pending)
 }
@@ -282,10 +350,11 @@ func (r *DriverReview) draOnly() bool {
 }
 
 // draUnload: the change removes a DRA driver from the nodes (a DELETE of
-// its kubelet-plugin DaemonSet or of a GPUCluster), which a rollout in
-// flight on them waits for, as any driver change does.
+// its kubelet-plugin DaemonSet or of a GPUCluster, or an UPDATE narrowing
+// the DaemonSet's scheduling), which a rollout in flight on them waits for,
+// as any driver change does.
 func (r *DriverReview) draUnload() bool {
-	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy
+	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy || len(r.narrowed) > 0
 }
 
 // review is the engine review this one runs as.
@@ -319,19 +388,25 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 	case ReviewOperator:
 		r.kinds = kindsOperator
 	}
-	r.unloading = ch.Operation == OpDelete
+	// A narrowing of the plugin DaemonSet's scheduling alone unloads and
+	// moves nothing.
+	r.unloading = ch.Operation == OpDelete || len(r.narrowed) > 0 && len(r.narrowed) == len(r.pending)
 	// Only a change that reloads or moves nodes uses records.
 	r.records = len(r.pending) > 0 && !r.unloading
 	r.perNode = r.step != nil
 	r.ts, r.unloads, r.uses = nil, nil, nil
-	switch {
-	case r.unloading:
-		for _, nf := range r.pending {
-			t := newTransition(r.cfg, nf, r.current[nf.Name], nil, false)
-			t.Path, t.HoldersPath, t.Unload, t.CheckHolders = pathDriverRecords, pathDeletion, true, true
-			r.unloads = append(r.unloads, t)
+	for _, nf := range r.pending {
+		if ch.Operation != OpDelete && !r.isNarrowed(nf.Name) {
+			continue
 		}
-	case r.records && len(r.names) > 0: // else RecordMissing says it all
+		t := newTransition(r.cfg, nf, r.current[nf.Name], nil, false)
+		t.Path, t.HoldersPath, t.Unload, t.CheckHolders = pathDriverRecords, pathDeletion, true, true
+		if ch.Operation != OpDelete {
+			t.HoldersPath, t.Unscheduled = pathPluginScheduling, true
+		}
+		r.unloads = append(r.unloads, t)
+	}
+	if r.records && len(r.names) > 0 { // else RecordMissing says it all
 		r.transitions()
 	}
 	if st := r.step; st != nil && r.records {
@@ -362,6 +437,9 @@ func (r *DriverReview) transitions() {
 		}
 	}
 	for _, nf := range r.pending {
+		if r.isNarrowed(nf.Name) {
+			continue // unloaded (Decide), not moved
+		}
 		cur := r.current[nf.Name]
 		after := r.after(nf.Name, cur)
 		t := newTransition(r.cfg, nf, cur, coveringRecord(usable, nf.Identities), r.rollback)

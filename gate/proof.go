@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,6 +205,33 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 	return out
 }
 
+// OwnValidators completes the proof facts with the validator DaemonSet as
+// read (ds nil: it does not exist; err: it could not be read): of the
+// Pods ProofFactsOf took for validators, only those whose controller
+// reference carries its UID stay; the others (a Pod anyone who may create
+// Pods in the namespace wrote, naming the DaemonSet) become unowned.
+func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
+	v := c.Proof.Validator
+	switch {
+	case err != nil:
+		f.ValidatorDaemonSetUnreadable = fmt.Sprintf("cannot read the validator DaemonSet %s/%s, whose UID says which validator Pods are its own: %v", v.Namespace, v.DaemonSet, err)
+		return
+	case ds == nil:
+		f.ValidatorDaemonSetUnreadable = fmt.Sprintf("the validator DaemonSet %s/%s does not exist, so no validator Pod is its own", v.Namespace, v.DaemonSet)
+		return
+	}
+	f.ValidatorDaemonSet = ds
+	own := f.Validators[:0:0]
+	for _, p := range f.Validators {
+		if metav1.IsControlledBy(p, ds) {
+			own = append(own, p)
+		} else {
+			f.Unowned = append(f.Unowned, p)
+		}
+	}
+	f.Validators = own
+}
+
 // controls says whether the validator DaemonSet is the Pod's controller:
 // its controller owner reference names a DaemonSet of apps by that name, in
 // the configured namespace.
@@ -213,11 +241,15 @@ func (v *ValidatorSelector) controls(p *corev1.Pod) bool {
 		ref.Name == v.DaemonSet && p.Namespace == v.Namespace
 }
 
-// unownedValidator says why a Pod labelled as a validator was ignored.
-func (v *ValidatorSelector) unownedValidator(p *corev1.Pod) string {
+// unownedValidator says why a Pod labelled as a validator was ignored; ds
+// is the validator DaemonSet as read (nil: not read).
+func (v *ValidatorSelector) unownedValidator(p *corev1.Pod, ds *appsv1.DaemonSet) string {
 	owner := "no controller"
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		owner = fmt.Sprintf("controller %s %s", ref.Kind, qualification.Clip(ref.Name))
+		if ds != nil && v.controls(p) && ref.UID != ds.UID {
+			owner += fmt.Sprintf(" with UID %s, not the DaemonSet's %s", qualification.Clip(string(ref.UID)), ds.UID)
+		}
 	}
 	return fmt.Sprintf("Pod %s/%s carries the validator label (%s) but is not controlled by DaemonSet %s/%s (it has %s): ignored",
 		p.Namespace, qualification.Clip(p.Name), v.Selector, v.Namespace, v.DaemonSet, owner)
@@ -273,7 +305,7 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	}
 	validators := podsOn(cl.Proof.Validators, n.Name)
 	for _, u := range podsOn(cl.Proof.Unowned, n.Name) {
-		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u))
+		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, cl.Proof.ValidatorDaemonSet))
 	}
 	for _, v := range validators {
 		out.ReachedAt = later(out.ReachedAt, podCondition(v, corev1.PodReady).LastTransitionTime.Time)
@@ -286,7 +318,11 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		miss("node Ready is %s (want True)", orNone(string(ready.Status)))
 	}
 	if p.on(ProofValidator) {
-		c.validatorProof(validators, miss)
+		if why := cl.Proof.ValidatorDaemonSetUnreadable; why != "" {
+			miss("no validator Pod counts: %s", why)
+		} else {
+			c.validatorProof(validators, miss)
+		}
 	}
 	if p.on(ProofResources) {
 		if len(draNodes) > 0 {

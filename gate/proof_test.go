@@ -1,12 +1,14 @@
 package gate
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -175,6 +177,9 @@ func TestValidatorOwnership(t *testing.T) {
 		pods    []*corev1.Pod
 		missing string // "" = proven
 		ignored string // "" = none ignored
+		// read is how the validator DaemonSet read: "" as it is, "gone"
+		// (it does not exist), "denied" (the read failed).
+		read string
 	}{
 		{name: "the DaemonSet's Pod proves the node", pods: []*corev1.Pod{owned}},
 		{name: "a Pending Pod with no owner does not un-prove it", pods: []*corev1.Pod{owned, forged(nil)},
@@ -190,6 +195,24 @@ func TestValidatorOwnership(t *testing.T) {
 		{name: "controlled by a ReplicaSet of that name", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "nvidia-operator-validator", UID: "u", Controller: new(true)}}
 		})}, ignored: "it has controller ReplicaSet nvidia-operator-validator"},
+		// Issue 25: the owner reference names the DaemonSet by kind and name,
+		// which anyone who may create Pods in the namespace can write; only
+		// the UID of the DaemonSet the gate read makes it its own.
+		{name: "a Ready Pod naming the DaemonSet with another UID does not prove it", pods: []*corev1.Pod{forged(func(p *corev1.Pod) {
+			ref := validatorDaemonSet
+			ref.UID = "00000000-0000-4000-8000-000000000bad"
+			p.OwnerReferences, p.Status.Phase, p.Status.Conditions[0].Status = []metav1.OwnerReference{ref}, corev1.PodRunning, corev1.ConditionTrue
+		})}, missing: "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node",
+			ignored: "it has controller DaemonSet nvidia-operator-validator with UID 00000000-0000-4000-8000-000000000bad, not the DaemonSet's " + string(validatorDaemonSet.UID)},
+		{name: "a Pending Pod naming the DaemonSet with another UID does not un-prove it", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
+			ref := validatorDaemonSet
+			ref.UID = "00000000-0000-4000-8000-000000000bad"
+			p.OwnerReferences = []metav1.OwnerReference{ref}
+		})}, ignored: "with UID 00000000-0000-4000-8000-000000000bad"},
+		{name: "the validator DaemonSet does not exist: no Pod proves the node", pods: []*corev1.Pod{owned}, read: "gone",
+			missing: "no validator Pod counts: the validator DaemonSet gpu-operator/nvidia-operator-validator does not exist"},
+		{name: "the validator DaemonSet cannot be read: no Pod proves the node", pods: []*corev1.Pod{owned}, read: "denied",
+			missing: "no validator Pod counts: cannot read the validator DaemonSet gpu-operator/nvidia-operator-validator, whose UID says which validator Pods are its own: daemonsets.apps is forbidden"},
 		{name: "the DaemonSet named but not as controller", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
 			ref := validatorDaemonSet
 			ref.Controller = nil
@@ -204,7 +227,17 @@ func TestValidatorOwnership(t *testing.T) {
 			prove(s, "gpu-v100-03")
 			s.cluster.Proof.Validators = nil
 			facts := s.cfg.ProofFactsOf(tc.pods, nil)
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: validatorDaemonSet.Name, UID: validatorDaemonSet.UID}}
+			switch tc.read {
+			case "gone":
+				s.cfg.OwnValidators(&facts, nil, nil)
+			case "denied":
+				s.cfg.OwnValidators(&facts, nil, errors.New("daemonsets.apps is forbidden"))
+			default:
+				s.cfg.OwnValidators(&facts, ds, nil)
+			}
 			s.cluster.Proof.Validators, s.cluster.Proof.Unowned = facts.Validators, facts.Unowned
+			s.cluster.Proof.ValidatorDaemonSet, s.cluster.Proof.ValidatorDaemonSetUnreadable = facts.ValidatorDaemonSet, facts.ValidatorDaemonSetUnreadable
 			p := s.cfg.Prove(s.cluster, n, testNow)
 			if tc.missing == "" {
 				assert.True(t, p.Proven(), "%v", p.Missing)

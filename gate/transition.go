@@ -62,6 +62,9 @@ type Transition struct {
 	// the reload starts now (the per-node step), so the drain is over or
 	// never ran; either way any holder left loses its GPUs.
 	Unload, DrainOver bool
+	// Unscheduled: the unload is an UPDATE of a DRA driver's plugin
+	// DaemonSet whose scheduling no longer selects the node.
+	Unscheduled bool
 	// ByHardware: the review picks the record by the node's hardware among
 	// several (driver path); Record nil then means none covers the node.
 	ByHardware bool

@@ -118,6 +118,9 @@ func (c *fleetCache) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 		*o = *c.fleet.GPUOperator
 	case *appsv1.DaemonSet:
 		*o = *c.fleet.DCGMExporter
+		if key.Name == c.fleet.ValidatorDaemonSet.Name {
+			*o = *c.fleet.ValidatorDaemonSet
+		}
 	case *corev1.Node: // the store's copy, as a Get without deep copy
 		n, ok, _ := c.nodes.GetStore().GetByKey(key.Name)
 		if !ok {

@@ -123,6 +123,8 @@ func (s cacheSource) cacheOf(r loader.Read) cache.Cache {
 		return s.f.Allocations
 	case r.What == reads.HaltRecord.What:
 		return s.f.Halts
+	case r.What == reads.ValidatorDaemonSet.What && s.f.Halts != nil:
+		return s.f.Halts
 	}
 	return s.f.Cache
 }

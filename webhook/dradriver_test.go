@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
@@ -140,4 +143,95 @@ func TestDRADaemonSetCreateAndDelete(t *testing.T) {
 
 	require.NoError(t, unstructured.SetNestedField(ds.Object, map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "Sideways"}}}, "spec", "selector"))
 	assert.ErrorContains(t, draDaemonSetChange(&gate.DriverChange{}, d, ds, nil, admissionv1.Create), "spec.selector")
+}
+
+// TestDRADaemonSetSchedulingChange: an UPDATE carries the DaemonSet's
+// scheduling before and after, so the gate can judge the nodes it stops
+// selecting; a template that cannot be read is an error.
+func TestDRADaemonSetSchedulingChange(t *testing.T) {
+	d := dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}
+	old := daemonSet(d.Namespace, d.DaemonSet, nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+	cur := old.DeepCopy()
+	require.NoError(t, unstructured.SetNestedStringMap(cur.Object, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}, "spec", "template", "spec", "nodeSelector"))
+
+	var ch gate.DriverChange
+	require.NoError(t, draDaemonSetChange(&ch, d, cur, old, admissionv1.Update))
+	require.NotNil(t, ch.DRAScheduling)
+	assert.Empty(t, ch.DRAScheduling.Old.Spec.Template.Spec.NodeSelector)
+	assert.Equal(t, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}, ch.DRAScheduling.New.Spec.Template.Spec.NodeSelector)
+
+	require.NoError(t, unstructured.SetNestedField(cur.Object, "sideways", "spec", "template", "spec", "affinity"))
+	assert.ErrorContains(t, draDaemonSetChange(&gate.DriverChange{}, d, cur, old, admissionv1.Update), "object spec.template.spec (nodeSelector, affinity)")
+}
+
+// TestDRAMatchConditionSendsScheduling evaluates the chart's match
+// condition with the API server's CEL environment (its base libraries,
+// object and oldObject untyped as the webhook's match conditions see a
+// DaemonSet): a change of the Pod template's nodeSelector or required node
+// affinity reaches the gate, as an image change does; other edits do not.
+func TestDRAMatchConditionSendsScheduling(t *testing.T) {
+	var cond string
+	for _, w := range Webhooks {
+		for _, m := range w.MatchConditions {
+			if w.Name == WebhookDRAPlugins && m.Name == "dra-release-or-scheduling-changes" {
+				cond = m.CEL
+			}
+		}
+	}
+	require.NotEmpty(t, cond)
+	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType)},
+	})
+	require.NoError(t, err)
+	env, err := set.Env(environment.NewExpressions)
+	require.NoError(t, err)
+	ast, issues := env.Compile(cond)
+	require.NoError(t, issues.Err())
+	prog, err := env.Program(ast)
+	require.NoError(t, err)
+
+	affinity := func(values ...any) map[string]any {
+		return map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{
+			map[string]any{"matchExpressions": []any{map[string]any{"key": "nvidia.com/gpu.product", "operator": "In", "values": values}}}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(u *unstructured.Unstructured)
+		sent bool
+	}{
+		{"nothing the gate reads changes (an annotation)", func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"a": "b"}) }, false},
+		{"the status changes", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedField(u.Object, int64(3), "status", "numberReady"))
+		}, false},
+		{"a preferred node affinity changes", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedField(u.Object, map[string]any{"nodeAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{}}}, "spec", "template", "spec", "affinity"))
+		}, false},
+		{"the image changes", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "c0", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"}}, "spec", "template", "spec", "containers"))
+		}, true},
+		{"a nodeSelector is added", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedStringMap(u.Object, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}, "spec", "template", "spec", "nodeSelector"))
+		}, true},
+		{"a required node affinity is added", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedField(u.Object, affinity("NVIDIA-H200"), "spec", "template", "spec", "affinity"))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+			cur := old.DeepCopy()
+			tc.edit(cur)
+			out, _, err := prog.Eval(map[string]any{"object": cur.Object, "oldObject": old.Object, "request": map[string]any{"operation": "UPDATE"}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sent, out.Value())
+		})
+	}
+	// And a narrowed affinity, both sides set.
+	old := daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+	require.NoError(t, unstructured.SetNestedField(old.Object, affinity("NVIDIA-H200", "Tesla-V100-PCIE-32GB"), "spec", "template", "spec", "affinity"))
+	cur := old.DeepCopy()
+	require.NoError(t, unstructured.SetNestedField(cur.Object, affinity("NVIDIA-H200"), "spec", "template", "spec", "affinity"))
+	out, _, err := prog.Eval(map[string]any{"object": cur.Object, "oldObject": old.Object, "request": map[string]any{"operation": "UPDATE"}})
+	require.NoError(t, err)
+	assert.Equal(t, true, out.Value())
 }

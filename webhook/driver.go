@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -281,6 +282,21 @@ func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructu
 	case admissionv1.Update:
 		ch.OldDRA, _ = draVersion(old)
 		ch.Reload = ch.OldDRA == ch.NewDRA && !slices.Equal(containerImages(old), containerImages(obj))
+		// Its scheduling before and after: the nodes it stops selecting
+		// lose the driver (gate.DRAScheduling).
+		var sched gate.DRAScheduling
+		for _, x := range []struct {
+			u    *unstructured.Unstructured
+			into **appsv1.DaemonSet
+			what string
+		}{{old, &sched.Old, "oldObject"}, {obj, &sched.New, "object"}} {
+			ds := &appsv1.DaemonSet{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(x.u.Object, ds); err != nil {
+				return fmt.Errorf("%s spec.template.spec (nodeSelector, affinity): expected a DaemonSet's Pod template: %w", x.what, err)
+			}
+			*x.into = ds
+		}
+		ch.DRAScheduling = &sched
 	case admissionv1.Delete:
 		ch.OldDRA = ch.NewDRA
 	case admissionv1.Create:

@@ -53,8 +53,9 @@ type Facts struct {
 	// draWatches is when the DRA cache's watches last failed: that makes
 	// only the proofs of DRA nodes unknown (Cluster), not every review.
 	draWatches watchHealth
-	// Halts caches the halt record ConfigMap only (by name); nil: no halt
-	// record is kept (tests of other paths).
+	// Halts caches the halt record ConfigMap and the validator DaemonSet
+	// (each by name; the main cache holds the DCGM exporter's DaemonSet);
+	// nil: neither is kept (tests of other paths read both from Cache).
 	Halts cache.Cache
 	// Gates caches each creation gate's object, by its Read's What (a
 	// cache holds one selector per type, and each gate names one object).

@@ -167,11 +167,15 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	if err := mgr.Add(facts.Allocations); err != nil {
 		return nil, nil, err
 	}
-	// The halt record, by name: a cache of its own (the record cache
-	// selects by the records' label).
+	// The halt record and the validator DaemonSet, by name: a cache of
+	// their own (the record cache selects by the records' label, the main
+	// cache's DaemonSets are the DCGM exporter's).
+	validatorDS := byObject(loader.ReadsOf(cfg).ValidatorDaemonSet)
+	validatorDS.Transform = StripValidatorDaemonSet
 	if facts.Halts, err = cache.New(restCfg, cache.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper(),
 		DefaultWatchErrorHandler: facts.watches.failedWatch,
-		ByObject:                 map[client.Object]cache.ByObject{&corev1.ConfigMap{}: byObject(loader.ReadsOf(cfg).HaltRecord)}}); err != nil {
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: byObject(loader.ReadsOf(cfg).HaltRecord),
+			&appsv1.DaemonSet{}: validatorDS}}); err != nil {
 		return nil, nil, fmt.Errorf("halt record cache: %w", err)
 	}
 	if err := mgr.Add(facts.Halts); err != nil {
@@ -222,6 +226,9 @@ func NewManager(restCfg *rest.Config, cfg *gate.Config, opts Options) (manager.M
 	}
 	if _, err := facts.Halts.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
 		return nil, nil, fmt.Errorf("informer for the halt record: %w", err)
+	}
+	if _, err := facts.Halts.GetInformer(ctx, &appsv1.DaemonSet{}); err != nil {
+		return nil, nil, fmt.Errorf("informer for the validator DaemonSet: %w", err)
 	}
 	nodeInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
 	if err != nil {
@@ -387,6 +394,19 @@ func asIs(obj any, strip func(any) (any, error)) (any, error) {
 		return out, err
 	}
 	return obj, nil
+}
+
+// StripValidatorDaemonSet keeps the validator DaemonSet's identity: its UID
+// is in its Pods' controller references (gate.Config.OwnValidators).
+func StripValidatorDaemonSet(obj any) (any, error) {
+	return asIs(obj, func(obj any) (any, error) {
+		ds, ok := obj.(*appsv1.DaemonSet)
+		if !ok {
+			return obj, nil
+		}
+		return &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}, nil
+	})
 }
 
 // StripPod keeps what a proof reads of a validator or allocation-check Pod.

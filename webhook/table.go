@@ -351,18 +351,22 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 	Scope: admissionregistrationv1.NamespacedScope, Namespaces: DRADriverNamespaces, Optional: true,
 	MatchConditions: []MatchCondition{
 		{Name: "dra-kubelet-plugin", Template: "gug.draKubeletPlugin"},
-		{Name: "dra-version-changes", Folded: true, CEL: `request.operation == 'CREATE' || request.operation == 'DELETE' ||
+		{Name: "dra-release-or-scheduling-changes", Folded: true, CEL: `request.operation == 'CREATE' || request.operation == 'DELETE' ||
 object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
-object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
+object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') ||
+object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
+object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
 		"draDrivers' DaemonSets, in their namespaces only, and only when their\n" +
 		"containers' images or app.kubernetes.io/version label change, or one is\n" +
-		"created or deleted: a new DRA driver release, judged like the driver path;\n" +
-		"a deletion as the driver's removal from the nodes it serves (held while they\n" +
-		"hold GPUs or a rollout is in flight). Every other DaemonSet, the DaemonSet\n" +
+		"created or deleted, or its Pods' scheduling (nodeSelector, required node\n" +
+		"affinity) changes: a new DRA driver release, judged like the driver path;\n" +
+		"a deletion, or scheduling that no longer selects a node, as the driver's\n" +
+		"removal from those nodes (held while they hold GPUs or a rollout is in\n" +
+		"flight). Every other DaemonSet, the DaemonSet\n" +
 		"controller's status and the writes of the GPU Operator's own ServiceAccounts\n" +
 		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never\n" +
 		"reach the gate. Not rendered without config.draDrivers. Fail: while the gate\n" +

@@ -292,6 +292,11 @@ func viewOf(cl *gate.Cluster) map[string][]string {
 		return out
 	}
 	add(reads.Validators.What, pods(cl.Proof.Validators)...)
+	validatorDS := cl.Proof.ValidatorDaemonSetUnreadable
+	if ds := cl.Proof.ValidatorDaemonSet; ds != nil {
+		validatorDS = ds.Namespace + "/" + ds.Name + " " + string(ds.UID)
+	}
+	add(reads.ValidatorDaemonSet.What, validatorDS)
 	add(reads.AllocationChecks.What, pods(cl.Proof.AllocationChecks)...)
 	names = nil
 	for _, j := range cl.Proof.UpgradeJobs {

@@ -14,6 +14,15 @@ type ProofFacts struct {
 	// validator DaemonSet controls; Unowned the ones it picks that it does
 	// not (ignored, and named in the proof of their node).
 	Validators, Unowned []*corev1.Pod
+	// ValidatorDaemonSet is the validator DaemonSet as read: a validator
+	// Pod counts only with its UID in its controller reference
+	// (gate's Config.OwnValidators). ValidatorDaemonSetUnreadable says why
+	// it is not there (it does not exist, or could not be read): no
+	// validator Pod then proves a node. The loader sets one of them; facts
+	// built without it (tests of other rules) leave the Pods as
+	// ProofFactsOf sorted them.
+	ValidatorDaemonSet           *appsv1.DaemonSet
+	ValidatorDaemonSetUnreadable string
 	// AllocationChecks are the Pods the allocation-check selector picks.
 	AllocationChecks []*corev1.Pod
 	// UpgradeJobs are SUC's Jobs (label upgrade.cattle.io/node).

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -32,6 +33,17 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, halts)); err != nil {
 		return fmt.Errorf("the halt record: %w", err)
 	}
+	// The validator DaemonSet first: its Pods count only with the UID the
+	// API server gives it (testenv's Base may have created it already).
+	validators := f.ValidatorDaemonSet.DeepCopy()
+	validators.UID = ""
+	err := c.Create(ctx, validators)
+	if apierrors.IsAlreadyExists(err) {
+		err = c.Get(ctx, client.ObjectKeyFromObject(validators), validators)
+	}
+	if err != nil {
+		return fmt.Errorf("the validator DaemonSet: %w", err)
+	}
 	var objs []client.Object
 	objs = append(objs, f.GPUOperator.DeepCopy(), f.DCGMExporter.DeepCopy())
 	for _, cm := range f.RecordConfigMaps {
@@ -53,6 +65,11 @@ func (f *Fleet) Apply(ctx context.Context, c client.Client, workers int) error {
 	// The canaries' proof Pods, with the status their kubelet would write.
 	if err := parallel(ctx, workers, len(f.ProofPods), func(i int) error {
 		obj := f.ProofPods[i].DeepCopy()
+		for j := range obj.OwnerReferences {
+			if obj.OwnerReferences[j].UID == ValidatorOwner.UID {
+				obj.OwnerReferences[j].UID = validators.UID
+			}
+		}
 		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create Pod %s/%s: %w", obj.Namespace, obj.Name, err)
 		}

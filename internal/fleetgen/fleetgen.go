@@ -93,6 +93,8 @@ type Fleet struct {
 	RecordConfigMaps []*corev1.ConfigMap
 	GPUOperator      *appsv1.Deployment
 	DCGMExporter     *appsv1.DaemonSet
+	// ValidatorDaemonSet controls the validator Pods (ValidatorOwner's UID).
+	ValidatorDaemonSet *appsv1.DaemonSet
 	// Pods are GPU holders (training Jobs' Pods) bound to a few GPU nodes.
 	Pods []*corev1.Pod
 	// ProofPods prove the canaries (validator and allocation-check Pods).
@@ -157,6 +159,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 	}
 	cl.Versions = gate.VersionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage) // as the webhook keeps them
 	cl.Proof = f.Config.ProofFactsOf(f.ProofPods, nil)
+	f.Config.OwnValidators(&cl.Proof, f.ValidatorDaemonSet, nil)
 	cl.View = gate.NewFleetView(cl)                       // as the webhook keeps it
 	cl.Index = gate.NewNodeIndex(f.Config, cl.Nodes, nil) // as the webhook keeps it
 	// Stored Plans carry a UID and resourceVersion, as in the informer, and

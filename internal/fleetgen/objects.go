@@ -39,6 +39,10 @@ func (g *generator) workloads() {
 	g.f.DCGMExporter = &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: dc.Name, Namespace: dc.Namespace},
 		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod(dc.Container, "nvcr.io/nvidia/k8s/dcgm-exporter:"+Source.DCGMExporter)}}
+	v := g.f.Config.Proof.Validator
+	g.f.ValidatorDaemonSet = &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: v.DaemonSet, Namespace: v.Namespace, UID: ValidatorOwner.UID},
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("driver-validation", "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}}
 }
 
 // NewRecord is hardware hw's record Source -> Target, completed at completed.

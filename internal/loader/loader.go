@@ -207,6 +207,14 @@ func (l *Loader) Proof(ctx context.Context) (gate.ProofFacts, error) {
 	// ProofFactsOf sorts them into validators and checks (a Pod could be
 	// both).
 	out := l.Config.ProofFactsOf(pods, jobs)
+	// The validator DaemonSet's UID: a read that fails leaves no validator
+	// Pod counting (the proofs say why), not the review failing.
+	dss, err := read[*appsv1.DaemonSet](ctx, l.Source, l.Reads.ValidatorDaemonSet)
+	var ds *appsv1.DaemonSet
+	if len(dss) > 0 {
+		ds = dss[0]
+	}
+	l.Config.OwnValidators(&out, ds, err)
 	if r := l.Reads.CheckJobs; r.Object != nil {
 		if out.CheckJobs, err = read[*batchv1.Job](ctx, l.Source, r); err != nil {
 			return gate.ProofFacts{}, fmt.Errorf("%s: %w", r.What, err)

@@ -60,6 +60,10 @@ type Reads struct {
 	// Validators and AllocationChecks: the Pods proofs read, by their
 	// configured selectors and namespaces.
 	Validators, AllocationChecks Read
+	// ValidatorDaemonSet: the GPU Operator's validator DaemonSet by name,
+	// whose UID says which validator Pods are its own
+	// (gate.Config.OwnValidators).
+	ValidatorDaemonSet Read
 	// UpgradeJobs: SUC's Jobs (label upgrade.cattle.io/node) in the SUC
 	// namespaces, which proofs, halts and the disruption budget read.
 	UpgradeJobs Read
@@ -111,6 +115,8 @@ func ReadsOf(cfg *gate.Config) Reads {
 			Namespaces: []string{cfg.DCGMExporter.Namespace}, Name: cfg.DCGMExporter.Name},
 		Validators: Read{What: "validator Pods", Object: &corev1.Pod{}, NewList: pods,
 			Namespaces: oneOrAll(cfg.Proof.Validator.Namespace), Label: cfg.Proof.ValidatorSelector()},
+		ValidatorDaemonSet: Read{What: "the validator DaemonSet", Object: &appsv1.DaemonSet{}, NewList: func() client.ObjectList { return &appsv1.DaemonSetList{} },
+			Namespaces: []string{cfg.Proof.Validator.Namespace}, Name: cfg.Proof.Validator.DaemonSet},
 		AllocationChecks: Read{What: "allocation-check Pods", Object: &corev1.Pod{}, NewList: pods,
 			Namespaces: oneOrAll(cfg.Proof.AllocationCheck.Namespace), Label: cfg.Proof.AllocationSelector()},
 		UpgradeJobs: Read{What: "SUC Jobs", Object: &batchv1.Job{}, NewList: func() client.ObjectList { return &batchv1.JobList{} },
@@ -125,7 +131,7 @@ func ReadsOf(cfg *gate.Config) Reads {
 
 // All lists every row, in the table's order.
 func (r Reads) All() []Read {
-	return append([]Read{r.Nodes, r.Plans, r.Records, r.GPUOperator, r.DCGMExporter, r.Validators, r.AllocationChecks, r.UpgradeJobs, r.HaltRecord}, r.CreationGates...)
+	return append([]Read{r.Nodes, r.Plans, r.Records, r.GPUOperator, r.DCGMExporter, r.Validators, r.ValidatorDaemonSet, r.AllocationChecks, r.UpgradeJobs, r.HaltRecord}, r.CreationGates...)
 }
 
 // HolderPods reads the Pods on one node, every namespace: the node's GPU

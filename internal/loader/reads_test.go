@@ -66,5 +66,5 @@ func TestReadsSelect(t *testing.T) {
 		assert.True(t, HolderPods("gpu-1").Selects(p, fields.Set{"spec.nodeName": "gpu-1"}))
 		assert.False(t, HolderPods("gpu-1").Selects(p, fields.Set{"spec.nodeName": "gpu-2"}))
 	})
-	assert.Len(t, reads.All(), 9, "every row is listed")
+	assert.Len(t, reads.All(), 10, "every row is listed")
 }

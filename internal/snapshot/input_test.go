@@ -56,7 +56,7 @@ func TestParseLayouts(t *testing.T) {
 	require.NoError(t, err)
 	_, items, ok := splitYAMLList(data)
 	require.True(t, ok, "the example is laid out as kubectl prints it")
-	require.Len(t, items, 23)
+	require.Len(t, items, 24)
 	whole := &Snapshot{Skipped: map[string]int{}}
 	require.NoError(t, wholeList(data, func(_ int, item []byte) error { return whole.add(item) }))
 

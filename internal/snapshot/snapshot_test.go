@@ -27,7 +27,7 @@ func TestParseExampleSnapshot(t *testing.T) {
 	assert.Len(t, s.Nodes, 9)
 	assert.Len(t, s.Pods, 6)
 	assert.Len(t, s.Deployments, 1)
-	assert.Len(t, s.DaemonSets, 1)
+	assert.Len(t, s.DaemonSets, 2) // the DCGM exporter and the validator DaemonSet
 	assert.Len(t, s.ConfigMaps, 6)
 	assert.Empty(t, s.Skipped)
 

@@ -224,11 +224,18 @@ func (e *Env) Base(ctx context.Context) error {
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "platform-admin"},
 			Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "platform-admins"}}},
 	}
+	// The validator DaemonSet: its Pods count only with its UID, which the
+	// API server assigns (ValidatorOwner takes it).
+	v := e.Config.Proof.Validator
+	validators := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: v.DaemonSet, Namespace: v.Namespace},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("driver-validation", "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}}
+	objs = append(objs, validators)
 	for _, o := range objs {
 		if err := e.Admin.Create(ctx, o); err != nil {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
 	}
+	ValidatorOwner.UID = validators.UID
 	return e.OperatorRollout(ctx, 1, 1, 1)
 }
 
@@ -283,8 +290,8 @@ func (e *Env) ProveNode(ctx context.Context, node string, readyAt time.Time) err
 }
 
 // ValidatorOwner is the controller reference the DaemonSet controller puts
-// on the GPU Operator's validator Pods (only those count in a proof). No
-// DaemonSet exists here: the API server does not check an owner, and no
-// garbage collector runs.
+// on the GPU Operator's validator Pods (only those count in a proof): the
+// DaemonSet the environment creates, whose UID it takes then (no
+// DaemonSet controller or garbage collector runs here).
 var ValidatorOwner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
 	UID: "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Controller: new(true), BlockOwnerDeletion: new(true)}

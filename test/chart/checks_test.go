@@ -583,6 +583,9 @@ func (r *rendered) checkRBAC() []string {
 		"/configmaps":      {readOnly, func(ns string) bool { return ns == r.e.namespace }, nil},
 		"apps/deployments": {readOnly, func(ns string) bool { return ns == r.e.gpuOperator[0] }, []string{r.e.gpuOperator[1]}},
 		"apps/daemonsets":  {readOnly, func(ns string) bool { return ns == r.e.dcgm[0] }, []string{r.e.dcgm[1]}},
+		// The validator DaemonSet, by name: its UID says which validator
+		// Pods count (gate.Config.OwnValidators).
+		"apps/daemonsets (validator)": {readOnly, func(ns string) bool { return ns == "gpu-operator" }, []string{"nvidia-operator-validator"}},
 		// The one write: Events on the Plans (SUC namespaces) and Nodes
 		// (default) whose step the gate holds; never read, update or delete.
 		"events.k8s.io/events": {[]string{"create", "patch"}, func(ns string) bool {
@@ -682,6 +685,8 @@ func (r *rendered) checkRBAC() []string {
 					key += " (nudge)"
 				case key == "apps/daemonsets" && len(rule.ResourceNames) == 0 && r.e.dra:
 					key += " (dra)"
+				case key == "apps/daemonsets" && slices.Equal(rule.ResourceNames, []string{"nvidia-operator-validator"}):
+					key += " (validator)"
 				case key == "batch/jobs" && g.where == r.e.checksNamespace && !slices.Contains(r.e.sucNamespaces, g.where):
 					key += " (checks)"
 				}
@@ -705,7 +710,7 @@ func (r *rendered) checkRBAC() []string {
 			}
 		}
 	}
-	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles", "maintenance.nvidia.com/nodemaintenances", "policy/poddisruptionbudgets"} {
+	for _, key := range []string{"/nodes", "upgrade.cattle.io/plans", "/pods", "batch/jobs", "/configmaps", "apps/deployments", "apps/daemonsets", "apps/daemonsets (validator)", "nvidia.com/clusterpolicies", "nvidia.com/nvidiadrivers", "k3s.cattle.io/etcdsnapshotfiles", "maintenance.nvidia.com/nodemaintenances", "policy/poddisruptionbudgets"} {
 		if !seen[key] {
 			problems = append(problems, "the webhook's ServiceAccount cannot read "+key+", which its informers need")
 		}

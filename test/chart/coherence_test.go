@@ -138,7 +138,8 @@ func TestCoherence(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []string{cfg.GPUOperator.Namespace + "/" + cfg.GPUOperator.Name}, names["deployments"])
-			assert.Equal(t, []string{cfg.DCGMExporter.Namespace + "/" + cfg.DCGMExporter.Name}, names["daemonsets"])
+			assert.ElementsMatch(t, []string{cfg.DCGMExporter.Namespace + "/" + cfg.DCGMExporter.Name,
+				cfg.Proof.Validator.Namespace + "/" + cfg.Proof.Validator.DaemonSet}, names["daemonsets"], "the DCGM exporter's and the validator DaemonSet, by name")
 			// The creation-gate Roles name exactly the configured gates' objects.
 			var want []string
 			for _, g := range cfg.CreationGates {

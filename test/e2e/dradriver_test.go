@@ -92,7 +92,8 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // is refused (the suite's gpu-v100-holder). No DaemonSet controller runs
 // here: the test writes the DaemonSets as the driver's Helm chart would
 // (helm upgrade, as alice), and plays the GPU Operator by its
-// ServiceAccount.
+// ServiceAccount. Narrowing the plugin's scheduling off the node that holds
+// GPUs is refused as its deletion is (issue 25).
 func TestDRADriverKubeletPlugin(t *testing.T) {
 	driverWorld(t)
 	ctx := context.Background()
@@ -178,6 +179,16 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 			client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
 		requireDenied(t, update(podSA, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")), gate.CodeRecordMissing)
+	})
+	t.Run("narrowing the plugin's nodeSelector off a node that holds GPUs is refused", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathDRAPlugins)
+		err := update(alice, plugin, func(ds *appsv1.DaemonSet) {
+			ds.Spec.Template.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
+		})
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+		assert.Contains(t, err.Error(), "this change of the DRA kubelet plugin's scheduling (nodeSelector, required node affinity) no longer selects the node")
+		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent the scheduling change")
 	})
 	t.Run("deleting the plugin while a node it serves holds GPUs is refused", func(t *testing.T) {
 		err := alice.Delete(ctx, plugin)

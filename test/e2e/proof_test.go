@@ -278,6 +278,24 @@ func TestForgedValidatorThroughAPIServer(t *testing.T) {
 	}
 	assert.True(t, named, "the decision names the ignored Pod in a warning")
 
+	// Issue 25: the same Pod naming the validator DaemonSet as its
+	// controller, with a UID that is not the DaemonSet's, is ignored too.
+	byName := forged.DeepCopy()
+	byName.ObjectMeta = metav1.ObjectMeta{Namespace: "gpu-operator", Name: "forged-validator-by-name", Labels: forged.Labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
+			UID: "00000000-0000-4000-8000-000000000bad", Controller: new(true)}}}
+	t.Cleanup(func() { deletePod(t, "gpu-operator", byName.Name) })
+	require.NoError(t, env.Admin.Create(ctx, byName))
+	named = false
+	for deadline := time.Now().Add(15 * time.Second); !named && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		warnings.Take()
+		require.NoError(t, canary(), "a Pod naming the validator DaemonSet with another UID must not un-prove node %s", node)
+		for _, w := range warnings.Take() {
+			named = named || strings.Contains(w, "Pod gpu-operator/forged-validator-by-name carries the validator label (app=nvidia-operator-validator) but is not controlled by DaemonSet gpu-operator/nvidia-operator-validator (it has controller DaemonSet nvidia-operator-validator with UID 00000000-0000-4000-8000-000000000bad, not the DaemonSet's ")
+		}
+	}
+	assert.True(t, named, "the decision names the Pod and both UIDs in a warning")
+
 	// The neighbouring case: the DaemonSet's own validator not Ready (as
 	// the kubelet would write it) un-proves the node.
 	var v corev1.Pod

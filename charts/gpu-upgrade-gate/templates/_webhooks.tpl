@@ -306,9 +306,11 @@ names (templates/_helpers.tpl).
 # A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured
 # draDrivers' DaemonSets, in their namespaces only, and only when their
 # containers' images or app.kubernetes.io/version label change, or one is
-# created or deleted: a new DRA driver release, judged like the driver path;
-# a deletion as the driver's removal from the nodes it serves (held while they
-# hold GPUs or a rollout is in flight). Every other DaemonSet, the DaemonSet
+# created or deleted, or its Pods' scheduling (nodeSelector, required node
+# affinity) changes: a new DRA driver release, judged like the driver path;
+# a deletion, or scheduling that no longer selects a node, as the driver's
+# removal from those nodes (held while they hold GPUs or a rollout is in
+# flight). Every other DaemonSet, the DaemonSet
 # controller's status and the writes of the GPU Operator's own ServiceAccounts
 # (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never
 # reach the gate. Not rendered without config.draDrivers. Fail: while the gate
@@ -331,11 +333,13 @@ names (templates/_helpers.tpl).
   matchConditions:
     - name: dra-kubelet-plugin
       expression: {{ include "gug.draKubeletPlugin" . | quote }}
-    - name: dra-version-changes
+    - name: dra-release-or-scheduling-changes
       expression: >-
         request.operation == 'CREATE' || request.operation == 'DELETE' ||
         object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
-        object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')
+        object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('') ||
+        object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
+        object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})
     - name: not-gpu-operator
       expression: {{ include "gug.notGPUOperator" . | quote }}
   failurePolicy: Fail
