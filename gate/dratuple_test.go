@@ -160,10 +160,18 @@ func TestDRADriverPath(t *testing.T) {
 			})
 			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
 		}, want: []Code{CodeRolloutInFlight}},
-		{name: "a nodeSelector widened at the same version is allowed", mutate: func(s *driverScenario) {
+		// A widening installs the plugin on the nodes it selects only now:
+		// those need a record for their hardware, as a new install does.
+		{name: "RecordMissing: a nodeSelector widened at the same version, without a record for the nodes it reaches only now", mutate: func(s *driverScenario) {
 			narrowTo(s, func(*appsv1.DaemonSet) {})
 			s.change.DRAScheduling.Old.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
-			s.holders["gpu-v100-01"], s.holders["gpu-h200-01"] = holder, holder
+			s.change.Annotations = nil
+		}, want: []Code{CodeRecordMissing}},
+		{name: "a nodeSelector widened at the same version, with a record for the nodes it reaches only now", mutate: func(s *driverScenario) {
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			s.change.Annotations = map[string]string{AnnotationQualification: "h200-dra"}
+			s.holders["gpu-v100-01"] = holder
 		}},
 		{name: "an unchanged scheduling unloads nothing (a new image alone)", mutate: func(s *driverScenario) {
 			narrowTo(s, func(*appsv1.DaemonSet) {})

@@ -255,7 +255,14 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 			cur.DRADriver = ch.OldDRA
 			r.current[f.Name] = cur
 		}
-		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || (selectorChanged && !oldSel.Matches(labels.Set(n.Labels)))
+		// A node the object reaches only now takes every version it sets, as
+		// a new install would: an NVIDIADriver's widened nodeSelector, or a
+		// DRA plugin DaemonSet's widened scheduling.
+		widened := selectorChanged && !oldSel.Matches(labels.Set(n.Labels))
+		if s := ch.DRAScheduling; s.changed() && s.Old != nil && !daemonSetSelects(s.Old, n) {
+			widened = true
+		}
+		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || widened
 		if p := ch.DRAPlugin; p != nil && ch.Operation == OpCreate {
 			if why := p.leftOn(cl, f.Name); why != "" {
 				if r.unknownDRA == nil {
