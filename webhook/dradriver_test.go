@@ -91,6 +91,12 @@ func TestDRADriverOtherDaemonSets(t *testing.T) {
 // a new digest under the same version label) is judged as a reload of that
 // version, not let through as no change; a label-only edit is no reload,
 // and a version move is a move, not a reload.
+// withInit gives the DaemonSet's Pod template one init container.
+func withInit(u *unstructured.Unstructured, image string) *unstructured.Unstructured {
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "init", "image": image}}, "spec", "template", "spec", "initContainers")
+	return u
+}
+
 func TestDRADaemonSetReloadAtTheSameVersion(t *testing.T) {
 	digest := func(b string) string { return "@sha256:" + strings.Repeat(b, 32) }
 	label := map[string]any{gate.LabelVersion: "v25.8.1"}
@@ -105,6 +111,8 @@ func TestDRADaemonSetReloadAtTheSameVersion(t *testing.T) {
 			daemonSet("dra", "plugin", label, "nvcr.io/nvidia/k8s-dra-driver-gpu"+digest("ef")), true, false},
 		{"the same images", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
 			daemonSet("dra", "plugin", map[string]any{"team": "x"}, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), false, false},
+		{"another init container image at the same version", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			withInit(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), "registry.example.com/init:1"), true, false},
 		{"a new version", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"),
 			daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), false, true},
 	} {

@@ -281,7 +281,10 @@ func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructu
 	switch op {
 	case admissionv1.Update:
 		ch.OldDRA, _ = draVersion(old)
-		ch.Reload = ch.OldDRA == ch.NewDRA && !slices.Equal(containerImages(old), containerImages(obj))
+		// Init containers run on every node too: another image there is
+		// other code as much as a main container's.
+		ch.Reload = ch.OldDRA == ch.NewDRA && (!slices.Equal(containerImages(old), containerImages(obj)) ||
+			!slices.Equal(podImages(old, "initContainers"), podImages(obj, "initContainers")))
 		// Its scheduling before and after: the nodes it stops selecting
 		// lose the driver (gate.DRAScheduling).
 		var sched gate.DRAScheduling
@@ -316,8 +319,12 @@ func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructu
 
 // containerImages are the images of a workload's Pod template's
 // containers, in order.
-func containerImages(u *unstructured.Unstructured) []string {
-	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+func containerImages(u *unstructured.Unstructured) []string { return podImages(u, "containers") }
+
+// podImages are the images of one list of a workload's Pod template
+// (containers, initContainers), in order.
+func podImages(u *unstructured.Unstructured, list string) []string {
+	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", list)
 	var images []string
 	for _, c := range cs {
 		m, _ := c.(map[string]any)

@@ -353,6 +353,8 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		{Name: "dra-kubelet-plugin", Template: "gug.draKubeletPlugin"},
 		{Name: "dra-release-or-scheduling-changes", Folded: true, CEL: `request.operation == 'CREATE' || request.operation == 'DELETE' ||
 object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
+object.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) != oldObject.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) ||
+object.spec.template.spec.?tolerations.orValue([]) != oldObject.spec.template.spec.?tolerations.orValue([]) ||
 object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') ||
 object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
 object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})`},
@@ -361,9 +363,10 @@ object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnor
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
 		"draDrivers' DaemonSets, in their namespaces only, and only when their\n" +
-		"containers' images or app.kubernetes.io/version label change, or one is\n" +
+		"containers' or init containers' images or app.kubernetes.io/version label\n" +
+		"change, or one is\n" +
 		"created or deleted, or its Pods' scheduling (nodeSelector, required node\n" +
-		"affinity) changes: a new DRA driver release, judged like the driver path;\n" +
+		"affinity, tolerations) changes: a new DRA driver release, judged like the driver path;\n" +
 		"a deletion, or scheduling that no longer selects a node, as the driver's\n" +
 		"removal from those nodes (held while they hold GPUs or a rollout is in\n" +
 		"flight). Every other DaemonSet, the DaemonSet\n" +

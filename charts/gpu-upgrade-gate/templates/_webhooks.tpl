@@ -305,9 +305,10 @@ names (templates/_helpers.tpl).
 {{- if .Values.config.draDrivers }}
 # A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured
 # draDrivers' DaemonSets, in their namespaces only, and only when their
-# containers' images or app.kubernetes.io/version label change, or one is
+# containers' or init containers' images or app.kubernetes.io/version label
+# change, or one is
 # created or deleted, or its Pods' scheduling (nodeSelector, required node
-# affinity) changes: a new DRA driver release, judged like the driver path;
+# affinity, tolerations) changes: a new DRA driver release, judged like the driver path;
 # a deletion, or scheduling that no longer selects a node, as the driver's
 # removal from those nodes (held while they hold GPUs or a rollout is in
 # flight). Every other DaemonSet, the DaemonSet
@@ -337,6 +338,8 @@ names (templates/_helpers.tpl).
       expression: >-
         request.operation == 'CREATE' || request.operation == 'DELETE' ||
         object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
+        object.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) != oldObject.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) ||
+        object.spec.template.spec.?tolerations.orValue([]) != oldObject.spec.template.spec.?tolerations.orValue([]) ||
         object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('') ||
         object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
         object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})
