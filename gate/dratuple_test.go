@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,6 +149,20 @@ func TestDRADriverPath(t *testing.T) {
 			})
 			s.holders["gpu-v100-01"] = holder
 		}, want: []Code{CodeGPUHolders}, says: "node gpu-v100-01 runs 1 GPU holder(s)"},
+		{name: "GPUHolders: a toleration of a node's NoExecute taint dropped (the DaemonSet controller deletes the plugin Pod there)", mutate: func(s *driverScenario) {
+			tol := taintGPU(s, "gpu-h200-01")
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.Tolerations = tol
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
+		{name: "a toleration of a node's NoExecute taint kept, another added, unloads nothing", mutate: func(s *driverScenario) {
+			tol := taintGPU(s, "gpu-h200-01")
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Tolerations = append(slices.Clone(tol), corev1.Toleration{Key: "example.com/other", Operator: corev1.TolerationOpExists})
+			})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.Tolerations = tol
+			s.holders["gpu-h200-01"] = holder
+		}},
 		{name: "a nodeSelector narrowed off nodes that hold no GPUs, nothing in flight, needs no record", mutate: func(s *driverScenario) {
 			narrowTo(s, func(ds *appsv1.DaemonSet) {
 				ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
@@ -214,6 +229,13 @@ func TestDRADriverPath(t *testing.T) {
 // narrowTo makes the change an UPDATE of the plugin DaemonSet's scheduling
 // alone (same version, no record named), from the chart's scheduling to
 // what edit leaves.
+// taintGPU gives node a NoExecute taint for dedicated GPU nodes and
+// returns the plugin's toleration of it.
+func taintGPU(s *driverScenario, node string) []corev1.Toleration {
+	s.node(node).Spec.Taints = append(s.node(node).Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoExecute})
+	return []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+}
+
 func narrowTo(s *driverScenario, edit func(*appsv1.DaemonSet)) {
 	old, cur := draDaemonSet(), draDaemonSet()
 	edit(cur)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -147,21 +148,45 @@ type DRAScheduling struct {
 	Old, New *appsv1.DaemonSet
 }
 
-// changed: the Pod template's nodeSelector or required node affinity
-// changed (what daemonSetSelects reads).
+// changed: the Pod template's nodeSelector, required node affinity or
+// tolerations changed (what runsOn reads).
 func (s *DRAScheduling) changed() bool {
 	if s == nil || s.Old == nil || s.New == nil {
 		return false
 	}
 	o, n := &s.Old.Spec.Template.Spec, &s.New.Spec.Template.Spec
-	return !maps.Equal(o.NodeSelector, n.NodeSelector) || !equality.Semantic.DeepEqual(requiredAffinity(o), requiredAffinity(n))
+	return !maps.Equal(o.NodeSelector, n.NodeSelector) || !equality.Semantic.DeepEqual(requiredAffinity(o), requiredAffinity(n)) ||
+		!equality.Semantic.DeepEqual(o.Tolerations, n.Tolerations)
 }
 
-// narrowed: the DaemonSet selected the node before the UPDATE and does not
+// narrowed: the DaemonSet ran on the node before the UPDATE and does not
 // after, so the DaemonSet controller deletes its plugin Pod there: the
 // driver is unloaded from the node, as by the DaemonSet's deletion.
 func (s *DRAScheduling) narrowed(n *corev1.Node) bool {
-	return s.changed() && daemonSetSelects(s.Old, n) && !daemonSetSelects(s.New, n)
+	return s.changed() && runsOn(s.Old, n) && !runsOn(s.New, n)
+}
+
+// runsOn: the DaemonSet's Pod may run on the node: its scheduling selects
+// the node (daemonSetSelects) and it tolerates the node's NoExecute
+// taints, which the DaemonSet controller otherwise deletes its Pod for
+// (a toleration dropped unloads the driver as a narrowed nodeSelector
+// does). NoSchedule taints keep a running Pod, so they are left out.
+func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
+	if !daemonSetSelects(ds, n) {
+		return false
+	}
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect != corev1.TaintEffectNoExecute || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			continue // the DaemonSet controller adds tolerations of these two
+		}
+		// Discard: the gate logs nothing; comparison operators as the
+		// API server's current default.
+		if !slices.ContainsFunc(ds.Spec.Template.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), t, true) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func requiredAffinity(spec *corev1.PodSpec) *corev1.NodeSelector {
@@ -208,7 +233,7 @@ var (
 	pathDriverRecords = field.NewPath("metadata", "annotations").Key(AnnotationQualification)
 	pathDeletion      = field.NewPath("metadata", "name")
 	// pathPluginScheduling: where a DRA plugin DaemonSet's Pods may run
-	// (nodeSelector, affinity).
+	// (nodeSelector, affinity, tolerations).
 	pathPluginScheduling = field.NewPath("spec", "template", "spec")
 )
 
@@ -236,8 +261,9 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		if s := ch.DRAScheduling; s != nil && s.New != nil {
 			// The plugin DaemonSet reaches what its scheduling selects,
 			// as the DRA proof reads it.
-			reached = daemonSetSelects(s.New, n)
-			if ch.DRAScheduling.narrowed(n) {
+			narrowed := s.narrowed(n)
+			reached = daemonSetSelects(s.New, n) && !narrowed
+			if narrowed {
 				f := idx.FactsOf(cfg, i)
 				r.narrowed = append(r.narrowed, f)
 				r.current[f.Name] = f.Tuple(op, dcgm)
@@ -259,7 +285,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		// a new install would: an NVIDIADriver's widened nodeSelector, or a
 		// DRA plugin DaemonSet's widened scheduling.
 		widened := selectorChanged && !oldSel.Matches(labels.Set(n.Labels))
-		if s := ch.DRAScheduling; s.changed() && s.Old != nil && !daemonSetSelects(s.Old, n) {
+		if s := ch.DRAScheduling; s.changed() && !runsOn(s.Old, n) {
 			widened = true
 		}
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || widened
