@@ -2,6 +2,7 @@ package precondition
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -49,6 +50,10 @@ func ParseAlerts(body []byte, alertmanager bool) ([]Alert, error) {
 		if err := json.Unmarshal(body, &list); err != nil {
 			return nil, fmt.Errorf("not an Alertmanager /api/v2/alerts answer (a JSON list of alerts): %w", err)
 		}
+		if list == nil {
+			// null is no list: Alertmanager answers [] when nothing fires.
+			return nil, errors.New("not an Alertmanager /api/v2/alerts answer: null, expected a JSON list of alerts")
+		}
 		out := make([]Alert, 0, len(list))
 		for _, a := range list {
 			out = append(out, Alert{Name: a.Labels["alertname"], Labels: a.Labels, State: a.Status.State, Since: a.StartsAt})
@@ -69,8 +74,8 @@ func ParseAlerts(body []byte, alertmanager bool) ([]Alert, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("not a Prometheus /api/v1/alerts answer: %w", err)
 	}
-	if resp.Status != "success" || resp.Data == nil {
-		return nil, fmt.Errorf("the Prometheus answer says status %q (%s), expected success with data.alerts", resp.Status, resp.Error)
+	if resp.Status != "success" || resp.Data == nil || resp.Data.Alerts == nil {
+		return nil, fmt.Errorf("the Prometheus answer says status %q (%s), expected success with a data.alerts list", resp.Status, resp.Error)
 	}
 	var out []Alert
 	for _, a := range resp.Data.Alerts {
