@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -113,12 +114,7 @@ func (a *Alerts) Matcher() string {
 	if len(a.AlertNames) > 0 {
 		parts = append(parts, "alertname in ["+strings.Join(a.AlertNames, ", ")+"]")
 	}
-	keys := make([]string, 0, len(a.Labels))
-	for k := range a.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
 		parts = append(parts, fmt.Sprintf("%s=%q", k, a.Labels[k]))
 	}
 	if len(parts) == 0 {
