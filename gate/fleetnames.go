@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
@@ -29,27 +28,17 @@ const (
 
 // The parsed versions and the parsers' errors.
 type (
-	VersionError        = fleet.VersionError
-	IncomparableError   = fleet.IncomparableError
-	RKE2Version         = fleet.RKE2Version
-	KubeVersion         = fleet.KubeVersion
-	KernelVersion       = fleet.KernelVersion
-	DriverVersion       = fleet.DriverVersion
-	DCGMExporterVersion = fleet.DCGMExporterVersion
+	RKE2Version   = fleet.RKE2Version
+	KubeVersion   = fleet.KubeVersion
+	KernelVersion = fleet.KernelVersion
 )
 
 // ErrIncomparable: the versions cannot be ordered (fleet.ErrIncomparable).
 var ErrIncomparable = fleet.ErrIncomparable
 
 // The parsers (fleet's).
-func ParseRKE2(s string) (RKE2Version, error)                 { return fleet.ParseRKE2(s) }
-func NormalizeRKE2(s string) string                           { return fleet.NormalizeRKE2(s) }
-func ParseKube(s string) (KubeVersion, error)                 { return fleet.ParseKube(s) }
-func ParseKernel(s string) (KernelVersion, error)             { return fleet.ParseKernel(s) }
-func ParseDriver(s string) (DriverVersion, error)             { return fleet.ParseDriver(s) }
-func ParseGPUOperator(s string) (*semver.Version, error)      { return fleet.ParseGPUOperator(s) }
-func ParseDRADriver(s string) (*semver.Version, error)        { return fleet.ParseDRADriver(s) }
-func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return fleet.ParseDCGMExporter(s) }
+func ParseRKE2(s string) (RKE2Version, error) { return fleet.ParseRKE2(s) }
+func ParseKube(s string) (KubeVersion, error) { return fleet.ParseKube(s) }
 
 // The tuple's component table and image references are package fleet's
 // (fleet/tuple.go, fleet/image.go). ComponentSpec wraps fleet's row with
@@ -109,11 +98,7 @@ func (s *ComponentSpec) fact(cfg *Config) string {
 func TupleValue(t qualification.Tuple, c Component) string { return fleet.TupleValue(t, c) }
 func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTuple(a, b) }
 func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
-func CompareComponent(c Component, a, b string) (int, error) {
-	return fleet.CompareComponent(c, a, b)
-}
-func SameComponent(c Component, a, b string) bool { return fleet.SameComponent(c, a, b) }
-func ExpectedForm(c Component) string             { return fleet.ExpectedForm(c) }
+func SameComponent(c Component, a, b string) bool          { return fleet.SameComponent(c, a, b) }
 func tupleDiff(have, want qualification.Tuple, exact bool) []string {
 	return fleet.TupleDiff(have, want, exact)
 }
@@ -122,8 +107,7 @@ func sameTrimmed(a, b string) bool { return fleet.SameTrimmed(a, b) }
 
 // Image references (fleet's).
 type (
-	Image      = fleet.Image
-	ImageError = fleet.ImageError
+	Image = fleet.Image
 )
 
 // LabelVersion: the label a DRA driver's DaemonSet carries its release in.

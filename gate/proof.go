@@ -513,11 +513,6 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "<unknown time>"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
+func stamp(t time.Time) string { return fleet.Stamp(t) }
 
 func orNone(s string) string { return quoteOrNone(s) }

@@ -2,7 +2,9 @@ package precondition
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -49,6 +51,10 @@ func ParseAlerts(body []byte, alertmanager bool) ([]Alert, error) {
 		if err := json.Unmarshal(body, &list); err != nil {
 			return nil, fmt.Errorf("not an Alertmanager /api/v2/alerts answer (a JSON list of alerts): %w", err)
 		}
+		if list == nil {
+			// null is no list: Alertmanager answers [] when nothing fires.
+			return nil, errors.New("not an Alertmanager /api/v2/alerts answer: null, expected a JSON list of alerts")
+		}
 		out := make([]Alert, 0, len(list))
 		for _, a := range list {
 			out = append(out, Alert{Name: a.Labels["alertname"], Labels: a.Labels, State: a.Status.State, Since: a.StartsAt})
@@ -69,8 +75,8 @@ func ParseAlerts(body []byte, alertmanager bool) ([]Alert, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("not a Prometheus /api/v1/alerts answer: %w", err)
 	}
-	if resp.Status != "success" || resp.Data == nil {
-		return nil, fmt.Errorf("the Prometheus answer says status %q (%s), expected success with data.alerts", resp.Status, resp.Error)
+	if resp.Status != "success" || resp.Data == nil || resp.Data.Alerts == nil {
+		return nil, fmt.Errorf("the Prometheus answer says status %q (%s), expected success with a data.alerts list", resp.Status, resp.Error)
 	}
 	var out []Alert
 	for _, a := range resp.Data.Alerts {
@@ -108,12 +114,7 @@ func (a *Alerts) Matcher() string {
 	if len(a.AlertNames) > 0 {
 		parts = append(parts, "alertname in ["+strings.Join(a.AlertNames, ", ")+"]")
 	}
-	keys := make([]string, 0, len(a.Labels))
-	for k := range a.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
 		parts = append(parts, fmt.Sprintf("%s=%q", k, a.Labels[k]))
 	}
 	if len(parts) == 0 {

@@ -8,6 +8,7 @@ package precondition
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -207,13 +208,7 @@ func (a *Alerts) validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("alertNames").Index(i), n, "an alert name, e.g. GPUXidErrors"))
 		}
 	}
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range a.Labels {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
 		if strings.TrimSpace(k) == "" {
 			errs = append(errs, field.Invalid(path.Child("labels").Key(k), a.Labels[k], "a label name, e.g. severity"))
 		}

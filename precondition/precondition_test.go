@@ -137,6 +137,10 @@ func TestAlerts(t *testing.T) {
 		{name: "prometheus: a firing alert fails", url: prom, labels: map[string]string{"severity": "critical"}, body: promAnswer, state: Fails, seen: "CephHealthError (firing"},
 		{name: "prometheus: a pending alert does not fire yet", url: prom, names: []string{"GPUXidErrors"}, body: promAnswer, state: Holds},
 		{name: "prometheus: an error answer keeps the last reading", url: prom, body: `{"status":"error","error":"bad"}`, state: Stale, keptReadAt: true},
+		{name: "alertmanager: null is not read as no alerts", url: am, body: `null`, state: Stale, keptReadAt: true},
+		{name: "prometheus: success without data.alerts is not read as no alerts", url: prom, body: `{"status":"success","data":{}}`, state: Stale, keptReadAt: true},
+		{name: "prometheus: null data.alerts is not read as no alerts", url: prom, body: `{"status":"success","data":{"alerts":null}}`, state: Stale, keptReadAt: true},
+		{name: "prometheus: an empty data.alerts holds", url: prom, body: `{"status":"success","data":{"alerts":[]}}`, state: Holds},
 		{name: "alertmanager: a Prometheus answer is not read", url: am, body: promAnswer, state: Stale, keptReadAt: true},
 		{name: "unreachable keeps the last reading", url: am, err: errors.New("connection refused"), state: Stale, keptReadAt: true},
 	} {

@@ -103,23 +103,25 @@ func ParseCheckResult(path *field.Path, msg string) (CheckResult, *field.Error) 
 
 // duplicateKey names a top-level key the object repeats (encoding/json
 // keeps the last silently, so {"value":1,"value":900} would read as 900
-// where a reader of the message sees 1 first).
+// where a reader of the message sees 1 first). Keys are compared as
+// encoding/json matches them to fields, case-folded: "passed" and
+// "Passed" are one field.
 func duplicateKey(msg string) string {
 	dec := json.NewDecoder(bytes.NewReader([]byte(msg)))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return ""
 	}
-	seen := map[string]bool{}
+	var seen []string
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return ""
 		}
 		key, _ := t.(string)
-		if seen[key] {
+		if slices.ContainsFunc(seen, func(s string) bool { return strings.EqualFold(s, key) }) {
 			return key
 		}
-		seen[key] = true
+		seen = append(seen, key)
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
 			return ""

@@ -32,6 +32,10 @@ func TestParseCheckResult(t *testing.T) {
 		{name: "a level elsewhere", msg: `{"kind":"gemm","level":1,"value":310,"unit":"TFLOPS"}`, want: "result.level: Forbidden: only a dcgm-diag result has a level"},
 		{name: "a bad kind", msg: `{"kind":"GEMM","value":310,"unit":"TFLOPS"}`, want: `result.kind: Invalid value: "GEMM"`},
 		{name: "a repeated key", msg: `{"kind":"gemm","value":1,"unit":"TFLOPS","value":900}`, want: "result.value: Duplicate value"},
+		// encoding/json matches keys case-insensitively (with Unicode
+		// folding): a respelled key is the same field, read last.
+		{name: "a key repeated in another case", msg: `{"kind":"dcgm-diag","level":2,"passed":false,"Passed":true}`, want: "result.Passed: Duplicate value"},
+		{name: "a key repeated in a folded spelling", msg: `{"kind":"dcgm-diag","level":2,"passed":false,"paſſed":true}`, want: "Duplicate value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
