@@ -184,6 +184,12 @@ func TestRenderRefusals(t *testing.T) {
 		"DRA driver in kube-system": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
 			map[string]any{"name": "gpu.nvidia.com", "namespace": "kube-system", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin"}}}},
 			want: "draDrivers"},
+		"CEL precondition on every resource": {values: map[string]any{"config": map[string]any{"preconditions": []any{
+			map[string]any{"name": "all", "kind": "cel", "cel": map[string]any{"version": "v1", "resource": "*", "expression": "true"}}}}},
+			want: "resource"},
+		"CEL precondition in every group": {values: map[string]any{"config": map[string]any{"preconditions": []any{
+			map[string]any{"name": "all", "kind": "cel", "cel": map[string]any{"group": "*", "version": "v1", "resource": "cephclusters", "expression": "true"}}}}},
+			want: "group"},
 		"own CA without bundle": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "secretName": "x"}},
 			want: "caBundle"},
 		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},

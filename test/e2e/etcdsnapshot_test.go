@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -82,16 +83,26 @@ func TestEtcdSnapshotBeforeRKE2Minor(t *testing.T) {
 // until the API server serves the kind.
 func installSnapshotCRD(ctx context.Context, t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "k3s", "crd-etcdsnapshotfiles.yaml"))
+	return installReducedCRD(ctx, t, filepath.Join("k3s", "crd-etcdsnapshotfiles.yaml"), loader.ETCDSnapshotFileGVK, false)
+}
+
+// installReducedCRD creates a reduced CRD from testdata (file, under it)
+// and waits until the API server serves kind. mayExist: an earlier test
+// left it installed, which is fine.
+func installReducedCRD(ctx context.Context, t *testing.T, file string, kind schema.GroupVersionKind, mayExist bool) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", file))
 	require.NoError(t, err)
 	crd := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(data, &crd.Object))
-	require.NoError(t, env.Admin.Create(ctx, crd))
+	if err := env.Admin.Create(ctx, crd); !mayExist || !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 	require.Eventually(t, func() bool {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(loader.ETCDSnapshotFileGVK.GroupVersion().WithKind("ETCDSnapshotFileList"))
+		list.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
 		return env.Admin.List(ctx, list) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the ETCDSnapshotFile API is never served")
+	}, 30*time.Second, 200*time.Millisecond, "the %s API is never served", kind.Kind)
 	return crd
 }
 

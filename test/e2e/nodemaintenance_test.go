@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/loader"
@@ -84,16 +82,5 @@ func TestNodeMaintenanceCountsOut(t *testing.T) {
 // earlier run left it, as it is) and waits until it is served.
 func installMaintenanceCRD(ctx context.Context, t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "maintenance", "crd-nodemaintenances.yaml"))
-	require.NoError(t, err)
-	crd := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal(data, &crd.Object))
-	if err := env.Admin.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind("NodeMaintenanceList"))
-		return env.Admin.List(ctx, list) == nil
-	}, 30*time.Second, 200*time.Millisecond, "the NodeMaintenance API is never served")
+	installReducedCRD(ctx, t, filepath.Join("maintenance", "crd-nodemaintenances.yaml"), loader.NodeMaintenanceGVK, true)
 }

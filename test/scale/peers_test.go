@@ -421,15 +421,7 @@ func (e *scaleEnv) startKyverno(ctx context.Context, bin, policy string) (*peerP
 		return nil, err
 	}
 	p := &peerProc{name: "kyverno", ns: nsKyverno, proc: proc, log: log}
-	if err := e.applyYAML(ctx, policy); err != nil {
-		proc.Stop()
-		return nil, err
-	}
-	if err := e.enforcedOrExited(ctx, p, 4*time.Minute); err != nil {
-		proc.Stop()
-		return nil, err
-	}
-	return p, nil
+	return e.enforcing(ctx, p, policy)
 }
 
 // startGatekeeper runs Gatekeeper's manager (the webhook operation: its
@@ -492,12 +484,18 @@ func (e *scaleEnv) startGatekeeper(ctx context.Context, bin, policy string) (*pe
 		proc.Stop()
 		return nil, err
 	}
+	return e.enforcing(ctx, p, policy)
+}
+
+// enforcing applies the peer's policy and waits until the peer enforces it
+// (enforcedOrExited); on failure it stops the peer.
+func (e *scaleEnv) enforcing(ctx context.Context, p *peerProc, policy string) (*peerProc, error) {
 	if err := e.applyYAML(ctx, policy); err != nil {
-		proc.Stop()
+		p.proc.Stop()
 		return nil, err
 	}
 	if err := e.enforcedOrExited(ctx, p, 4*time.Minute); err != nil {
-		proc.Stop()
+		p.proc.Stop()
 		return nil, err
 	}
 	return p, nil
