@@ -62,31 +62,37 @@ func (s *Server) decideDriverStep(ctx context.Context, req admission.Request) (g
 }
 
 // concurrently runs each read on its own goroutine and returns when all
-// have: an error only when one panicked (out of the handler's recover, so
-// the review fails closed instead of the process).
+// have: an error only when one panicked (goRead).
 func concurrently(reads ...func()) error {
 	var (
 		wg       sync.WaitGroup
 		panicked atomic.Pointer[error]
 	)
 	for _, read := range reads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					err := fmt.Errorf("panic: %v [recovered]", p)
-					panicked.CompareAndSwap(nil, &err)
-				}
-			}()
-			read()
-		}()
+		goRead(&wg, &panicked, "", read)
 	}
 	wg.Wait()
 	if p := panicked.Load(); p != nil {
 		return *p
 	}
 	return nil
+}
+
+// goRead runs read on its own goroutine, counted in wg. Its panic is out
+// of the handler's recover: kept in panicked (the first one, prefixed by
+// what), so the review fails closed instead of the process.
+func goRead(wg *sync.WaitGroup, panicked *atomic.Pointer[error], what string, read func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				err := fmt.Errorf("%spanic: %v [recovered]", what, p)
+				panicked.CompareAndSwap(nil, &err)
+			}
+		}()
+		read()
+	}()
 }
 
 // rolloutFor finds what the operator rolls out to node n: with

@@ -92,18 +92,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	nodeCached, planCached := s.jobStepFacts(job, planName, nodeRV, &cachedNode, planRV, &cachedPlan)
 	var panicked atomic.Pointer[error]
 	read := func(wg *sync.WaitGroup, name string, f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Out of the handler's recover: a panic fails the start closed.
-			defer func() {
-				if p := recover(); p != nil {
-					err := fmt.Errorf("reading %s: panic: %v [recovered]", name, p)
-					panicked.CompareAndSwap(nil, &err)
-				}
-			}()
-			tr.timed(name, f)
-		}()
+		goRead(wg, &panicked, "reading "+name+": ", func() { tr.timed(name, f) })
 	}
 	if nodeCached {
 		node = &cachedNode
