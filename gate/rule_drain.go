@@ -172,19 +172,27 @@ func drainBlockers(drain *upgradev1.DrainSpec, p *corev1.Pod, pdbs []*policyv1.P
 	// The eviction API ignores budgets for a Pod not running yet
 	// (canIgnorePDB: Pending, as an unset phase reads).
 	if running := p.Status.Phase != corev1.PodPending && p.Status.Phase != ""; running && !drain.DisableEviction {
+		var matched []string
 		for _, pdb := range pdbs {
-			if pdb.Namespace != p.Namespace || pdb.Status.DisruptionsAllowed > 0 {
+			if pdb.Namespace != p.Namespace {
 				continue
 			}
 			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 			if err != nil || !sel.Matches(labels.Set(p.Labels)) {
 				continue
 			}
-			if evictableUnhealthy(p, pdb) {
+			matched = append(matched, pdb.Name)
+			if pdb.Status.DisruptionsAllowed > 0 || evictableUnhealthy(p, pdb) {
 				continue
 			}
 			why = append(why, fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption (status.disruptionsAllowed 0, currentHealthy %d, desiredHealthy %d), so its eviction is refused until the drain times out",
 				pdb.Namespace, pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy))
+		}
+		// The eviction API refuses any running Pod more than one budget
+		// covers, whatever they allow (pkg/registry/core/pod/storage/eviction.go).
+		if len(matched) > 1 {
+			why = append(why, fmt.Sprintf("%d PodDisruptionBudgets cover it (%s), and the eviction API refuses a Pod more than one budget covers, so the drain never finishes",
+				len(matched), strings.Join(matched, ", ")))
 		}
 	}
 	return why

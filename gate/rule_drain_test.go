@@ -169,3 +169,35 @@ func TestDrainBlockedAtSUCStep(t *testing.T) {
 	d := st.Decide(s.holders, nil)
 	assert.Equal(t, []Code{CodeDrainBlocked}, d.Codes(), d.Message())
 }
+
+// TestDrainBlockedByTwoBudgets: the eviction API refuses a running Pod that
+// two budgets cover, even when both allow a disruption; a second budget of
+// another namespace covers nothing here.
+func TestDrainBlockedByTwoBudgets(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		otherNS     string
+		wantBlocked bool
+	}{
+		{name: "two budgets over the Pod", otherNS: "ml", wantBlocked: true},
+		{name: "the second budget in another namespace", otherNS: "other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			s.cfg.DrainCheck.Deny = true
+			s.req.Plan.Spec.Drain = &upgradev1.DrainSpec{}
+			a, b := fullBudget(), fullBudget()
+			a.Status.DisruptionsAllowed, b.Status.DisruptionsAllowed = 1, 1
+			b.Name, b.Namespace = "db-too", tc.otherNS
+			r := PreparePlan(s.cfg, s.cluster, s.req)
+			r.SetDrainFacts(DrainFacts{Pods: map[string][]*corev1.Pod{"gpu-v100-01": {runningPod("db-0", "gpu-v100-01")}}, PDBs: []*policyv1.PodDisruptionBudget{a, b}})
+			d := r.Decide(s.holders, nil)
+			if !tc.wantBlocked {
+				assert.True(t, d.Allowed, d.Message())
+				return
+			}
+			assert.Equal(t, []Code{CodeDrainBlocked}, d.Codes(), d.Message())
+			assert.Contains(t, d.Message(), "node gpu-v100-01: Pod ml/db-0: 2 PodDisruptionBudgets cover it (db, db-too), and the eviction API refuses a Pod more than one budget covers")
+		})
+	}
+}
