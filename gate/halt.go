@@ -311,7 +311,8 @@ func upgradeStart(job *batchv1.Job, n *corev1.Node) time.Time {
 
 // notBack: Ready, or the validator Pod's Ready, has not held for longer
 // than the recovery timeout since the upgrade moved (or since it last
-// dropped, whichever is later). A moment that cannot be dated is no signal.
+// dropped, whichever is later). A moment that cannot be dated is no signal;
+// nor are validators whose owner cannot be checked.
 func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (string, time.Time) {
 	timeout := c.Halts.RecoveryTimeout.Duration
 	if c.Proof.on(ProofReady) {
@@ -321,10 +322,13 @@ func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (str
 			}
 		}
 	}
-	if !c.Proof.on(ProofValidator) {
+	// Validators count only by the validator DaemonSet's UID: with the
+	// DaemonSet unreadable, they say nothing (its proof stays unproven,
+	// saying why), so a Pod that merely names it halts nothing.
+	if !c.Proof.on(ProofValidator) || cl.Proof.ValidatorDaemonSetUnreadable != "" {
 		return "", time.Time{}
 	}
-	validators := podsOn(cl.Proof.Validators, n.Name)
+	validators := cl.ownValidatorsOn(n.Name)
 	if len(validators) == 0 && !start.IsZero() && now.Sub(start) >= timeout {
 		return fmt.Sprintf("no validator Pod (%s) on the node since %s, not back within %s", c.Proof.Validator.Selector, stamp(start), timeout), start.Add(timeout)
 	}

@@ -1,12 +1,14 @@
 package gate
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,58 @@ import (
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
+
+// TestHaltsReadOwnValidators: halts read only the validator Pods the
+// validator DaemonSet controls by UID (issue 25): a Pod that merely names
+// it halts nothing, and with the DaemonSet unreadable (or gone) neither a
+// validator nor its absence halts a rollout; the proof says why instead.
+func TestHaltsReadOwnValidators(t *testing.T) {
+	own := func(ready corev1.ConditionStatus) *corev1.Pod {
+		return validatorPod("gpu-v100-01", ready, testNow.Add(-3*time.Hour))
+	}
+	forged := func() *corev1.Pod {
+		p := own(corev1.ConditionFalse)
+		p.Name, p.OwnerReferences = "nvidia-operator-validator-forged", []metav1.OwnerReference{validatorDaemonSet}
+		p.OwnerReferences[0].UID = "00000000-0000-4000-8000-000000000bad"
+		return p
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: validatorDaemonSet.Name, UID: validatorDaemonSet.UID}}
+	denied := errors.New("daemonsets.apps is forbidden")
+	cases := []struct {
+		name string
+		pods []*corev1.Pod
+		ds   *appsv1.DaemonSet
+		err  error
+		want string // "" = no halt
+	}{
+		{"the DaemonSet's own Pod not back halts", []*corev1.Pod{own(corev1.ConditionFalse)}, ds, nil,
+			"validator Pod gpu-operator/nvidia-operator-validator-gpu-v100-01 not Ready since 2026-11-21T10:00:00Z, not back within 1h0m0s"},
+		{"no validator Pod halts", nil, ds, nil, "no validator Pod (app=nvidia-operator-validator) on the node since"},
+		{"a Pod naming the DaemonSet with another UID halts nothing", []*corev1.Pod{forged(), own(corev1.ConditionTrue)}, ds, nil, ""},
+		{"unreadable: a Pod naming the DaemonSet halts nothing", []*corev1.Pod{forged()}, nil, denied, ""},
+		{"unreadable: its own Pod not back halts nothing either (whose it is cannot be told)", []*corev1.Pod{own(corev1.ConditionFalse)}, nil, denied, ""},
+		{"unreadable: no validator Pod halts nothing", nil, nil, denied, ""},
+		{"gone: no validator Pod halts nothing", nil, nil, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			s.cluster.Plans = []*upgradev1.Plan{s.req.Plan}
+			s.cluster.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobComplete, testNow.Add(-2*time.Hour))}
+			facts := s.cfg.ProofFactsOf(tc.pods, nil)
+			s.cfg.OwnValidators(&facts, tc.ds, tc.err)
+			facts.UpgradeJobs = s.cluster.Proof.UpgradeJobs
+			s.cluster.Proof = facts
+			halts := DetectHalts(s.cfg, s.cluster, testNow)
+			if tc.want == "" {
+				assert.Empty(t, halts)
+				return
+			}
+			require.Len(t, halts, 1)
+			assert.Contains(t, halts[0].Signal, tc.want)
+		})
+	}
+}
 
 // TestDetectHalts: each failure signal of a node that a stored GPU Plan
 // moves is found with its value and time; a healthy node, a rollback Plan

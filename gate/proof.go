@@ -209,15 +209,19 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 // read (ds nil: it does not exist; err: it could not be read): of the
 // Pods ProofFactsOf took for validators, only those whose controller
 // reference carries its UID stay; the others (a Pod anyone who may create
-// Pods in the namespace wrote, naming the DaemonSet) become unowned.
+// Pods in the namespace wrote, naming the DaemonSet) become unowned. With
+// no DaemonSet to check the UID against, none stays: a Pod that only names
+// it could otherwise prove a node, or halt a rollout.
 func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	v := c.Proof.Validator
 	switch {
 	case err != nil:
 		f.ValidatorDaemonSetUnreadable = fmt.Sprintf("cannot read the validator DaemonSet %s/%s, whose UID says which validator Pods are its own: %v", v.Namespace, v.DaemonSet, err)
+		f.Validators = nil
 		return
 	case ds == nil:
 		f.ValidatorDaemonSetUnreadable = fmt.Sprintf("the validator DaemonSet %s/%s does not exist, so no validator Pod is its own", v.Namespace, v.DaemonSet)
+		f.Validators = nil
 		return
 	}
 	f.ValidatorDaemonSet = ds
@@ -230,6 +234,17 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 		}
 	}
 	f.Validators = own
+}
+
+// ownValidatorsOn are the node's validator Pods whose controller reference
+// carries the validator DaemonSet's UID (OwnValidators): none when the
+// DaemonSet could not be read, whatever facts built some other way hold.
+// Proofs and halts read validators only through this.
+func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
+	if cl.Proof.ValidatorDaemonSetUnreadable != "" {
+		return nil
+	}
+	return podsOn(cl.Proof.Validators, node)
 }
 
 // controls says whether the validator DaemonSet is the Pod's controller:
@@ -303,7 +318,7 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 			out.ReachedAt = later(out.ReachedAt, jobCompletion(j))
 		}
 	}
-	validators := podsOn(cl.Proof.Validators, n.Name)
+	validators := cl.ownValidatorsOn(n.Name)
 	for _, u := range podsOn(cl.Proof.Unowned, n.Name) {
 		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, cl.Proof.ValidatorDaemonSet))
 	}

@@ -258,6 +258,32 @@ func TestValidatorOwnership(t *testing.T) {
 	}
 }
 
+// TestUnreadableValidatorDaemonSet: with the validator DaemonSet
+// unreadable no Pod counts as a validator (issue 25): OwnValidators keeps
+// none, and a proof given facts that still hold some (built another way)
+// neither counts them nor dates the node by them.
+func TestUnreadableValidatorDaemonSet(t *testing.T) {
+	s := safeScenario(t)
+	n := v100(t, "gpu-v100-03", tupleTarget)
+	s.cluster.Nodes = append(s.cluster.Nodes, n)
+	prove(s, "gpu-v100-03")
+	late := validatorPod("gpu-v100-03", corev1.ConditionTrue, testNow.Add(-time.Minute))
+	facts := s.cfg.ProofFactsOf([]*corev1.Pod{late}, nil)
+	s.cfg.OwnValidators(&facts, nil, errors.New("daemonsets.apps is forbidden"))
+	assert.Empty(t, facts.Validators, "no Pod is known to be the DaemonSet's")
+	assert.Empty(t, facts.Unowned, "nor named as forged: its owner could not be checked")
+
+	s.cluster.Proof.Validators = []*corev1.Pod{late}
+	s.cluster.Proof.ValidatorDaemonSetUnreadable = facts.ValidatorDaemonSetUnreadable
+	p := s.cfg.Prove(s.cluster, n, testNow)
+	require.False(t, p.Proven())
+	assert.Contains(t, p.Missing, "no validator Pod counts: "+facts.ValidatorDaemonSetUnreadable)
+	assert.True(t, p.ReachedAt.Before(testNow.Add(-time.Minute)), "dated by the SUC Job, not the uncounted validator: %s", p.ReachedAt)
+
+	s.cluster.Proof.ValidatorDaemonSetUnreadable = ""
+	assert.Equal(t, testNow.Add(-time.Minute), s.cfg.Prove(s.cluster, n, testNow).ReachedAt, "a validator that counts dates the node")
+}
+
 // upgraded: gpu-v100-02 already runs the target tuple (SUC applied the
 // canary Plan there); the Plan under review moves gpu-v100-01.
 func upgraded(s *scenario) {

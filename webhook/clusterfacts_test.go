@@ -155,7 +155,9 @@ func newWatchedFacts(t *testing.T, ctx context.Context) *watchedFacts {
 		reflect.TypeOf(&appsv1.Deployment{}): inf(&appsv1.Deployment{}, &appsv1.DeploymentList{}),
 		reflect.TypeOf(&appsv1.DaemonSet{}):  inf(&appsv1.DaemonSet{}, &appsv1.DaemonSetList{}),
 	}}
-	halts := &storeCache{infs: map[reflect.Type]*fedInformer{reflect.TypeOf(&corev1.ConfigMap{}): inf(&corev1.ConfigMap{}, &corev1.ConfigMapList{})}}
+	// The halts cache holds the validator DaemonSet too (cacheSource).
+	halts := &storeCache{infs: map[reflect.Type]*fedInformer{reflect.TypeOf(&corev1.ConfigMap{}): inf(&corev1.ConfigMap{}, &corev1.ConfigMapList{}),
+		reflect.TypeOf(&appsv1.DaemonSet{}): inf(&appsv1.DaemonSet{}, &appsv1.DaemonSetList{})}}
 	f := &Facts{Config: cfg, Cache: main, Halts: halts}
 	of := func(obj runtime.Object) cache.Informer { return main.infs[reflect.TypeOf(obj)].SharedIndexInformer }
 	require.NoError(t, errors.Join(f.WatchNodes(of(&corev1.Node{})), f.WatchProof(of(&corev1.Pod{}), of(&batchv1.Job{})),
@@ -241,6 +243,16 @@ func TestClusterFollowsItsInformers(t *testing.T) {
 			w.feed(&appsv1.DaemonSet{}).Add(ds)
 		}, func(cl *gate.Cluster) bool { return cl.DCGMExporterImage == "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3" }},
 		{"a validator Pod is added", func() {
+			// It counts only under its DaemonSet's UID (gate.Config.OwnValidators),
+			// which is read when the Pod's event rebuilds the proof facts.
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Proof.Validator.Namespace, Name: cfg.Proof.Validator.DaemonSet,
+				UID: fleetgen.ValidatorOwner.UID, ResourceVersion: "10"}}
+			dss := w.halts.infs[reflect.TypeOf(&appsv1.DaemonSet{})]
+			dss.w.Add(ds)
+			eventually(t, "the validator DaemonSet is cached", func() bool {
+				_, ok, _ := dss.GetStore().GetByKey(ds.Namespace + "/" + ds.Name)
+				return ok
+			})
 			w.feed(&corev1.Pod{}).Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Proof.Validator.Namespace, Name: "v", ResourceVersion: "10",
 				Labels: selectorLabels(t, cfg.Proof.Validator.Selector), OwnerReferences: []metav1.OwnerReference{fleetgen.ValidatorOwner}}, Spec: corev1.PodSpec{NodeName: "gpu-1"}})
 		}, func(cl *gate.Cluster) bool { return len(cl.Proof.Validators) == 1 }},

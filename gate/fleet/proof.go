@@ -18,7 +18,8 @@ type ProofFacts struct {
 	// Pod counts only with its UID in its controller reference
 	// (gate's Config.OwnValidators). ValidatorDaemonSetUnreadable says why
 	// it is not there (it does not exist, or could not be read): no
-	// validator Pod then proves a node. The loader sets one of them; facts
+	// validator Pod then proves a node or halts a rollout, and Validators
+	// is empty. The loader sets one of them; facts
 	// built without it (tests of other rules) leave the Pods as
 	// ProofFactsOf sorted them.
 	ValidatorDaemonSet           *appsv1.DaemonSet
