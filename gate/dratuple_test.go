@@ -105,10 +105,43 @@ func TestDRADriverPath(t *testing.T) {
 			s.node("gpu-h200-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
 		}, want: []Code{CodeRolloutInFlight}, says: "the GPU Operator's driver rollout is in flight on GPU node(s) gpu-h200-01 (upgrade-required)"},
 		// CREATE after a DELETE: judged from what the nodes still run.
-		{name: "a DaemonSet created again, nothing of the old one left: a new install needing the record", mutate: func(s *driverScenario) {
-			s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", "v25.3.0"
-			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
-		}, want: []Code{CodeTargetNotQualified}, says: "draDriver v25.3.0 (want v25.8.1)"},
+		// Issue 25: nothing of the old one left, the version before is what
+		// the records name for the tuple the nodes run (v25.8.1), so an
+		// older release is a downgrade, not a fresh install (this case
+		// expected TargetNotQualified alone before).
+		{name: "ComponentDowngrade: a DaemonSet created again at an older release, nothing of the old one left", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.3.0")
+		}, want: []Code{CodeComponentDowngrade, CodeTargetNotQualified}, says: "node gpu-h200-01 runs draDriver v25.8.1 (nothing names the DRA driver version the node ran any more, so it is the one record(s) h200-dra-25-8 (v25.8.1) name for the tuple it runs) and the change moves it back to v25.3.0"},
+		{name: "created again older as a proven rollback of the records that moved it", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.3.0")
+			rollbackRecords(s)
+			s.change.Annotations = map[string]string{AnnotationQualification: "v100-dra, h200-dra", AnnotationRollback: "true"}
+		}},
+		{name: "created again at the release the records name for the nodes' tuple", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+		}},
+		{name: "FactsMissing: created again while the records for the node's tuple name different releases", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			s.cluster.Records["v100-dra-old"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node ran: nothing names it any more, and the records whose target tuple it runs name different versions: " +
+			"v100-dra-25-8 (v25.8.1), v100-dra-25-3 (v25.3.0)"},
+		{name: "records of other hardware or another tuple say nothing of the node's release", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			s.change.NodeSelector = map[string]string{"nvidia.com/gpu.product": "Tesla-V100-PCIE-32GB"}
+			s.change.Annotations[AnnotationQualification] = "v100-dra"
+			s.cluster.Records["h200-old"] = draRecord("h200-dra-25-3", hwH200, "v25.3.0")
+			s.cluster.Records["v100-target"] = approved(record(func(r *qualification.Record) { r.ID, r.Target.DRADriver = "v100-dra-target", "v25.3.0" }))
+		}},
+		{name: "a node whose tuple's records name no DRA driver stays a fresh install", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.3.0")
+			plain := func(id, hw string) RecordEntry {
+				return approved(record(func(r *qualification.Record) {
+					r.ID, r.Hardware, r.Target, r.Source = id, []string{hw}, tupleSource, nil
+				}))
+			}
+			s.cluster.Records = map[string]RecordEntry{"v100-plain": plain("v100-plain", hwV100), "h200-plain": plain("h200-plain", hwH200)}
+			s.change.Annotations = map[string]string{AnnotationQualification: "v100-plain, h200-plain"}
+		}, want: []Code{CodeTargetNotQualified}, says: "draDriver v25.3.0 (the record names no DRA driver version; the change moves it from <none>)"},
 		{name: "a DaemonSet created again with a record naming its version, nothing left", mutate: func(s *driverScenario) {
 			s.change.Operation, s.change.OldDRA = OpCreate, ""
 			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
@@ -188,6 +221,64 @@ func TestDRADriverPath(t *testing.T) {
 			s.change.Annotations = map[string]string{AnnotationQualification: "h200-dra"}
 			s.holders["gpu-v100-01"] = holder
 		}},
+		// Issue 25: the DaemonSet controller creates a new Pod only where the
+		// Pod tolerates every NoSchedule and NoExecute taint (besides those
+		// it tolerates itself), so a toleration added for either installs the
+		// plugin on a node that had none.
+		{name: "RecordMissing: a toleration added for a node's NoSchedule taint installs the plugin there", mutate: func(s *driverScenario) {
+			tol := taintGPUWith(s, "gpu-h200-01", corev1.TaintEffectNoSchedule)
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Tolerations = tol })
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeRecordMissing}},
+		{name: "a toleration added for a node's NoSchedule taint, with a record for the node it reaches only now", mutate: func(s *driverScenario) {
+			tol := taintGPUWith(s, "gpu-h200-01", corev1.TaintEffectNoSchedule)
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Tolerations = tol })
+			s.change.Annotations = map[string]string{AnnotationQualification: "h200-dra"}
+		}},
+		{name: "RecordMissing: a toleration added for a node's NoExecute taint installs the plugin there", mutate: func(s *driverScenario) {
+			tol := taintGPU(s, "gpu-h200-01")
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Tolerations = tol })
+		}, want: []Code{CodeRecordMissing}},
+		{name: "RecordMissing: host networking turned on tolerates network-unavailable (the DaemonSet controller's own toleration)", mutate: func(s *driverScenario) {
+			s.node("gpu-h200-01").Spec.Taints = append(s.node("gpu-h200-01").Spec.Taints, corev1.Taint{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule})
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.HostNetwork = true })
+		}, want: []Code{CodeRecordMissing}},
+		{name: "a toleration added for taints the DaemonSet controller tolerates anyway installs nothing new", mutate: func(s *driverScenario) {
+			for _, key := range []string{corev1.TaintNodeUnschedulable, corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure} {
+				s.node("gpu-h200-01").Spec.Taints = append(s.node("gpu-h200-01").Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+			}
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}}
+			})
+		}},
+		{name: "a toleration added for a NoSchedule taint that came after the plugin's Pod installs nothing new", mutate: func(s *driverScenario) {
+			tol := taintGPUWith(s, "gpu-h200-01", corev1.TaintEffectNoSchedule)
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Tolerations = tol })
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{draPluginPod("gpu-h200-01", corev1.ConditionTrue, reachedAt)}
+		}},
+		{name: "RecordMissing: a Pod that only names the DaemonSet (another UID) does not make the node one it runs on", mutate: func(s *driverScenario) {
+			tol := taintGPUWith(s, "gpu-h200-01", corev1.TaintEffectNoSchedule)
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Tolerations = tol })
+			p := draPluginPod("gpu-h200-01", corev1.ConditionTrue, reachedAt)
+			p.OwnerReferences[0].UID = "00000000-0000-4000-8000-000000000bad"
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}, want: []Code{CodeRecordMissing}},
+		{name: "a toleration of a node's NoSchedule taint dropped unloads nothing (the running plugin Pod stays)", mutate: func(s *driverScenario) {
+			tol := taintGPUWith(s, "gpu-h200-01", corev1.TaintEffectNoSchedule)
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.Tolerations = tol
+			s.holders["gpu-h200-01"] = holder
+		}},
+		{name: "GPUHolders: the Pod template's nodeName pinned to another node (the DaemonSet controller honours it)", mutate: func(s *driverScenario) {
+			narrowTo(s, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeName = "gpu-v100-02" })
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
+		{name: "TargetNotQualified: a nodeSelector widened at the same version under a record naming another release", mutate: func(s *driverScenario) {
+			narrowTo(s, func(*appsv1.DaemonSet) {})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.product"] = "Tesla-V100-PCIE-32GB"
+			s.change.Annotations = map[string]string{AnnotationQualification: "h200-dra"}
+			s.cluster.Records["h200-dra"] = draRecord("h200-dra-25-12", hwH200, "v25.12.0")
+		}, want: []Code{CodeTargetNotQualified}, says: "draDriver v25.8.1 (want v25.12.0)"},
 		{name: "an unchanged scheduling unloads nothing (a new image alone)", mutate: func(s *driverScenario) {
 			narrowTo(s, func(*appsv1.DaemonSet) {})
 			s.change.OldDRA, s.change.Annotations = "v25.3.0", map[string]string{AnnotationQualification: "v100-dra, h200-dra"}
@@ -232,8 +323,33 @@ func TestDRADriverPath(t *testing.T) {
 // taintGPU gives node a NoExecute taint for dedicated GPU nodes and
 // returns the plugin's toleration of it.
 func taintGPU(s *driverScenario, node string) []corev1.Toleration {
-	s.node(node).Spec.Taints = append(s.node(node).Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoExecute})
-	return []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	return taintGPUWith(s, node, corev1.TaintEffectNoExecute)
+}
+
+// taintGPUWith is taintGPU with the taint's effect.
+func taintGPUWith(s *driverScenario, node string, effect corev1.TaintEffect) []corev1.Toleration {
+	s.node(node).Spec.Taints = append(s.node(node).Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: effect})
+	return []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: effect}}
+}
+
+// createAgain makes the change a CREATE of the plugin DaemonSet at
+// version after its deletion (nothing of the old one left unless the case
+// adds it).
+func createAgain(s *driverScenario, version string) {
+	s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", version
+	s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+}
+
+// rollbackRecords: the records that moved both kinds of hardware from DRA
+// driver v25.3.0 to v25.8.1 at the source tuple, their rollback passed.
+func rollbackRecords(s *driverScenario) {
+	for name, hw := range map[string]string{"v100-dra": hwV100, "h200-dra": hwH200} {
+		e := draRecord(name+"-25-3-to-25-8", hw, "v25.8.1")
+		src := tupleSource
+		src.DRADriver = "v25.3.0"
+		e.Record.Source = &src
+		s.cluster.Records[name] = approved(e.Record)
+	}
 }
 
 func narrowTo(s *driverScenario, edit func(*appsv1.DaemonSet)) {

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -75,7 +76,9 @@ type DriverChange struct {
 	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
 	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
 	// adopts. Its version before is what the nodes still run of that
-	// driver, not what a deleted DaemonSet said (DRAPluginCreate).
+	// driver, not what a deleted DaemonSet said (DRAPluginCreate); on a
+	// node where nothing of it is left, what the records name for the
+	// tuple the node runs (DriverReview.recordedDRA).
 	DRAPlugin *DRAPluginCreate
 	// DRAScheduling is set on an UPDATE of a DRA driver's kubelet-plugin
 	// DaemonSet: the DaemonSet before and after, whose scheduling says
@@ -96,7 +99,8 @@ type DriverChange struct {
 	PolicyChanged bool
 	// NodeSelector selects the nodes an NVIDIADriver covers; nil means every
 	// GPU node (ClusterPolicy). OldNodeSelector is the selector before an
-	// UPDATE (nil: unchanged); nodes it did not select reload.
+	// UPDATE (nil: unchanged); nodes it did not select reload, nodes it
+	// selected that NodeSelector does not lose the driver (unloaded).
 	NodeSelector, OldNodeSelector map[string]string
 	Policy                        DriverUpgradePolicy
 	PolicyPath                    *field.Path
@@ -148,15 +152,16 @@ type DRAScheduling struct {
 	Old, New *appsv1.DaemonSet
 }
 
-// changed: the Pod template's nodeSelector, required node affinity or
-// tolerations changed (what runsOn reads).
+// changed: the Pod template's nodeName, nodeSelector, required node
+// affinity, tolerations or host networking changed (what runsOn and
+// schedulesOn read).
 func (s *DRAScheduling) changed() bool {
 	if s == nil || s.Old == nil || s.New == nil {
 		return false
 	}
 	o, n := &s.Old.Spec.Template.Spec, &s.New.Spec.Template.Spec
-	return !maps.Equal(o.NodeSelector, n.NodeSelector) || !equality.Semantic.DeepEqual(requiredAffinity(o), requiredAffinity(n)) ||
-		!equality.Semantic.DeepEqual(o.Tolerations, n.Tolerations)
+	return o.NodeName != n.NodeName || !maps.Equal(o.NodeSelector, n.NodeSelector) || !equality.Semantic.DeepEqual(requiredAffinity(o), requiredAffinity(n)) ||
+		!equality.Semantic.DeepEqual(o.Tolerations, n.Tolerations) || o.HostNetwork != n.HostNetwork
 }
 
 // narrowed: the DaemonSet ran on the node before the UPDATE and does not
@@ -166,27 +171,72 @@ func (s *DRAScheduling) narrowed(n *corev1.Node) bool {
 	return s.changed() && runsOn(s.Old, n) && !runsOn(s.New, n)
 }
 
-// runsOn: the DaemonSet's Pod may run on the node: its scheduling selects
-// the node (daemonSetSelects) and it tolerates the node's NoExecute
-// taints, which the DaemonSet controller otherwise deletes its Pod for
-// (a toleration dropped unloads the driver as a narrowed nodeSelector
-// does). NoSchedule taints keep a running Pod, so they are left out.
-func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	if !daemonSetSelects(ds, n) {
+// widened: the UPDATE makes the DaemonSet controller create a plugin Pod
+// on a node that had none: the new scheduling places one there
+// (schedulesOn) and the old one did not, or kept one only because a
+// NoSchedule taint came after it (its Pod there, by UID, says so).
+func (s *DRAScheduling) widened(cl *Cluster, n *corev1.Node) bool {
+	if !s.changed() || !schedulesOn(s.New, n) || schedulesOn(s.Old, n) {
 		return false
 	}
+	return !runsOn(s.Old, n) || !slices.ContainsFunc(podsOn(cl.Proof.DRA.PluginPods, n.Name), func(p *corev1.Pod) bool {
+		return p.Namespace == s.Old.Namespace && metav1.IsControlledBy(p, s.Old)
+	})
+}
+
+// runsOn: the DaemonSet's Pod may keep running on the node: its scheduling
+// selects the node (daemonSetSelects) and it tolerates the node's
+// NoExecute taints, which the DaemonSet controller otherwise deletes its
+// Pod for (a toleration dropped unloads the driver as a narrowed
+// nodeSelector does). NoSchedule taints keep a running Pod, so the
+// narrowing side leaves them out.
+func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
+	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, corev1.TaintEffectNoExecute)
+}
+
+// schedulesOn: the DaemonSet controller would create a Pod of the
+// DaemonSet on the node: as runsOn, and it tolerates the node's
+// NoSchedule taints too (the controller's check for a new Pod). The
+// widening side reads this: a toleration added for a tainted node installs
+// the plugin there as a widened nodeSelector does.
+func schedulesOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
+	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule)
+}
+
+// toleratesTaints: the DaemonSet's Pods tolerate each of the node's taints
+// of those effects, counting the tolerations the DaemonSet controller adds
+// to every Pod it creates (AddOrUpdateDaemonPodTolerations in
+// pkg/controller/daemon/util: not-ready and unreachable NoExecute; disk,
+// memory and PID pressure and unschedulable NoSchedule; network-unavailable
+// NoSchedule for host-network Pods).
+func toleratesTaints(ds *appsv1.DaemonSet, n *corev1.Node, effects ...corev1.TaintEffect) bool {
+	spec := &ds.Spec.Template.Spec
 	for i := range n.Spec.Taints {
 		t := &n.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectNoExecute || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			continue // the DaemonSet controller adds tolerations of these two
+		if !slices.Contains(effects, t.Effect) || daemonTolerated(spec, t) {
+			continue
 		}
 		// Discard: the gate logs nothing; comparison operators as the
 		// API server's current default.
-		if !slices.ContainsFunc(ds.Spec.Template.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), t, true) }) {
+		if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), t, true) }) {
 			return false
 		}
 	}
 	return true
+}
+
+// daemonTolerated: the DaemonSet controller's own toleration covers the
+// taint (toleratesTaints).
+func daemonTolerated(spec *corev1.PodSpec, t *corev1.Taint) bool {
+	switch t.Key {
+	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable:
+		return t.Effect == corev1.TaintEffectNoExecute
+	case corev1.TaintNodeDiskPressure, corev1.TaintNodeMemoryPressure, corev1.TaintNodePIDPressure, corev1.TaintNodeUnschedulable:
+		return t.Effect == corev1.TaintEffectNoSchedule
+	case corev1.TaintNodeNetworkUnavailable:
+		return t.Effect == corev1.TaintEffectNoSchedule && spec.HostNetwork
+	}
+	return false
 }
 
 func requiredAffinity(spec *corev1.PodSpec) *corev1.NodeSelector {
@@ -215,9 +265,10 @@ type DriverReview struct {
 	// fresh are the nodes that take every version the object sets: it
 	// reloads them, or reaches them only now.
 	fresh map[string]bool
-	// narrowed are the pending nodes an UPDATE of a DRA driver's plugin
-	// DaemonSet no longer schedules it on (DRAScheduling.narrowed): unloaded.
-	narrowed []NodeFacts
+	// narrowed are the pending nodes an UPDATE no longer schedules the
+	// driver on: an NVIDIADriver's nodeSelector, or a DRA driver's plugin
+	// DaemonSet's scheduling (DRAScheduling.narrowed). Unloaded.
+	narrowed map[string]bool
 	// step is set for the per-node driver step (driverstep.go): one node,
 	// judged when its reload starts, with the budget instead of the policy.
 	step *DriverStep
@@ -225,23 +276,36 @@ type DriverReview struct {
 	// review (SetOperatorRollout); nil: not read, which fails closed.
 	operatorRollout *OperatorRollout
 	// unknownDRA says, per node, why the DRA driver version it runs is
-	// not known (DRAPluginCreate.leftOn).
-	unknownDRA map[string]string
+	// not known (DRAPluginCreate.leftOn, recordedDRA); draFrom where the
+	// version a CREATE moves it from came from, when records said it.
+	unknownDRA, draFrom map[string]string
+	// draRecords are the loaded records whose target names a DRA driver,
+	// by name (recordedDRA; nil until read).
+	draRecords []*qualification.Record
 }
 
 var (
 	pathDriverRecords = field.NewPath("metadata", "annotations").Key(AnnotationQualification)
 	pathDeletion      = field.NewPath("metadata", "name")
 	// pathPluginScheduling: where a DRA plugin DaemonSet's Pods may run
-	// (nodeSelector, affinity, tolerations).
+	// (nodeSelector, affinity, tolerations); pathNodeSelector the nodes an
+	// NVIDIADriver covers.
 	pathPluginScheduling = field.NewPath("spec", "template", "spec")
+	pathNodeSelector     = field.NewPath("spec", "nodeSelector")
+)
+
+// What an UPDATE narrowed off a node, in GPUHolders' words.
+const (
+	unscheduledPlugin       = "the DRA kubelet plugin's scheduling (nodeSelector, required node affinity)"
+	unscheduledNVIDIADriver = "the NVIDIADriver's nodeSelector"
 )
 
 // PrepareDriver finds the GPU nodes the change reaches and which of them
 // it would reload or move.
 func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	ch := req.Change
-	r := &DriverReview{req: req, current: map[string]qualification.Tuple{}, fresh: map[string]bool{}}
+	r := &DriverReview{req: req, current: map[string]qualification.Tuple{}, fresh: map[string]bool{}, narrowed: map[string]bool{},
+		unknownDRA: map[string]string{}, draFrom: map[string]string{}}
 	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
 	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator || ch.OldDRA != ch.NewDRA ||
@@ -255,19 +319,25 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	sel, oldSel := labels.SelectorFromSet(ch.NodeSelector), labels.SelectorFromSet(ch.OldNodeSelector)
 	idx := cl.nodeIndex(cfg)
 	op, dcgm := clusterVersions(cl)
+	var unloaded []NodeFacts
 	for _, i := range idx.GPUNodes(cfg) {
 		n := idx.Node(i)
 		reached := ch.NodeSelector == nil || sel.Matches(labels.Set(n.Labels))
+		// A node the old NVIDIADriver selector selected and the new one does
+		// not: the operator's driver DaemonSet for it no longer selects the
+		// node, so its driver Pod there is deleted and the driver unloaded.
+		narrowed := selectorChanged && !reached && oldSel.Matches(labels.Set(n.Labels))
 		if s := ch.DRAScheduling; s != nil && s.New != nil {
 			// The plugin DaemonSet reaches what its scheduling selects,
 			// as the DRA proof reads it.
-			narrowed := s.narrowed(n)
+			narrowed = s.narrowed(n)
 			reached = daemonSetSelects(s.New, n) && !narrowed
-			if narrowed {
-				f := idx.FactsOf(cfg, i)
-				r.narrowed = append(r.narrowed, f)
-				r.current[f.Name] = f.Tuple(op, dcgm)
-			}
+		}
+		if narrowed {
+			f := idx.FactsOf(cfg, i)
+			r.narrowed[f.Name] = true
+			unloaded = append(unloaded, f)
+			r.current[f.Name] = f.Tuple(op, dcgm)
 		}
 		if !reached {
 			continue
@@ -275,8 +345,9 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		f := idx.FactsOf(cfg, i)
 		r.nodes = append(r.nodes, f)
 		r.current[f.Name] = f.Tuple(op, dcgm)
-		if ch.OldDRA != ch.NewDRA {
-			// The DRA driver the change moves: from the version it names.
+		if ch.OldDRA != "" || ch.NewDRA != "" {
+			// A change of the DRA driver's object: the node runs the
+			// version it named before (a CREATE: recordedDRA).
 			cur := r.current[f.Name]
 			cur.DRADriver = ch.OldDRA
 			r.current[f.Name] = cur
@@ -284,18 +355,15 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		// A node the object reaches only now takes every version it sets, as
 		// a new install would: an NVIDIADriver's widened nodeSelector, or a
 		// DRA plugin DaemonSet's widened scheduling.
-		widened := selectorChanged && !oldSel.Matches(labels.Set(n.Labels))
-		if s := ch.DRAScheduling; s.changed() && !runsOn(s.Old, n) {
-			widened = true
-		}
+		widened := selectorChanged && !oldSel.Matches(labels.Set(n.Labels)) || ch.DRAScheduling.widened(cl, n)
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || widened
 		if p := ch.DRAPlugin; p != nil && ch.Operation == OpCreate {
 			if why := p.leftOn(cl, f.Name); why != "" {
-				if r.unknownDRA == nil {
-					r.unknownDRA = map[string]string{}
-				}
 				r.unknownDRA[f.Name] = why
 			}
+		}
+		if ch.Operation == OpCreate && ch.NewDRA != "" && r.unknownDRA[f.Name] == "" {
+			r.recordedDRA(f)
 		}
 	}
 	slices.SortFunc(r.nodes, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
@@ -308,17 +376,51 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 			r.pending = append(r.pending, f)
 		}
 	}
-	if len(r.narrowed) > 0 {
-		r.pending = append(r.pending, r.narrowed...)
+	if len(unloaded) > 0 {
+		r.pending = append(r.pending, unloaded...)
 		slices.SortFunc(r.pending, func(a, b NodeFacts) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return r
 }
 
-// isNarrowed says whether the node is one the change unloads by narrowing
-// the plugin DaemonSet's scheduling.
-func (r *DriverReview) isNarrowed(node string) bool {
-	return slices.ContainsFunc(r.narrowed, func(f NodeFacts) bool { return f.Name == node })
+// recordedDRA: a CREATE that finds nothing of the DRA driver on the node
+// (its DaemonSet deleted, its Pods and slices gone) would judge a fresh
+// install there, so an older release created again would be a downgrade
+// nobody reviewed as one. The version the node ran is then the one the
+// loaded records for its hardware name whose target tuple the node runs;
+// records that disagree leave it unknown (FactsMissing), and none naming a
+// version leaves a fresh install.
+func (r *DriverReview) recordedDRA(f NodeFacts) {
+	if r.draRecords == nil {
+		r.draRecords = []*qualification.Record{}
+		for _, name := range sortedKeys(r.cl.Records) {
+			if e := r.cl.Records[name]; e.Err == nil && e.Record != nil && strings.TrimSpace(e.Record.Target.DRADriver) != "" {
+				r.draRecords = append(r.draRecords, e.Record)
+			}
+		}
+	}
+	cur := r.current[f.Name]
+	var named, versions []string
+	for _, rec := range r.draRecords {
+		v := strings.TrimSpace(rec.Target.DRADriver)
+		if !slices.Equal(rec.NormalizedHardware(), f.Identities) || !SameTuple(cur, rec.Target) {
+			continue
+		}
+		named = append(named, rec.ID+" ("+qualification.Clip(v)+")")
+		if !slices.ContainsFunc(versions, func(x string) bool { return SameComponent(ComponentDRADriver, x, v) }) {
+			versions = append(versions, v)
+		}
+	}
+	switch len(versions) {
+	case 0:
+	case 1:
+		cur.DRADriver = versions[0]
+		r.current[f.Name] = cur
+		r.draFrom[f.Name] = fmt.Sprintf("nothing names the DRA driver version the node ran any more, so it is the one record(s) %s name for the tuple it runs", strings.Join(named, ", "))
+	default:
+		r.unknownDRA[f.Name] = fmt.Sprintf("the DRA driver version the node ran: nothing names it any more, and the records whose target tuple it runs name different versions: %s; "+
+			"correct or delete the stale record(s) so that one version is named for this tuple", strings.Join(named, ", "))
+	}
 }
 
 // driverBase fills what the driver path's rules read of every review.
@@ -351,7 +453,7 @@ func (r *DriverReview) after(node string, cur qualification.Tuple) qualification
 	if ch.NewOperator != ch.OldOperator {
 		cur.GPUOperator = ch.NewOperator
 	}
-	if ch.NewDRA != ch.OldDRA {
+	if ch.NewDRA != ch.OldDRA || fresh && ch.NewDRA != "" {
 		cur.DRADriver = ch.NewDRA
 	}
 	return cur
@@ -366,7 +468,7 @@ func (r *DriverReview) HolderNodes() []string {
 		return nil
 	}
 	if r.draOnly() {
-		return names(r.narrowed) // nil unless it unloads some nodes too
+		return sortedKeys(r.narrowed) // none unless it unloads some nodes too
 	}
 	return names(r.pending)
 }
@@ -382,10 +484,11 @@ func (r *DriverReview) draOnly() bool {
 	return ch.OldDRA != ch.NewDRA && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && !ch.Reload && ch.Operation != OpDelete
 }
 
-// draUnload: the change removes a DRA driver from the nodes (a DELETE of
-// its kubelet-plugin DaemonSet or of a GPUCluster, or an UPDATE narrowing
-// the DaemonSet's scheduling), which a rollout in flight on them waits for,
-// as any driver change does.
+// draUnload: the change removes a driver from the nodes that a rollout in
+// flight on them waits for, as any driver change does: a DELETE of a DRA
+// driver's kubelet-plugin DaemonSet or of a GPUCluster, or an UPDATE
+// narrowing an NVIDIADriver's nodeSelector or the DRA DaemonSet's
+// scheduling.
 func (r *DriverReview) draUnload() bool {
 	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy || len(r.narrowed) > 0
 }
@@ -429,13 +532,17 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 	r.perNode = r.step != nil
 	r.ts, r.unloads, r.uses = nil, nil, nil
 	for _, nf := range r.pending {
-		if ch.Operation != OpDelete && !r.isNarrowed(nf.Name) {
+		if ch.Operation != OpDelete && !r.narrowed[nf.Name] {
 			continue
 		}
 		t := newTransition(r.cfg, nf, r.current[nf.Name], nil, false)
 		t.Path, t.HoldersPath, t.Unload, t.CheckHolders = pathDriverRecords, pathDeletion, true, true
-		if ch.Operation != OpDelete {
-			t.HoldersPath, t.Unscheduled = pathPluginScheduling, true
+		switch {
+		case ch.Operation == OpDelete:
+		case ch.DRAScheduling != nil:
+			t.HoldersPath, t.Unscheduled = pathPluginScheduling, unscheduledPlugin
+		default:
+			t.HoldersPath, t.Unscheduled = pathNodeSelector, unscheduledNVIDIADriver
 		}
 		r.unloads = append(r.unloads, t)
 	}
@@ -470,7 +577,7 @@ func (r *DriverReview) transitions() {
 		}
 	}
 	for _, nf := range r.pending {
-		if r.isNarrowed(nf.Name) {
+		if r.narrowed[nf.Name] {
 			continue // unloaded (Decide), not moved
 		}
 		cur := r.current[nf.Name]
@@ -481,6 +588,9 @@ func (r *DriverReview) transitions() {
 		t.AfterPath = map[Component]*field.Path{ComponentDriver: ch.DriverPath, ComponentDCGMExporter: ch.DCGMPath, ComponentGPUOperator: ch.OperatorPath, ComponentDRADriver: ch.DRAPath}
 		t.CheckHolders, t.Drains = !r.operatorUpgrade() && !r.draOnly(), ch.Policy.DrainEnabled
 		t.CurrentUnknown = r.unknownDRA[nf.Name]
+		if from := r.draFrom[nf.Name]; from != "" {
+			t.CurrentFrom = map[Component]string{ComponentDRADriver: from}
+		}
 		if r.step != nil {
 			t.Path, t.HoldersPath, t.DrainOver = pathDriverState, pathDriverState, true
 		}

@@ -45,7 +45,19 @@ func safeDriverScenario(t *testing.T) *driverScenario {
 
 func (s *driverScenario) decide() Decision {
 	r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
-	return r.Decide(s.holders, nil)
+	return r.Decide(s.listed(r), nil)
+}
+
+// listed are the holders the adapter lists for the review: those of the
+// nodes it asks for (HolderNodes) only.
+func (s *driverScenario) listed(r *DriverReview) map[string][]Holder {
+	out := map[string][]Holder{}
+	for _, n := range r.HolderNodes() {
+		if hs, ok := s.holders[n]; ok {
+			out[n] = hs
+		}
+	}
+	return out
 }
 
 func TestDriverPathRules(t *testing.T) {

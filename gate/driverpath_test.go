@@ -18,10 +18,21 @@ const v100Product = "Tesla-V100-PCIE-32GB"
 // judged, not only the versions (issue 10's driver-path bypasses).
 func TestDriverPathFields(t *testing.T) {
 	v100Only := map[string]string{"nvidia.com/gpu.product": v100Product}
+	holder := []Holder{{Namespace: "ml", Pod: "p", Owner: "Pod/p", Resources: []string{"nvidia.com/gpu"}}}
+	// narrowOffH200 narrows NVIDIADriver v100 from every GPU node to the
+	// V100s, at the version they run.
+	narrowOffH200 := func(s *driverScenario) {
+		s.change.Object, s.change.OldDriver, s.change.Annotations = "NVIDIADriver v100", "580.130.00", nil
+		s.change.OldNodeSelector, s.change.NodeSelector = map[string]string{}, v100Only
+		for _, n := range []string{"gpu-v100-01", "gpu-v100-02"} {
+			s.node(n).Labels[labelDriverFull] = "580.130.00"
+		}
+	}
 	cases := []struct {
 		name   string
 		mutate func(*driverScenario)
 		want   []Code
+		says   string
 	}{
 		{name: "repository change at the running version reloads every node: its tuple must be a record's target", mutate: func(s *driverScenario) {
 			s.change.NewDriver, s.change.Reload = s.change.OldDriver, true
@@ -81,6 +92,33 @@ func TestDriverPathFields(t *testing.T) {
 				s.node(n).Labels[labelDriverFull] = "580.130.00"
 			}
 		}},
+		// Issue 25: the nodes an NVIDIADriver's nodeSelector no longer
+		// selects lose its driver (the operator's DaemonSet for it deletes
+		// their driver Pod): held as its deletion is.
+		{name: "GPUHolders: narrowing an NVIDIADriver's nodeSelector off a node that holds GPUs", mutate: func(s *driverScenario) {
+			narrowOffH200(s)
+			s.holders["gpu-h200-01"] = holder
+			s.holders["gpu-v100-01"] = holder   // still selected, at its version: nothing happens there
+			s.change.Policy.DrainEnabled = true // nothing drains a node the driver leaves
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s): Pod ml/p [nvidia.com/gpu]; this change of the NVIDIADriver's nodeSelector no longer selects the node"},
+		{name: "RolloutInFlight: narrowing an NVIDIADriver's nodeSelector while a rollout is in flight", mutate: func(s *driverScenario) {
+			narrowOffH200(s)
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}, want: []Code{CodeRolloutInFlight}},
+		{name: "narrowing an NVIDIADriver's nodeSelector alone reloads nothing: the upgrade policy is not judged", mutate: func(s *driverScenario) {
+			narrowOffH200(s)
+			s.change.Policy = DriverUpgradePolicy{}
+		}},
+		{name: "FactsMissing: narrowing with the ClusterPolicy unreadable is still judged by the holders of the nodes it leaves", mutate: func(s *driverScenario) {
+			narrowOffH200(s)
+			s.change.PolicyErr = errors.New("connection refused")
+			s.holdersErr = errors.New("connection refused")
+		}, want: []Code{CodeFactsMissing}, says: "the GPU holders on node gpu-h200-01"},
+		{name: "GPUHolders: narrowing off a busy node with a new version for the others", mutate: func(s *driverScenario) {
+			s.change.Object, s.change.Annotations[AnnotationQualification] = "NVIDIADriver v100", "v100-driver"
+			s.change.OldNodeSelector, s.change.NodeSelector = map[string]string{}, v100Only
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
 		{name: "NVIDIADriver DELETE with a GPU holder on a node it drives", mutate: func(s *driverScenario) {
 			s.change.Object, s.change.Operation, s.change.Annotations = "NVIDIADriver v100", OpDelete, nil
 			s.change.NodeSelector = v100Only
@@ -102,9 +140,10 @@ func TestDriverPathFields(t *testing.T) {
 			s := safeDriverScenario(t)
 			tc.mutate(s)
 			r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
-			d := r.Decide(s.holders, s.holdersErr)
+			d := r.Decide(s.listed(r), s.holdersErr)
 			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
 			assert.Equal(t, len(tc.want) == 0, d.Allowed)
+			assert.Contains(t, d.Message(), tc.says)
 		})
 	}
 }

@@ -71,11 +71,15 @@ func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
 }
 
 // daemonSetSelects says whether the DaemonSet's Pod template may be
-// scheduled on the node: its nodeSelector and its required node affinity,
-// as the scheduler reads them. Taints are left out, so more nodes count as
-// served (and must prove their DRA driver), never fewer.
+// scheduled on the node: its nodeName (which the DaemonSet controller
+// honours), its nodeSelector and its required node affinity, as the
+// scheduler reads them. Taints are left out, so more nodes count as served
+// (and must prove their DRA driver), never fewer.
 func daemonSetSelects(ds *appsv1.DaemonSet, n *corev1.Node) bool {
 	spec := &ds.Spec.Template.Spec
+	if spec.NodeName != "" && spec.NodeName != n.Name {
+		return false
+	}
 	if !labels.SelectorFromSet(spec.NodeSelector).Matches(labels.Set(n.Labels)) {
 		return false
 	}

@@ -15,7 +15,8 @@ const (
 )
 
 // concurrencyRule: one node at a time, by a Plan's spec.concurrency or the
-// driver path's upgrade policy (a deletion reloads nothing: no policy).
+// driver path's upgrade policy (a deletion, or a narrowing alone, reloads
+// nothing: no policy).
 func concurrencyRule(rv review, f *findings, _ *Decision) {
 	switch r := rv.(type) {
 	case *PlanReview:
@@ -24,7 +25,7 @@ func concurrencyRule(rv review, f *findings, _ *Decision) {
 		}
 	case *DriverReview:
 		switch ch := r.req.Change; {
-		case ch.Operation == OpDelete, ch.NoPolicy:
+		case ch.Operation == OpDelete, ch.NoPolicy, r.unloading:
 		case ch.PolicyErr != nil:
 			f.add(factsMissing("", ch.PolicyPath, "the ClusterPolicy's driver upgradePolicy", fromAPI, ch.PolicyErr))
 		default:

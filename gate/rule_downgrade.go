@@ -36,5 +36,5 @@ func componentDowngrade(t *Transition, s *ComponentSpec, have, want string, path
 	if t.After == nil {
 		by = "record " + t.Record.ID + " targets the older"
 	}
-	return invalid(CodeComponentDowngrade, t.Node.Name, path, want, "node %s runs %s %s and %s %s; a rollback is allowed only as a proven rollback (a %s record with source, rollbackPassed: true, and the object annotated %s=true)", t.Node.Name, s.Name, have, by, want, qualification.APIVersionGate, AnnotationRollback)
+	return invalid(CodeComponentDowngrade, t.Node.Name, path, want, "node %s runs %s %s%s and %s %s; a rollback is allowed only as a proven rollback (a %s record with source, rollbackPassed: true, and the object annotated %s=true)", t.Node.Name, s.Name, have, t.currentFrom(s.Name), by, want, qualification.APIVersionGate, AnnotationRollback)
 }

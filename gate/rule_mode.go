@@ -45,7 +45,7 @@ func (r *NodeReview) modeRules(f *findings, holders map[string][]Holder, holders
 	if holdersErr != nil {
 		f.add(factsMissing(n.Name, labelsPath, "the GPU holders on node "+n.Name, fromAPI, holdersErr))
 	} else if hs := holders[n.Name]; len(hs) > 0 {
-		f.add(gpuHolders(n.Name, labelsPath, hs, holdersMode))
+		f.add(gpuHolders(n.Name, labelsPath, hs, holdersMode, ""))
 	}
 	mode := n.Labels[LabelWorkloadMode]
 	want, known := supportedModes[mode]

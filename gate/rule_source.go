@@ -15,7 +15,7 @@ func sourceRule(t *Transition, f *findings) {
 
 // sourceMismatch builds every SourceMismatch blocker.
 func sourceMismatch(t *Transition) Blocker {
-	diff := strings.Join(tupleDiff(t.Current, *t.From, false), ", ")
+	diff := strings.Join(tupleDiff(t.Current, *t.From, false), ", ") + t.currentFrom(Components...)
 	if t.Typed {
 		return forbidden(CodeSourceMismatch, t.Node.Name, t.Path, "the current tuple is not record %s's source tuple: %s; upgrade it to the source tuple first, or use a record whose source it runs", t.Record.ID, diff)
 	}

@@ -17,7 +17,7 @@ func targetRule(t *Transition, f *findings) {
 	}
 	if !t.Typed {
 		diff := tupleDiff(*t.After, *t.Dest, false)
-		diff = append(diff, unnamedMoves(t.Current, *t.After, *t.Dest)...)
+		diff = append(diff, unnamedMoves(t, *t.After, *t.Dest)...)
 		if len(diff) > 0 {
 			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(diff, ", ")))
 		}
@@ -34,12 +34,12 @@ func targetRule(t *Transition, f *findings) {
 // unnamedMoves are the optional members the change moves (the DRA driver's
 // new image) that the destination does not name: a record qualifies only
 // what it names, so moving one needs a record that names the new value.
-func unnamedMoves(cur, after, dest qualification.Tuple) []string {
+func unnamedMoves(t *Transition, after, dest qualification.Tuple) []string {
 	var out []string
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have, will := s.get(cur), s.get(after); s.Optional && strings.TrimSpace(s.get(dest)) == "" && strings.TrimSpace(will) != "" && !sameTrimmed(have, will) {
-			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have))))
+		if have, will := s.get(t.Current), s.get(after); s.Optional && strings.TrimSpace(s.get(dest)) == "" && strings.TrimSpace(will) != "" && !sameTrimmed(have, will) {
+			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s%s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have)), t.currentFrom(s.Name)))
 		}
 	}
 	return out

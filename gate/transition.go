@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -49,6 +51,11 @@ type Transition struct {
 	// moves cannot be read ("" : it can); FactsMissing then, and the tuple
 	// rules skip the transition.
 	CurrentUnknown string
+	// CurrentFrom says, per member of Current not read from the node
+	// itself, where it came from (a DRA driver version the records name
+	// for the tuple a node runs nothing of the driver on); the blockers
+	// that cite the current value say it.
+	CurrentFrom map[Component]string
 
 	// Holders are the node's GPU holders, HoldersErr the failure to list
 	// them; CheckHolders false when the review has no cluster (upgrade-check).
@@ -62,9 +69,10 @@ type Transition struct {
 	// the reload starts now (the per-node step), so the drain is over or
 	// never ran; either way any holder left loses its GPUs.
 	Unload, DrainOver bool
-	// Unscheduled: the unload is an UPDATE of a DRA driver's plugin
-	// DaemonSet whose scheduling no longer selects the node.
-	Unscheduled bool
+	// Unscheduled: the unload is an UPDATE whose scheduling no longer
+	// selects the node; it names that scheduling (a DRA driver's plugin
+	// DaemonSet's, an NVIDIADriver's nodeSelector). "" for a DELETE.
+	Unscheduled string
 	// ByHardware: the review picks the record by the node's hardware among
 	// several (driver path); Record nil then means none covers the node.
 	ByHardware bool
@@ -100,6 +108,21 @@ func (t *Transition) destination() *qualification.Tuple {
 func (t *Transition) atDestination() bool {
 	d := t.destination()
 	return d != nil && !t.Typed && SameTuple(t.Current, *d)
+}
+
+// currentFrom says where the current value of the components came from
+// when not from the node itself (CurrentFrom): " (...)", or "".
+func (t *Transition) currentFrom(cs ...Component) string {
+	var out []string
+	for _, c := range cs {
+		if from := t.CurrentFrom[c]; from != "" {
+			out = append(out, from)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, "; ") + ")"
 }
 
 // unjudgeable: no record covers the node's hardware, so nothing but the
