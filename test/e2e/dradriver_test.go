@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
@@ -93,7 +96,9 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // here: the test writes the DaemonSets as the driver's Helm chart would
 // (helm upgrade, as alice), and plays the GPU Operator by its
 // ServiceAccount. Narrowing the plugin's scheduling off the node that holds
-// GPUs is refused as its deletion is (issue 25).
+// GPUs is refused as its deletion is, and creating it again at a release
+// older than the records name for the nodes' tuple is a downgrade (issue
+// 25).
 func TestDRADriverKubeletPlugin(t *testing.T) {
 	driverWorld(t)
 	ctx := context.Background()
@@ -201,6 +206,29 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, plugin)) })
 		again := daemonSet(nvidiaDRA.DaemonSet, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
 		requireDenied(t, alice.Create(ctx, again), gate.CodeRecordMissing)
+	})
+	// Issue 25: with nothing of the deleted plugin left on a node (no Pod,
+	// no ResourceSlice here), the release it ran is the one the records
+	// name for the tuple it runs: created again older, it is a downgrade.
+	t.Run("created again at an older release than its records name, nothing of it left, it is a downgrade", func(t *testing.T) {
+		rec := testenv.Record("v100-dra-25-8", now.Add(-24*time.Hour), func(r *qualification.Record) {
+			r.Target = testenv.Source
+			r.Target.DRADriver = "v25.8.1"
+		})
+		require.NoError(t, env.CreateRecords(ctx, map[string]*qualification.Record{"v100-dra": rec}))
+		defer func() {
+			require.NoError(t, env.Admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Config.Namespace, Name: "v100-dra"}}))
+		}()
+		older := daemonSet(nvidiaDRA.DaemonSet, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
+		metav1.SetMetaDataAnnotation(&older.ObjectMeta, gate.AnnotationQualification, "v100-dra")
+		var err error
+		// Each try is refused (the gate's cache may not hold the record yet).
+		require.Eventually(t, func() bool {
+			err = alice.Create(ctx, older.DeepCopy())
+			return err != nil && strings.Contains(err.Error(), "["+string(gate.CodeComponentDowngrade)+"]")
+		}, 10*time.Second, 100*time.Millisecond, "%v", err)
+		requireDeniedWith(t, err, gate.CodeComponentDowngrade)
+		assert.Contains(t, err.Error(), " runs draDriver v25.8.1 (nothing names the DRA driver version the node ran any more, so it is the one record(s) v100-dra-25-8 (v25.8.1) name for the tuple it runs) and the change moves it back to v25.3.0")
 	})
 	got := &appsv1.DaemonSet{}
 	require.True(t, apierrors.IsNotFound(env.Admin.Get(ctx, client.ObjectKeyFromObject(plugin), got)), "the refused create stored nothing")

@@ -249,6 +249,22 @@ func TestDriverPathBypasses(t *testing.T) {
 		{"delete the ClusterPolicy while GPUs are held", func() error {
 			return alice.Delete(ctx, cpRef())
 		}, []gate.Code{gate.CodeGPUHolders}},
+		// Issue 25: the node an NVIDIADriver's nodeSelector no longer
+		// selects loses its driver, as by the NVIDIADriver's deletion.
+		{"narrow an NVIDIADriver's nodeSelector off a node that holds GPUs", func() error {
+			preGate(t, func() {
+				require.NoError(t, env.Admin.Create(ctx, nvidiaObject("nvidia.com/v1alpha1", "NVIDIADriver", "holder", map[string]any{
+					"version": "580.126.20", "nodeSelector": map[string]any{"kubernetes.io/hostname": "gpu-v100-holder"}})))
+			})
+			defer preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, ndRef("holder"))) })
+			before := webhookRequests(t, webhook.PathDriver)
+			err := edit(t, alice, ndRef("holder"), set("spec.nodeSelector", map[string]any{"kubernetes.io/hostname": "gpu-v100-none"}))
+			assert.Greater(t, webhookRequests(t, webhook.PathDriver), before, "the driver webhook's match condition sent the nodeSelector change")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+			assert.Contains(t, err.Error(), "this change of the NVIDIADriver's nodeSelector no longer selects the node")
+			return err
+		}, []gate.Code{gate.CodeGPUHolders}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
