@@ -188,6 +188,15 @@ func TestDRADriverPath(t *testing.T) {
 			s.change.DRAScheduling.Old.Spec.Template.Spec.Tolerations = tol
 			s.holders["gpu-h200-01"] = holder
 		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
+		{name: "GPUHolders: a toleration of a node's NoExecute taint given tolerationSeconds (the taint manager evicts the plugin Pod then)", mutate: func(s *driverScenario) {
+			tol := taintGPU(s, "gpu-h200-01")
+			narrowTo(s, func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Tolerations = slices.Clone(tol)
+				ds.Spec.Template.Spec.Tolerations[0].TolerationSeconds = new(int64(0))
+			})
+			s.change.DRAScheduling.Old.Spec.Template.Spec.Tolerations = tol
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s)"},
 		{name: "a toleration of a node's NoExecute taint kept, another added, unloads nothing", mutate: func(s *driverScenario) {
 			tol := taintGPU(s, "gpu-h200-01")
 			narrowTo(s, func(ds *appsv1.DaemonSet) {

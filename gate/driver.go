@@ -191,7 +191,7 @@ func (s *DRAScheduling) widened(cl *Cluster, n *corev1.Node) bool {
 // nodeSelector does). NoSchedule taints keep a running Pod, so the
 // narrowing side leaves them out.
 func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, corev1.TaintEffectNoExecute)
+	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, true, corev1.TaintEffectNoExecute)
 }
 
 // schedulesOn: the DaemonSet controller would create a Pod of the
@@ -200,7 +200,7 @@ func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
 // widening side reads this: a toleration added for a tainted node installs
 // the plugin there as a widened nodeSelector does.
 func schedulesOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule)
+	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, false, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule)
 }
 
 // toleratesTaints: the DaemonSet's Pods tolerate each of the node's taints
@@ -208,8 +208,10 @@ func schedulesOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
 // to every Pod it creates (AddOrUpdateDaemonPodTolerations in
 // pkg/controller/daemon/util: not-ready and unreachable NoExecute; disk,
 // memory and PID pressure and unschedulable NoSchedule; network-unavailable
-// NoSchedule for host-network Pods).
-func toleratesTaints(ds *appsv1.DaemonSet, n *corev1.Node, effects ...corev1.TaintEffect) bool {
+// NoSchedule for host-network Pods). To keep a Pod (keeps), a NoExecute
+// toleration with tolerationSeconds counts for nothing: the taint manager
+// evicts the Pod once they pass.
+func toleratesTaints(ds *appsv1.DaemonSet, n *corev1.Node, keeps bool, effects ...corev1.TaintEffect) bool {
 	spec := &ds.Spec.Template.Spec
 	for i := range n.Spec.Taints {
 		t := &n.Spec.Taints[i]
@@ -218,7 +220,9 @@ func toleratesTaints(ds *appsv1.DaemonSet, n *corev1.Node, effects ...corev1.Tai
 		}
 		// Discard: the gate logs nothing; comparison operators as the
 		// API server's current default.
-		if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(logr.Discard(), t, true) }) {
+		if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool {
+			return tol.ToleratesTaint(logr.Discard(), t, true) && !(keeps && t.Effect == corev1.TaintEffectNoExecute && tol.TolerationSeconds != nil)
+		}) {
 			return false
 		}
 	}
