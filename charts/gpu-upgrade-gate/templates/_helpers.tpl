@@ -163,6 +163,21 @@ others' writes that change neither labels nor start stay away. */}}
 {{- end }}
 
 {{/*
+DRA plugin webhook: a configured kubelet plugin, or another DaemonSet of its
+namespace created or changed (never deleted) by anyone but a ServiceAccount
+of that namespace (the driver's own controllers, e.g. NVIDIA's ComputeDomain
+daemons): it must not run the driver's image (DRAPluginForged).
+*/}}
+{{- define "gug.draPluginOrAnotherDaemonSet" -}}
+{{- printf "%s || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" (include "gug.draKubeletPlugin" .) }}
+{{- end }}
+
+{{/* Validator webhook: the GPU Operator's validator DaemonSet, by name (config.proof.validator). */}}
+{{- define "gug.validatorDaemonSet" -}}
+{{- printf "object.metadata.name == %s" (include "gug.celString" .Values.config.proof.validator.daemonSet) }}
+{{- end }}
+
+{{/*
 DRA plugin webhook: not the GPU Operator's own write (its configured
 ServiceAccounts by name, not every ServiceAccount of its namespace), which
 follows the GPUCluster the driver webhook judged.
