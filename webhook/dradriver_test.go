@@ -323,7 +323,9 @@ func TestDRAMatchConditionSendsTemplateChanges(t *testing.T) {
 		{"the image changes", func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "c0", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"}}, "spec", "template", "spec", "containers"))
 		}, true},
-		{"the command changes", func(u *unstructured.Unstructured) { templated(u, []any{"sh", "-c", "true"}, "spec", "template", "spec", "containers", "command") }, true},
+		{"the command changes", func(u *unstructured.Unstructured) {
+			templated(u, []any{"sh", "-c", "true"}, "spec", "template", "spec", "containers", "command")
+		}, true},
 		{"kubectl rollout restart", func(u *unstructured.Unstructured) {
 			templated(u, map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-12-02T06:00:00Z"}, "spec", "template", "metadata", "annotations")
 		}, true},
@@ -390,13 +392,19 @@ func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
 		sent bool
 	}{
 		{"created", "CREATE", func(*unstructured.Unstructured) {}, true},
-		{"its image", "UPDATE", func(u *unstructured.Unstructured) { templated(u, "registry.example.com/always-ready:1", "spec", "template", "spec", "containers", "image") }, true},
-		{"its Pods' labels", "UPDATE", func(u *unstructured.Unstructured) { templated(u, map[string]any{"app": "x"}, "spec", "template", "metadata", "labels") }, true},
+		{"its image", "UPDATE", func(u *unstructured.Unstructured) {
+			templated(u, "registry.example.com/always-ready:1", "spec", "template", "spec", "containers", "image")
+		}, true},
+		{"its Pods' labels", "UPDATE", func(u *unstructured.Unstructured) {
+			templated(u, map[string]any{"app": "x"}, "spec", "template", "metadata", "labels")
+		}, true},
 		{"kubectl rollout restart", "UPDATE", func(u *unstructured.Unstructured) {
 			templated(u, map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-12-02T06:00:00Z"}, "spec", "template", "metadata", "annotations")
 		}, false},
 		{"the DaemonSet's own labels", "UPDATE", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) }, false},
-		{"its status", "UPDATE", func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(3), "status", "numberReady") }, false},
+		{"its status", "UPDATE", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(3), "status", "numberReady")
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := daemonSet("gpu-operator", "nvidia-operator-validator", nil, "nvcr.io/nvidia/gpu-operator:v25.3.0")

@@ -402,7 +402,9 @@ func TestChecksCanFail(t *testing.T) {
 		}, "the DRA plugin webhook must match only"},
 		{"DRA namespaces deleted unreviewed", "ignore-node-policy-values.yaml", func(o []Object) {
 			v := vwc(o)
-			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool { return w.Name == "dranamespaces.gpu-upgrade-gate.io" })
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "dranamespaces.gpu-upgrade-gate.io"
+			})
 		}, "no webhook dranamespaces.gpu-upgrade-gate.io"},
 		{"every namespace's deletion sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "dranamespaces").NamespaceSelector = nil

@@ -177,8 +177,12 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		"kubectl rollout restart": func(ds *appsv1.DaemonSet) {
 			metav1.SetMetaDataAnnotation(&ds.Spec.Template.ObjectMeta, "kubectl.kubernetes.io/restartedAt", "2026-12-02T06:00:00Z")
 		},
-		"another command": func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Command = []string{"gpu-kubelet-plugin", "--v=6"} },
-		"another env":     func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_DRIVER_ROOT", Value: "/"}} },
+		"another command": func(ds *appsv1.DaemonSet) {
+			ds.Spec.Template.Spec.Containers[0].Command = []string{"gpu-kubelet-plugin", "--v=6"}
+		},
+		"another env": func(ds *appsv1.DaemonSet) {
+			ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_DRIVER_ROOT", Value: "/"}}
+		},
 	} {
 		t.Run(name+" without a record naming the version is refused", func(t *testing.T) {
 			before := webhookRequests(t, webhook.PathDRAPlugins)
