@@ -195,6 +195,8 @@ func TestRenderRefusals(t *testing.T) {
 			want: "caBundle"},
 		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},
 			want: "secretName"},
+		"the GPU Operator's ServiceAccount not in the validator's namespace": {values: map[string]any{"config": map[string]any{"proof": map[string]any{"validator": map[string]any{"namespace": "nvidia-gpu-operator"}}}},
+			want: "webhook.gpuOperatorServiceAccounts names no ServiceAccount of config.proof.validator.namespace \"nvidia-gpu-operator\""},
 		"timeout 30":              {values: map[string]any{"webhook": map[string]any{"timeoutSeconds": 30}}, want: "timeoutSeconds"},
 		"node policy bogus":       {values: map[string]any{"webhook": map[string]any{"nodeFailurePolicy": "Maybe"}}, want: "nodeFailurePolicy"},
 		"PDB blocking drains":     {values: map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, want: "maxUnavailable"},

@@ -73,6 +73,12 @@ release namespace (the record webhook would then match there), or incomplete
 own-CA settings.
 */}}
 {{- define "gug.validate" -}}
+{{- $validatorNS := .Values.config.proof.validator.namespace }}
+{{- $operatorThere := false }}
+{{- range .Values.webhook.gpuOperatorServiceAccounts }}{{ if hasPrefix (printf "system:serviceaccount:%s:" $validatorNS) . }}{{ $operatorThere = true }}{{ end }}{{ end }}
+{{- if not $operatorThere }}
+{{- fail (printf "webhook.gpuOperatorServiceAccounts names no ServiceAccount of config.proof.validator.namespace %q: only those may create the validator DaemonSet (webhook/validatordaemonset.md), so the GPU Operator would be refused its own; name its ServiceAccount, e.g. system:serviceaccount:%s:gpu-operator" $validatorNS $validatorNS) }}
+{{- end }}
 {{- if eq .Release.Namespace "kube-system" }}
 {{- fail "install gpu-upgrade-gate into its own namespace, not kube-system: its record webhook matches ConfigMaps in the release namespace" }}
 {{- end }}
