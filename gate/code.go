@@ -114,6 +114,15 @@ const (
 // written by someone other than SUC (rule_sucjob.go).
 const CodeSUCJobForged Code = "SUCJobForged"
 
+// CodeDRAPluginForged: a DaemonSet of a DRA driver's namespace that is no
+// configured kubelet plugin runs the driver's image (rule_draplugin.go).
+const CodeDRAPluginForged Code = "DRAPluginForged"
+
+// CodeValidatorForged: the GPU Operator's validator DaemonSet is created,
+// or its Pods' spec changed, by someone but the operator
+// (rule_validator.go).
+const CodeValidatorForged Code = "ValidatorForged"
+
 // CodeNudgeForged: the gate's nudge annotation on a Plan is written by
 // someone else, or the gate's own write of a Plan changes more than it
 // (rule_nudge.go).

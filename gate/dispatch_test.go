@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -94,6 +95,14 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			p := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu", Annotations: map[string]string{AnnotationNudge: "gpu-v100-01/9e1b"}}}
 			return DecidePlanNudge(DefaultConfig(), PlanNudgeRequest{Operation: OpUpdate, Old: &upgradev1.Plan{}, New: p, User: UserInfo{Name: "alice"}})
 		}},
+		{"dra-daemonset", []Review{ReviewDRADaemonSet}, func(t *testing.T) Decision {
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "nvidia-dra-driver-gpu", Name: "x"}}
+			return DecideDRADaemonSetWrite(DefaultConfig(), DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: ds, User: UserInfo{Name: "alice"}})
+		}},
+		{"validator", []Review{ReviewValidator}, func(t *testing.T) Decision {
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator"}}
+			return DecideValidatorWrite(DefaultConfig(), DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: ds, User: UserInfo{Name: "alice"}})
+		}},
 		{"upgrade-check", []Review{ReviewUpgradeCheck}, func(t *testing.T) Decision {
 			rec, err := qualification.Load(strings.NewReader(ucRecord))
 			require.NoError(t, err)
@@ -147,7 +156,8 @@ func TestRowsAppliedPerReview(t *testing.T) {
 		})
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission} {
+		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
+		ReviewDRADaemonSet, ReviewValidator} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

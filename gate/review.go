@@ -40,6 +40,8 @@ var (
 	kindsSubscription   = []Review{ReviewSubscription}
 	kindsSUCJob         = []Review{ReviewSUCJob}
 	kindsPlanNudge      = []Review{ReviewPlanNudge}
+	kindsDRADaemonSet   = []Review{ReviewDRADaemonSet}
+	kindsValidator      = []Review{ReviewValidator}
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}
 	kindsAdmission      = []Review{ReviewAdmission}

@@ -54,6 +54,13 @@ const (
 	// ReviewSUCJob: a write of a Job carrying SUC's labels by anyone but
 	// SUC (DecideSUCJobWrite).
 	ReviewSUCJob Review = "suc-job"
+	// ReviewDRADaemonSet: a write of a DaemonSet in a DRA driver's
+	// namespace that is no configured kubelet plugin
+	// (DecideDRADaemonSetWrite).
+	ReviewDRADaemonSet Review = "dra-daemonset"
+	// ReviewValidator: a write of the GPU Operator's validator DaemonSet by
+	// anyone but the operator (DecideValidatorWrite).
+	ReviewValidator Review = "validator"
 	// ReviewPlanNudge: the gate's own write of a Plan (its nudge), or
 	// anyone's that sets the nudge annotation (DecidePlanNudge).
 	ReviewPlanNudge Review = "plan-nudge"
@@ -177,7 +184,8 @@ func kindsBits(kinds []Review) uint64 {
 
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
-	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission}
+	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
+	ReviewDRADaemonSet, ReviewValidator}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -509,6 +517,20 @@ func rules() []Rule {
 				CodeSUCJobForged: {Meaning: "someone other than SUC creates, relabels or starts a Job carrying SUC's labels in a SUC namespace: the gate reads such a Job as SUC's upgrade of a node (whose cordon is then SUC's, whose start is a per-node step)",
 					Example: "[SUCJobForged] Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01 carries SUC's labels (upgrade.cattle.io/plan=\"gpu-v100-canary\", upgrade.cattle.io/node=\"gpu-v100-01\") but is written by \"alice\", not by SUC (a ServiceAccount of a SUC namespace): the gate reads such a Job as SUC's upgrade of that node (who cordoned it, whether it is upgrading, whether it failed), so only SUC creates, relabels or starts one; to upgrade a node write a Plan and let SUC create its Job, and name Jobs of your own without SUC's labels (webhook/jobs.md)",
 					Fix:     "write a Plan and let SUC create its Job; name Jobs of your own without SUC's labels"},
+			}},
+		// Only the configured kubelet plugin runs a DRA driver's image in its
+		// namespace, and only the GPU Operator writes its validator DaemonSet.
+		{Name: "draplugin", Codes: []Code{CodeDRAPluginForged}, Reviews: []Review{ReviewDRADaemonSet}, Apply: draPluginForgedRule,
+			Docs: map[Code]CodeDoc{
+				CodeDRAPluginForged: {Meaning: "a DaemonSet in a DRA driver's namespace that is not its configured kubelet plugin (`draDrivers`) is created, or its Pod template changed, to run the image of that plugin (the same repository, any tag or digest): a second kubelet plugin of the driver on GPU nodes that the gate neither judges nor reads; the driver's own controllers (ServiceAccounts of the namespace) and the GPU Operator are not judged",
+					Example: "[DRAPluginForged] DaemonSet nvidia-dra-driver-gpu/dra-driver-copy, written by \"alice\", runs nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1, the image of the DRA kubelet plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin (config draDrivers), under another name: a second kubelet plugin of the driver on GPU nodes, which the gate neither judges nor reads, at a version no record names; run the driver only in its configured DaemonSet (or name this one in draDrivers), or run another image here (webhook/dradaemonsets.md)",
+					Fix:     "run the driver only in its configured kubelet-plugin DaemonSet (or name the new one in `draDrivers`), or run another image"},
+			}},
+		{Name: "validator", Codes: []Code{CodeValidatorForged}, Reviews: []Review{ReviewValidator}, Apply: validatorForgedRule,
+			Docs: map[Code]CodeDoc{
+				CodeValidatorForged: {Meaning: "someone other than the GPU Operator creates its validator DaemonSet (`proof.validator`), or changes its Pods' spec or labels: a validator Pod proves a node when that DaemonSet's UID controls it, so a DaemonSet created under its name would own Pods that validate nothing",
+					Example: "[ValidatorForged] \"alice\" creates DaemonSet gpu-operator/nvidia-operator-validator, the GPU Operator's validator DaemonSet (config proof.validator): only the GPU Operator may (its ServiceAccounts, the chart's webhook.gpuOperatorServiceAccounts); a validator Pod proves a GPU node when this DaemonSet's UID controls it, so a DaemonSet written under its name by anyone else would prove nodes with Pods that validate nothing; leave it to the GPU Operator, which creates it again when it is gone (webhook/validatordaemonset.md)",
+					Fix:     "leave the validator DaemonSet to the GPU Operator, which creates it again when it is gone"},
 			}},
 		// Only the gate nudges SUC, and its nudge is all it writes of a Plan.
 		{Name: "nudge", Codes: []Code{CodeNudgeForged}, Reviews: []Review{ReviewPlanNudge}, Apply: nudgeForgedRule,

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,11 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
@@ -56,26 +62,19 @@ func TestDRADriverDaemonSetVersion(t *testing.T) {
 }
 
 // TestDRADriverOtherDaemonSets: a DaemonSet that is no configured DRA
-// driver's kubelet plugin is never judged, whatever its image.
+// driver's kubelet plugin is never judged as the driver, whatever its image;
+// outside the drivers' namespaces nothing is even read.
 func TestDRADriverOtherDaemonSets(t *testing.T) {
 	cfg := gate.DefaultConfig()
 	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
-	s := &Server{Config: cfg}
-	raw := func(u *unstructured.Unstructured) runtime.RawExtension {
-		b, err := u.MarshalJSON()
-		require.NoError(t, err)
-		return runtime.RawExtension{Raw: b}
-	}
+	// Every live read fails: none may happen.
+	s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: liveObjects{fail: map[string]bool{"list/*unstructured.UnstructuredList": true}}}}
 	for _, tc := range []struct{ ns, name string }{
-		{"nvidia-dra-driver-gpu", "another-daemonset"},
 		{"kube-system", "nvidia-dra-driver-gpu-kubelet-plugin"},
 		{"gpu-operator", "nvidia-dcgm-exporter"},
 	} {
 		t.Run(tc.ns+"/"+tc.name, func(t *testing.T) {
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Update, Namespace: tc.ns, Name: tc.name,
-				Kind:      metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"},
-				Object:    raw(daemonSet(tc.ns, tc.name, nil, "r/x:v2.0.0")),
-				OldObject: raw(daemonSet(tc.ns, tc.name, nil, "r/x:v1.0.0"))}}
+			req := daemonSetReview(t, admissionv1.Update, daemonSet(tc.ns, tc.name, nil, "r/x:v2.0.0"), daemonSet(tc.ns, tc.name, nil, "r/x:v1.0.0"))
 			d, err := s.decideDriver(context.Background(), req)
 			require.NoError(t, err)
 			assert.True(t, d.Allowed)
@@ -86,14 +85,114 @@ func TestDRADriverOtherDaemonSets(t *testing.T) {
 	assert.True(t, judged, "the configured one is judged")
 }
 
-// TestDRADaemonSetReloadAtTheSameVersion: the plugin's images changing
-// while the version reads the same (another repository under the same tag,
-// a new digest under the same version label) is judged as a reload of that
-// version, not let through as no change; a label-only edit is no reload,
-// and a version move is a move, not a reload.
+func daemonSetReview(t *testing.T, op admissionv1.Operation, obj, old *unstructured.Unstructured) admission.Request {
+	t.Helper()
+	raw := func(u *unstructured.Unstructured) runtime.RawExtension {
+		if u == nil {
+			return runtime.RawExtension{}
+		}
+		b, err := u.MarshalJSON()
+		require.NoError(t, err)
+		return runtime.RawExtension{Raw: b}
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Kind:   metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+		Object: raw(obj), OldObject: raw(old), UserInfo: authv1.UserInfo{Username: "alice"}}}
+}
+
+// TestDRAOtherDaemonSetRunsTheDriver: another DaemonSet of a DRA driver's
+// namespace is refused when it runs the configured plugin's image, read
+// live (DRAPluginForged); another image is admitted; a read that fails is
+// FactsMissing, never an allow.
+func TestDRAOtherDaemonSetRunsTheDriver(t *testing.T) {
+	const ns = "nvidia-dra-driver-gpu"
+	cfg := gate.DefaultConfig()
+	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: ns, DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	plugin := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nvidia-dra-driver-gpu-kubelet-plugin"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"}}}}}}
+	live := fake.NewClientBuilder().WithObjects(plugin).Build()
+	s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: live}}
+	for _, tc := range []struct {
+		name  string
+		image string
+		live  client.Reader
+		code  gate.Code // "": allowed
+	}{
+		{"the driver's image under another name", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1", live, gate.CodeDRAPluginForged},
+		{"another image", "quay.io/prometheus/node-exporter:v1.9.0", live, ""},
+		{"the plugins cannot be read", "quay.io/prometheus/node-exporter:v1.9.0", liveObjects{fail: map[string]bool{"list/*unstructured.UnstructuredList": true}}, gate.CodeFactsMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.Facts.Live = tc.live
+			d, err := s.decideDriver(context.Background(), daemonSetReview(t, admissionv1.Create, daemonSet(ns, "dra-driver-copy", nil, tc.image), nil))
+			require.NoError(t, err)
+			if tc.code == "" {
+				assert.True(t, d.Allowed, d.Message())
+				return
+			}
+			assert.Equal(t, []gate.Code{tc.code}, d.Codes(), d.Message())
+		})
+	}
+}
+
+// TestDRANamespaceDeletion: the DELETE of a namespace that is no DRA
+// driver's is admitted unread; a DRA driver's namespace whose plugins
+// cannot be read is FactsMissing; one with no plugin DaemonSet unloads
+// nothing the gate knows. (A plugin there is judged as its DELETE:
+// test/e2e TestDRANamespaceDeletion.)
+func TestDRANamespaceDeletion(t *testing.T) {
+	cfg := gate.DefaultConfig()
+	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	failing := liveObjects{fail: map[string]bool{"list/*unstructured.UnstructuredList": true}}
+	review := func(name string) admission.Request {
+		b := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
+		return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Namespace: name, Name: name,
+			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Namespace"}, OldObject: runtime.RawExtension{Raw: b}}}
+	}
+	for _, tc := range []struct {
+		name, ns string
+		live     client.Reader
+		code     gate.Code
+	}{
+		{"another namespace, not even read", "ml", failing, ""},
+		{"the driver's, unreadable", "nvidia-dra-driver-gpu", failing, gate.CodeFactsMissing},
+		{"the driver's, without its plugin DaemonSet", "nvidia-dra-driver-gpu", fake.NewClientBuilder().Build(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: tc.live}}
+			d, err := s.decideDRANamespace(context.Background(), review(tc.ns))
+			require.NoError(t, err)
+			if tc.code == "" {
+				assert.True(t, d.Allowed, d.Message())
+				return
+			}
+			assert.Equal(t, []gate.Code{tc.code}, d.Codes(), d.Message())
+		})
+	}
+}
+
+// TestDRADaemonSetReloadAtTheSameVersion: the plugin's Pod template
+// changing while the version reads the same (another repository under the
+// same tag, a new digest under the same version label, another command or
+// env, a rollout restart, its scheduling) is judged as a reload of that
+// version, not let through as no change; a label-only edit or an update
+// strategy is no reload, and a version move is a move, not a reload.
 // withInit gives the DaemonSet's Pod template one init container.
 func withInit(u *unstructured.Unstructured, image string) *unstructured.Unstructured {
 	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "init", "image": image}}, "spec", "template", "spec", "initContainers")
+	return u
+}
+
+// templated sets a field of u; under containers, of its first container.
+func templated(u *unstructured.Unstructured, v any, path ...string) *unstructured.Unstructured {
+	if i := slices.Index(path, "containers"); i >= 0 {
+		cs, _, _ := unstructured.NestedSlice(u.Object, path[:i+1]...)
+		c := cs[0].(map[string]any)
+		c[path[i+1]] = v
+		_ = unstructured.SetNestedSlice(u.Object, cs, path[:i+1]...)
+		return u
+	}
+	_ = unstructured.SetNestedField(u.Object, v, path...)
 	return u
 }
 
@@ -115,6 +214,17 @@ func TestDRADaemonSetReloadAtTheSameVersion(t *testing.T) {
 			withInit(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), "registry.example.com/init:1"), true, false},
 		{"a new version", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"),
 			daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), false, true},
+		// Any other field of the Pod template restarts the plugin too.
+		{"another command", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			templated(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), []any{"gpu-kubelet-plugin", "--v=6"}, "spec", "template", "spec", "containers", "command"), true, false},
+		{"another env", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			templated(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), []any{map[string]any{"name": "NVIDIA_DRIVER_ROOT", "value": "/"}}, "spec", "template", "spec", "containers", "env"), true, false},
+		{"kubectl rollout restart", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			templated(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-12-02T06:00:00Z"}, "spec", "template", "metadata", "annotations"), true, false},
+		{"a nodeSelector (the kept nodes get a new Pod too)", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			templated(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), map[string]any{"nvidia.com/gpu.present": "true"}, "spec", "template", "spec", "nodeSelector"), true, false},
+		{"the update strategy alone", daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"),
+			templated(daemonSet("dra", "plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), map[string]any{"type": "OnDelete"}, "spec", "updateStrategy"), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ch gate.DriverChange
@@ -172,33 +282,24 @@ func TestDRADaemonSetSchedulingChange(t *testing.T) {
 	assert.ErrorContains(t, draDaemonSetChange(&gate.DriverChange{}, d, cur, old, admissionv1.Update), "object spec.template.spec (nodeSelector, affinity)")
 }
 
-// TestDRAMatchConditionSendsScheduling evaluates the chart's match
+// TestDRAMatchConditionSendsTemplateChanges evaluates the chart's match
 // condition with the API server's CEL environment (its base libraries,
 // object and oldObject untyped as the webhook's match conditions see a
-// DaemonSet): a change of the Pod template's nodeSelector or required node
-// affinity reaches the gate, as an image change does; other edits do not.
-func TestDRAMatchConditionSendsScheduling(t *testing.T) {
+// DaemonSet): any change of the Pod template (its scheduling, an image, a
+// command, a rollout restart's annotation) reaches the gate, and the
+// version label; the DaemonSet's own metadata, status and update strategy
+// do not.
+func TestDRAMatchConditionSendsTemplateChanges(t *testing.T) {
 	var cond string
 	for _, w := range Webhooks {
 		for _, m := range w.MatchConditions {
-			if w.Name == WebhookDRAPlugins && m.Name == "dra-release-or-scheduling-changes" {
+			if w.Name == WebhookDRAPlugins && m.Name == "created-deleted-or-template-changes" {
 				cond = m.CEL
 			}
 		}
 	}
 	require.NotEmpty(t, cond)
-	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType)},
-	})
-	require.NoError(t, err)
-	env, err := set.Env(environment.NewExpressions)
-	require.NoError(t, err)
-	ast, issues := env.Compile(cond)
-	require.NoError(t, issues.Err())
-	prog, err := env.Program(ast)
-	require.NoError(t, err)
-
+	prog := celProgram(t, cond)
 	affinity := func(values ...any) map[string]any {
 		return map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{
 			map[string]any{"matchExpressions": []any{map[string]any{"key": "nvidia.com/gpu.product", "operator": "In", "values": values}}}}}}}
@@ -208,15 +309,25 @@ func TestDRAMatchConditionSendsScheduling(t *testing.T) {
 		edit func(u *unstructured.Unstructured)
 		sent bool
 	}{
-		{"nothing the gate reads changes (an annotation)", func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"a": "b"}) }, false},
+		{"the DaemonSet's own annotation", func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"a": "b"}) }, false},
 		{"the status changes", func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedField(u.Object, int64(3), "status", "numberReady"))
 		}, false},
+		{"the update strategy", func(u *unstructured.Unstructured) {
+			require.NoError(t, unstructured.SetNestedField(u.Object, map[string]any{"type": "OnDelete"}, "spec", "updateStrategy"))
+		}, false},
+		{"the version label", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{gate.LabelVersion: "v25.8.1"}) }, true},
 		{"a preferred node affinity changes", func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedField(u.Object, map[string]any{"nodeAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{}}}, "spec", "template", "spec", "affinity"))
-		}, false},
+		}, true},
 		{"the image changes", func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "c0", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"}}, "spec", "template", "spec", "containers"))
+		}, true},
+		{"the command changes", func(u *unstructured.Unstructured) {
+			templated(u, []any{"sh", "-c", "true"}, "spec", "template", "spec", "containers", "command")
+		}, true},
+		{"kubectl rollout restart", func(u *unstructured.Unstructured) {
+			templated(u, map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-12-02T06:00:00Z"}, "spec", "template", "metadata", "annotations")
 		}, true},
 		{"a nodeSelector is added", func(u *unstructured.Unstructured) {
 			require.NoError(t, unstructured.SetNestedStringMap(u.Object, map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}, "spec", "template", "spec", "nodeSelector"))
@@ -234,12 +345,74 @@ func TestDRAMatchConditionSendsScheduling(t *testing.T) {
 			assert.Equal(t, tc.sent, out.Value())
 		})
 	}
-	// And a narrowed affinity, both sides set.
-	old := daemonSet("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin", nil, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
-	require.NoError(t, unstructured.SetNestedField(old.Object, affinity("NVIDIA-H200", "Tesla-V100-PCIE-32GB"), "spec", "template", "spec", "affinity"))
-	cur := old.DeepCopy()
-	require.NoError(t, unstructured.SetNestedField(cur.Object, affinity("NVIDIA-H200"), "spec", "template", "spec", "affinity"))
-	out, _, err := prog.Eval(map[string]any{"object": cur.Object, "oldObject": old.Object, "request": map[string]any{"operation": "UPDATE"}})
+	for _, op := range []string{"CREATE", "DELETE"} {
+		ds := daemonSet("nvidia-dra-driver-gpu", "x", nil, "x:1").Object
+		out, _, err := prog.Eval(map[string]any{"object": ds, "oldObject": ds, "request": map[string]any{"operation": op}})
+		require.NoError(t, err)
+		assert.Equal(t, true, out.Value(), op)
+	}
+}
+
+// celProgram compiles a match condition in the API server's CEL
+// environment, object, oldObject and request untyped.
+func celProgram(t *testing.T, cond string) cel.Program {
+	t.Helper()
+	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType)},
+	})
 	require.NoError(t, err)
-	assert.Equal(t, true, out.Value())
+	env, err := set.Env(environment.NewExpressions)
+	require.NoError(t, err)
+	ast, issues := env.Compile(cond)
+	require.NoError(t, issues.Err())
+	prog, err := env.Program(ast)
+	require.NoError(t, err)
+	return prog
+}
+
+// TestValidatorMatchConditionSendsItsPods: the validator webhook sends a
+// CREATE and a change of its Pods' spec or labels; a rollout restart, the
+// DaemonSet's own metadata and its status stay away.
+func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
+	var cond string
+	for _, w := range Webhooks {
+		for _, m := range w.MatchConditions {
+			if w.Name == WebhookValidator && m.Name == "created-or-its-pods-change" {
+				cond = m.CEL
+			}
+		}
+	}
+	require.NotEmpty(t, cond)
+	prog := celProgram(t, cond)
+	for _, tc := range []struct {
+		name string
+		op   string
+		edit func(u *unstructured.Unstructured)
+		sent bool
+	}{
+		{"created", "CREATE", func(*unstructured.Unstructured) {}, true},
+		{"its image", "UPDATE", func(u *unstructured.Unstructured) {
+			templated(u, "registry.example.com/always-ready:1", "spec", "template", "spec", "containers", "image")
+		}, true},
+		{"its Pods' labels", "UPDATE", func(u *unstructured.Unstructured) {
+			templated(u, map[string]any{"app": "x"}, "spec", "template", "metadata", "labels")
+		}, true},
+		{"kubectl rollout restart", "UPDATE", func(u *unstructured.Unstructured) {
+			templated(u, map[string]any{"kubectl.kubernetes.io/restartedAt": "2026-12-02T06:00:00Z"}, "spec", "template", "metadata", "annotations")
+		}, false},
+		{"the DaemonSet's own labels", "UPDATE", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"a": "b"}) }, false},
+		{"its status", "UPDATE", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, int64(3), "status", "numberReady")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := daemonSet("gpu-operator", "nvidia-operator-validator", nil, "nvcr.io/nvidia/gpu-operator:v25.3.0")
+			cur := old.DeepCopy()
+			tc.edit(cur)
+			out, _, err := prog.Eval(map[string]any{"object": cur.Object, "oldObject": old.Object, "request": map[string]any{"operation": tc.op}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sent, out.Value())
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -91,18 +90,35 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 	case daemonSetGVK.GroupKind():
 		d, ok := s.draDaemonSet(obj)
 		if !ok {
-			return gate.Decision{Allowed: true, Object: ch.Object}, nil // another DaemonSet: not the gate's
+			// Another DaemonSet of a DRA driver's namespace: it must not run
+			// the driver (DRAPluginForged).
+			return s.decideDRADaemonSet(ctx, req, obj, old)
 		}
-		if err := draDaemonSetChange(&ch, d, obj, old, req.Operation); err != nil {
+		if err := draPluginChange(&ch, d, obj, old, req.Operation); err != nil {
 			return gate.Decision{}, err
 		}
-		if ch.NodeSelector, err = podNodeSelector(obj); err != nil {
-			return gate.Decision{}, err
-		}
-		ch.NoPolicy = true
 	default:
 		return gate.Decision{}, fmt.Errorf("kind %s is not a GPU Operator driver resource", obj.GroupVersionKind())
 	}
+	return s.judgeDriverChange(ctx, req, ch)
+}
+
+// draPluginChange fills ch from a write of driver d's kubelet-plugin
+// DaemonSet: draDaemonSetChange, the nodes it reaches, and no upgrade
+// policy (the DaemonSet rolls itself out).
+func draPluginChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructured.Unstructured, op admissionv1.Operation) error {
+	if err := draDaemonSetChange(ch, d, obj, old, op); err != nil {
+		return err
+	}
+	var err error
+	ch.NodeSelector, err = podNodeSelector(obj)
+	ch.NoPolicy = true
+	return err
+}
+
+// judgeDriverChange judges a driver-path change on the cluster's facts,
+// the operator's rollout and the reached nodes' holders.
+func (s *Server) judgeDriverChange(ctx context.Context, req admission.Request, ch gate.DriverChange) (gate.Decision, error) {
 	cl, err := s.Facts.Cluster(ctx)
 	if err != nil {
 		return gate.FactsUnavailable(ch.Object, err), nil
@@ -269,10 +285,11 @@ func draVersion(u *unstructured.Unstructured) (string, *field.Path) {
 }
 
 // draDaemonSetChange fills ch from the DRA kubelet plugin's DaemonSet: its
-// version before and after, and a reload when its images change at the
-// same version (another repository, or a new digest under the same
-// version label): other code, judged as a restart of the same version, as
-// a ClusterPolicy's repository change is. A DELETE removes the driver from
+// version before and after, and a reload when its Pod template changes at
+// the same version (another repository, a new digest under the same
+// version label, another command or env, a rollout restart): the plugin
+// restarted on every node, judged as a restart of the same version, as a
+// ClusterPolicy's repository change is. A DELETE removes the driver from
 // every node it reaches (an unload, as a GPUCluster's); a CREATE moves the
 // nodes from what they still run of driver d (gate.DRAPluginCreate), which
 // the new DaemonSet's selector tells.
@@ -281,10 +298,11 @@ func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructu
 	switch op {
 	case admissionv1.Update:
 		ch.OldDRA, _ = draVersion(old)
-		// Init containers run on every node too: another image there is
-		// other code as much as a main container's.
-		ch.Reload = ch.OldDRA == ch.NewDRA && (!slices.Equal(containerImages(old), containerImages(obj)) ||
-			!slices.Equal(podImages(old, "initContainers"), podImages(obj, "initContainers")))
+		// Any change of the Pod template (an image, command, args, env,
+		// volumes, securityContext, kubectl rollout restart's annotation,
+		// its scheduling too) makes the DaemonSet controller replace the
+		// plugin Pod on every node it keeps: a restart of that version.
+		ch.Reload = ch.OldDRA == ch.NewDRA && !sameExcept(obj, old, []string{"spec", "template"})
 		// Its scheduling before and after: the nodes it stops selecting
 		// lose the driver (gate.DRAScheduling).
 		var sched gate.DRAScheduling

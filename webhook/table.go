@@ -23,32 +23,36 @@ import (
 // as "<name>/<key>" and prefixes denials with `admission webhook "<name>"
 // denied the request`.
 const (
-	WebhookPlans       = "plans.gpu-upgrade-gate.io"
-	WebhookNodes       = "nodes.gpu-upgrade-gate.io"
-	WebhookCompletions = "completions.gpu-upgrade-gate.io"
-	WebhookRecords     = "records.gpu-upgrade-gate.io"
-	WebhookHalts       = "halts.gpu-upgrade-gate.io"
-	WebhookDriver      = "driver.gpu-upgrade-gate.io"
-	WebhookDriverStep  = "driverstep.gpu-upgrade-gate.io"
-	WebhookOperator    = "operator.gpu-upgrade-gate.io"
-	WebhookJobs        = "jobs.gpu-upgrade-gate.io"
-	WebhookPlanStatus  = "planstatus.gpu-upgrade-gate.io"
-	WebhookDRAPlugins  = "dradaemonsets.gpu-upgrade-gate.io"
+	WebhookPlans         = "plans.gpu-upgrade-gate.io"
+	WebhookNodes         = "nodes.gpu-upgrade-gate.io"
+	WebhookCompletions   = "completions.gpu-upgrade-gate.io"
+	WebhookRecords       = "records.gpu-upgrade-gate.io"
+	WebhookHalts         = "halts.gpu-upgrade-gate.io"
+	WebhookDriver        = "driver.gpu-upgrade-gate.io"
+	WebhookDriverStep    = "driverstep.gpu-upgrade-gate.io"
+	WebhookOperator      = "operator.gpu-upgrade-gate.io"
+	WebhookJobs          = "jobs.gpu-upgrade-gate.io"
+	WebhookPlanStatus    = "planstatus.gpu-upgrade-gate.io"
+	WebhookDRAPlugins    = "dradaemonsets.gpu-upgrade-gate.io"
+	WebhookDRANamespaces = "dranamespaces.gpu-upgrade-gate.io"
+	WebhookValidator     = "validatordaemonset.gpu-upgrade-gate.io"
 )
 
 // Paths the handlers are served on.
 const (
-	PathPlans       = "/validate/plans"
-	PathNodes       = "/validate/nodes"
-	PathCompletions = "/validate/completions"
-	PathRecords     = "/validate/records"
-	PathHalts       = "/validate/halts"
-	PathDriver      = "/validate/driver"
-	PathDriverStep  = "/validate/driver-step"
-	PathOperator    = "/validate/operator"
-	PathJobs        = "/validate/jobs"
-	PathPlanStatus  = "/validate/plan-status"
-	PathDRAPlugins  = "/validate/dra-daemonsets"
+	PathPlans         = "/validate/plans"
+	PathNodes         = "/validate/nodes"
+	PathCompletions   = "/validate/completions"
+	PathRecords       = "/validate/records"
+	PathHalts         = "/validate/halts"
+	PathDriver        = "/validate/driver"
+	PathDriverStep    = "/validate/driver-step"
+	PathOperator      = "/validate/operator"
+	PathJobs          = "/validate/jobs"
+	PathPlanStatus    = "/validate/plan-status"
+	PathDRAPlugins    = "/validate/dra-daemonsets"
+	PathDRANamespaces = "/validate/dra-namespaces"
+	PathValidator     = "/validate/validator-daemonset"
 )
 
 // Webhook is one row of the webhook table: what the API server sends to one
@@ -107,6 +111,9 @@ const (
 	// DRADriverNamespaces are the namespaces of the configured DRA drivers'
 	// kubelet-plugin DaemonSets (config draDrivers), each once.
 	DRADriverNamespaces Namespaces = "config.draDrivers"
+	// ValidatorNamespace is the GPU Operator's validator DaemonSet's
+	// (config proof.validator.namespace).
+	ValidatorNamespace Namespaces = "config.proof.validator.namespace"
 )
 
 // Of names the namespaces in a configuration (nil: any).
@@ -118,6 +125,8 @@ func (n Namespaces) Of(cfg *gate.Config) []string {
 		return []string{cfg.Namespace}
 	case GPUOperatorNamespace:
 		return []string{cfg.GPUOperator.Namespace}
+	case ValidatorNamespace:
+		return []string{cfg.Proof.Validator.Namespace}
 	case DRADriverNamespaces:
 		ns := []string{}
 		for _, d := range cfg.DRADrivers {
@@ -161,6 +170,7 @@ var (
 	nodeGVK                      = corev1.SchemeGroupVersion.WithKind("Node")
 	configMapGVK                 = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	planGVK                      = upgradev1.SchemeGroupVersion.WithKind("Plan")
+	namespaceGVK                 = corev1.SchemeGroupVersion.WithKind("Namespace")
 )
 
 func resourceOf(gv schema.GroupVersion, res string, kind schema.GroupVersionKind) Resource {
@@ -345,35 +355,68 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 		"can change a Plan's status.",
 }, {
 	Name: WebhookDRAPlugins, Path: PathDRAPlugins, Metric: "dra-daemonsets", Contract: "dradaemonsets.md",
-	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewDRADaemonSet, gate.ReviewAdmission},
 	decide:    (*Server).decideDriver,
 	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate, opDelete},
 	Scope: admissionregistrationv1.NamespacedScope, Namespaces: DRADriverNamespaces, Optional: true,
 	MatchConditions: []MatchCondition{
-		{Name: "dra-kubelet-plugin", Template: "gug.draKubeletPlugin"},
-		{Name: "dra-release-or-scheduling-changes", Folded: true, CEL: `request.operation == 'CREATE' || request.operation == 'DELETE' ||
-object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
-object.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) != oldObject.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) ||
-object.spec.template.spec.?tolerations.orValue([]) != oldObject.spec.template.spec.?tolerations.orValue([]) ||
-object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') ||
-object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
-object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})`},
+		{Name: "dra-kubelet-plugin-or-another-daemonset", Template: "gug.draPluginOrAnotherDaemonSet"},
+		// The whole Pod template: any change of it replaces the plugin Pod
+		// on every node. updateStrategy, minReadySeconds and the like
+		// restart nothing themselves.
+		{Name: "created-deleted-or-template-changes", Folded: true, CEL: `request.operation != 'UPDATE' ||
+object.spec.template != oldObject.spec.template ||
+object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
-		"draDrivers' DaemonSets, in their namespaces only, and only when their\n" +
-		"containers' or init containers' images or app.kubernetes.io/version label\n" +
-		"change, or one is\n" +
-		"created or deleted, or its Pods' scheduling (nodeSelector, required node\n" +
-		"affinity, tolerations) changes: a new DRA driver release, judged like the driver path;\n" +
-		"a deletion, or scheduling that no longer selects a node, as the driver's\n" +
-		"removal from those nodes (held while they hold GPUs or a rollout is in\n" +
-		"flight). Every other DaemonSet, the DaemonSet\n" +
-		"controller's status and the writes of the GPU Operator's own ServiceAccounts\n" +
+		"draDrivers' DaemonSets, in their namespaces only, when one is created or\n" +
+		"deleted, its Pod template changes in any field (the DaemonSet controller then\n" +
+		"replaces the plugin on every node: an image is a new release, anything else\n" +
+		"a restart; scheduling that no longer selects a node removes the driver\n" +
+		"there), or its app.kubernetes.io/version label changes; and any other\n" +
+		"DaemonSet created or whose Pod template changes there, which must not run\n" +
+		"the driver's image, unless written by a ServiceAccount of that namespace\n" +
+		"(the driver's own controllers). The DaemonSet controller's status and the\n" +
+		"writes of the GPU Operator's own ServiceAccounts\n" +
 		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never\n" +
 		"reach the gate. Not rendered without config.draDrivers. Fail: while the gate\n" +
-		"is down, the plugin DaemonSet can be neither replaced nor deleted.",
+		"is down, the plugin DaemonSet can be neither changed nor deleted.",
+}, {
+	Name: WebhookDRANamespaces, Path: PathDRANamespaces, Metric: "dra-namespaces", Contract: "dranamespaces.md",
+	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	decide:    (*Server).decideDRANamespace,
+	Resources: []Resource{resourceOf(corev1.SchemeGroupVersion, "namespaces", namespaceGVK)}, Operations: []admissionv1.Operation{opDelete},
+	// A Namespace's own labels are what a namespaceSelector matches (its
+	// kubernetes.io/metadata.name is its name), a DELETE's too.
+	Scope: admissionregistrationv1.ClusterScope, Namespaces: DRADriverNamespaces, Optional: true,
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "The deletion of a DRA driver's namespace (webhook/dranamespaces.md): the\n" +
+		"namespace controller then deletes the kubelet-plugin Pods on every node, so\n" +
+		"it is judged as the plugin DaemonSet's deletion (held while its nodes hold\n" +
+		"GPUs or a rollout is in flight). Only the namespaces of config.draDrivers;\n" +
+		"not rendered without them. Fail: while the gate is down, they stay.",
+}, {
+	Name: WebhookValidator, Path: PathValidator, Metric: "validator-daemonset", Contract: "validatordaemonset.md",
+	Reviews:   []gate.Review{gate.ReviewValidator, gate.ReviewAdmission},
+	decide:    (*Server).decideValidator,
+	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: ValidatorNamespace,
+	MatchConditions: []MatchCondition{
+		{Name: "validator-daemonset", Template: "gug.validatorDaemonSet"},
+		{Name: "created-or-its-pods-change", CEL: "request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec || " +
+			"object.spec.template.?metadata.?labels.orValue({}) != oldObject.spec.template.?metadata.?labels.orValue({})"},
+		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "The GPU Operator's validator DaemonSet (webhook/validatordaemonset.md): a\n" +
+		"validator Pod proves a node when that DaemonSet's UID controls it, so only\n" +
+		"the GPU Operator creates it or changes what its Pods run. Anyone else's\n" +
+		"CREATE, or UPDATE of its Pods' spec or labels, is sent and refused; the\n" +
+		"operator's own ServiceAccounts (webhook.gpuOperatorServiceAccounts) never\n" +
+		"reach the gate, nor does kubectl rollout restart. Fail: while the gate is\n" +
+		"down, only the GPU Operator writes it.",
 }}
 
 // CheckEnforcement refuses a per-webhook mode for a name that is none of

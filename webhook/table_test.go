@@ -75,6 +75,10 @@ func TestHandlerChecksTheRow(t *testing.T) {
 		{name: "a DRA kubelet-plugin DaemonSet update", path: PathDRAPlugins, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Update},
 		{name: "a DRA kubelet-plugin DaemonSet deleted (the driver unloaded)", path: PathDRAPlugins, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Delete},
 		{name: "a DaemonSet's status at the DRA plugin path", path: PathDRAPlugins, group: "apps", res: "daemonsets", sub: "status", kind: "DaemonSet", op: admissionv1.Update, wantErr: `subresource "status"`},
+		{name: "a DRA driver's namespace deleted", path: PathDRANamespaces, res: "namespaces", kind: "Namespace", op: admissionv1.Delete},
+		{name: "a namespace updated at the DRA namespace path", path: PathDRANamespaces, res: "namespaces", kind: "Namespace", op: admissionv1.Update, wantErr: `operation "UPDATE"`},
+		{name: "the validator DaemonSet created", path: PathValidator, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Create},
+		{name: "the validator DaemonSet deleted", path: PathValidator, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Delete, wantErr: `operation "DELETE"`},
 		{name: "a DaemonSet sent to the driver path", path: PathDriver, group: "apps", res: "daemonsets", kind: "DaemonSet", op: admissionv1.Update, wantErr: "daemonsets"},
 		{name: "a Pod sent to the Node path", path: PathNodes, res: "nodes", kind: "Pod", op: admissionv1.Update, wantErr: "holds kind Node"},
 	}

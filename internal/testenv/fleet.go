@@ -229,11 +229,27 @@ func (e *Env) Base(ctx context.Context) error {
 	v := e.Config.Proof.Validator
 	validators := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: v.DaemonSet, Namespace: v.Namespace},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("driver-validation", "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}}
-	objs = append(objs, validators)
+	// Only the GPU Operator creates it (webhook/validatordaemonset.md): as
+	// its ServiceAccount, which the chart's webhook.gpuOperatorServiceAccounts
+	// names by default.
+	operatorSA := "system:serviceaccount:" + op.Namespace + ":gpu-operator"
+	objs = append(objs,
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: "gpu-operator-validator"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"create"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: "gpu-operator-validator"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gpu-operator-validator"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: op.Namespace}}})
 	for _, o := range objs {
 		if err := e.Admin.Create(ctx, o); err != nil {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
+	}
+	operator, err := client.New(e.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:"+op.Namespace, "system:authenticated"), client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return err
+	}
+	if err := operator.Create(ctx, validators); err != nil {
+		return fmt.Errorf("create DaemonSet %s as the GPU Operator: %w", v.DaemonSet, err)
 	}
 	ValidatorOwner.UID = validators.UID
 	return e.OperatorRollout(ctx, 1, 1, 1)

@@ -3,6 +3,7 @@ package chart
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,6 +195,8 @@ func TestRenderRefusals(t *testing.T) {
 			want: "caBundle"},
 		"own CA without Secret": {values: map[string]any{"tls": map[string]any{"certManager": map[string]any{"enabled": false}, "caBundle": "-----BEGIN CERTIFICATE-----\n"}},
 			want: "secretName"},
+		"the GPU Operator's ServiceAccount not in the validator's namespace": {values: map[string]any{"config": map[string]any{"proof": map[string]any{"validator": map[string]any{"namespace": "nvidia-gpu-operator"}}}},
+			want: "webhook.gpuOperatorServiceAccounts names no ServiceAccount of config.proof.validator.namespace \"nvidia-gpu-operator\""},
 		"timeout 30":              {values: map[string]any{"webhook": map[string]any{"timeoutSeconds": 30}}, want: "timeoutSeconds"},
 		"node policy bogus":       {values: map[string]any{"webhook": map[string]any{"nodeFailurePolicy": "Maybe"}}, want: "nodeFailurePolicy"},
 		"PDB blocking drains":     {values: map[string]any{"podDisruptionBudget": map[string]any{"maxUnavailable": 0}}, want: "maxUnavailable"},
@@ -395,6 +398,22 @@ func TestChecksCanFail(t *testing.T) {
 		{"DRA plugin metadata edits sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "dradaemonsets").MatchConditions[1].Expression = "true"
 		}, "the DRA plugin webhook must match only"},
+		{"the DRA driver's controllers' DaemonSets sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			mc := wh(o, "dradaemonsets").MatchConditions
+			mc[0].Expression, _, _ = strings.Cut(mc[0].Expression, " || (request.operation != 'DELETE'")
+		}, "the DRA plugin webhook must match only"},
+		{"DRA namespaces deleted unreviewed", "ignore-node-policy-values.yaml", func(o []Object) {
+			v := vwc(o)
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "dranamespaces.gpu-upgrade-gate.io"
+			})
+		}, "no webhook dranamespaces.gpu-upgrade-gate.io"},
+		{"every namespace's deletion sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dranamespaces").NamespaceSelector = nil
+		}, "dranamespaces.gpu-upgrade-gate.io: namespaces [], expected"},
+		{"the GPU Operator's validator write sent", "", func(o []Object) {
+			wh(o, "validatordaemonset").MatchConditions = wh(o, "validatordaemonset").MatchConditions[:2]
+		}, "the validator webhook must match only"},
 		{"GPU Operator's DaemonSet write sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[:2]
 		}, "the DRA plugin webhook must match only"},

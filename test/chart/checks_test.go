@@ -779,7 +779,7 @@ func (r *rendered) checkWebhooks() []string {
 	}
 	rows := len(webhook.Webhooks)
 	if !r.e.dra {
-		rows-- // the DRA plugin row is rendered only with config.draDrivers
+		rows -= 2 // the DRA plugin and namespace rows are rendered only with config.draDrivers
 	}
 	if len(v.Webhooks) != rows {
 		problems = append(problems, fmt.Sprintf("%d webhooks, expected one per row of the webhook table rendered here (%d)", len(v.Webhooks), rows))
@@ -832,7 +832,9 @@ func (r *rendered) checkWebhooks() []string {
 				// Deleting the halt record would drop its halts: reviewed too.
 				// Deleting a DRA driver's plugin DaemonSet unloads it, and
 				// creating it again must not be judged from nothing.
-				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" || w.Name == "dradaemonsets.gpu-upgrade-gate.io") {
+				// Deleting a DRA driver's namespace deletes its plugin Pods.
+				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" ||
+					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "dranamespaces.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -876,9 +878,13 @@ func (r *rendered) checkWebhooks() []string {
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"dradaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cud}}, admissionregistrationv1.Fail, r.e.draNamespaces},
+		// A Namespace's own labels are what the namespaceSelector matches.
+		{"dranamespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
+			admissionregistrationv1.Fail, r.e.draNamespaces},
+		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
 	} {
 		w := hook(v, wt.name)
-		if wt.name == "dradaemonsets.gpu-upgrade-gate.io" && !r.e.dra {
+		if (wt.name == "dradaemonsets.gpu-upgrade-gate.io" || wt.name == "dranamespaces.gpu-upgrade-gate.io") && !r.e.dra {
 			if w != nil {
 				problems = append(problems, wt.name+": rendered without config.draDrivers, where no DaemonSet is the gate's")
 			}
@@ -969,16 +975,26 @@ func (r *rendered) checkWebhooks() []string {
 				bad("the operator webhook must match only the operator Deployment's image, InstallPlan approvals (at creation too) and the operator package's Subscriptions, got %v", w.MatchConditions)
 			}
 		case "dradaemonsets.gpu-upgrade-gate.io":
-			// Only the configured plugins' release changes, creates and
-			// deletes, never the GPU Operator's own ServiceAccounts' writes
-			// (its GPUCluster was the reviewed step), by name: another
-			// ServiceAccount of its namespace is judged.
-			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]" ||
-				!strings.Contains(conds, "request.operation == 'CREATE' || request.operation == 'DELETE' ||") ||
-				!strings.Contains(conds, "object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue(''))") ||
-				!strings.Contains(conds, "object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')") ||
+			// The configured plugins' Pod template or version-label changes,
+			// creates and deletes; other DaemonSets' creates and template
+			// changes, but not their own namespace's ServiceAccounts'; never
+			// the GPU Operator's own ServiceAccounts' writes (its GPUCluster
+			// was the reviewed step), by name: another ServiceAccount of its
+			// namespace is judged.
+			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]"+
+				" || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" ||
+				w.MatchConditions[1].Expression != "request.operation != 'UPDATE' || object.spec.template != oldObject.spec.template || "+
+					"object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')" ||
 				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" {
-				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' image or version-label changes (and creates and deletes), not the GPU Operator's own ServiceAccounts' writes, got %v", w.MatchConditions)
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but their namespace's ServiceAccounts, not the GPU Operator's own ServiceAccounts' writes, got %v", w.MatchConditions)
+			}
+		case "validatordaemonset.gpu-upgrade-gate.io":
+			// The validator DaemonSet by name, created or its Pods changed,
+			// never by the GPU Operator's own ServiceAccounts.
+			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "object.metadata.name == 'nvidia-operator-validator'" ||
+				!strings.HasPrefix(w.MatchConditions[1].Expression, "request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec") ||
+				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" {
+				bad("the validator webhook must match only the validator DaemonSet's creation or Pod changes, not the GPU Operator's own ServiceAccounts' writes, got %v", w.MatchConditions)
 			}
 		default:
 			if len(w.MatchConditions) > 0 {

@@ -22,6 +22,7 @@ var namespaceValue = map[webhook.Namespaces]string{
 	webhook.SUCNamespaces:        "(first $root.Values.config.sucNamespaces)",
 	webhook.ReleaseNamespace:     "$root.Release.Namespace",
 	webhook.GPUOperatorNamespace: "$root.Values.config.gpuOperator.namespace",
+	webhook.ValidatorNamespace:   "$root.Values.config.proof.validator.namespace",
 	// The release namespace when no DRA driver is configured: the path is
 	// served all the same, only the chart sends it nothing.
 	webhook.DRADriverNamespaces: "(first (default (list (dict \"namespace\" $root.Release.Namespace)) $root.Values.config.draDrivers)).namespace",

@@ -87,11 +87,14 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // kubelet-plugin DaemonSet (config draDrivers, set for the suite) reaches
 // the gate through the chart's own dradaemonsets webhook and is judged as a
 // driver-path change: without a record naming the new version it is
-// refused, also when the DaemonSet is deleted and created again. Edits that
-// leave the release alone, another DaemonSet of the same namespace and the
-// GPU Operator's own ServiceAccount's write never reach the webhook (its
-// request count does not move); another ServiceAccount of the operator's
-// namespace is judged. Deleting the plugin while a node it serves holds GPUs
+// refused, also when the DaemonSet is deleted and created again; so is any
+// other change of its Pod template (a rollout restart, a command, an env),
+// which restarts the plugin on every node. Edits that leave the Pod template
+// alone, the driver's own controller's DaemonSets and the GPU Operator's own
+// ServiceAccount's write never reach the webhook (its request count does not
+// move); another ServiceAccount of the operator's namespace is judged.
+// Another DaemonSet of the namespace is admitted unless it runs the
+// driver's image (DRAPluginForged). Deleting the plugin while a node it serves holds GPUs
 // is refused (the suite's gpu-v100-holder). No DaemonSet controller runs
 // here: the test writes the DaemonSets as the driver's Helm chart would
 // (helm upgrade, as alice), and plays the GPU Operator by its
@@ -118,7 +121,8 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"},
-			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "gpu-operator"}}}
+			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "gpu-operator"},
+			{Kind: rbacv1.ServiceAccountKind, Name: "compute-domain-controller", Namespace: ns}}}
 	preGate(t, func() {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 		for _, o := range []client.Object{role, binding, plugin, other} {
@@ -164,16 +168,52 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		requireDeniedWith(t, err, gate.CodeTargetNotQualified)
 		require.Contains(t, err.Error(), "the record names no DRA driver version; the change moves it from v25.3.0")
 	})
-	t.Run("an edit that leaves the release alone never reaches the gate", func(t *testing.T) {
+	t.Run("an edit that leaves the Pod template alone never reaches the gate", func(t *testing.T) {
 		notSent(t, func() error {
 			return update(alice, plugin, func(ds *appsv1.DaemonSet) {
-				metav1.SetMetaDataAnnotation(&ds.Spec.Template.ObjectMeta, "kubectl.kubernetes.io/restartedAt", "2026-12-02T06:00:00Z")
 				metav1.SetMetaDataLabel(&ds.ObjectMeta, "team", "gpu-platform")
+				ds.Spec.MinReadySeconds = 10
 			})
 		})
 	})
-	t.Run("another DaemonSet of the driver's namespace never reaches the gate", func(t *testing.T) {
-		notSent(t, func() error { return update(alice, other, newImage("quay.io/prometheus/node-exporter:v1.10.0")) })
+	// Issue 25: any other change of the Pod template restarts the plugin
+	// on every node, as a new image does: a reload of the version it runs.
+	for name, edit := range map[string]func(*appsv1.DaemonSet){
+		"kubectl rollout restart": func(ds *appsv1.DaemonSet) {
+			metav1.SetMetaDataAnnotation(&ds.Spec.Template.ObjectMeta, "kubectl.kubernetes.io/restartedAt", "2026-12-02T06:00:00Z")
+		},
+		"another command": func(ds *appsv1.DaemonSet) {
+			ds.Spec.Template.Spec.Containers[0].Command = []string{"gpu-kubelet-plugin", "--v=6"}
+		},
+		"another env": func(ds *appsv1.DaemonSet) {
+			ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_DRIVER_ROOT", Value: "/"}}
+		},
+	} {
+		t.Run(name+" without a record naming the version is refused", func(t *testing.T) {
+			before := webhookRequests(t, webhook.PathDRAPlugins)
+			err := update(alice, plugin, edit)
+			requireDeniedWith(t, err, gate.CodeRecordMissing)
+			assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent it")
+		})
+	}
+	t.Run("another DaemonSet of the driver's namespace with another image is admitted", func(t *testing.T) {
+		require.NoError(t, update(alice, other, newImage("quay.io/prometheus/node-exporter:v1.10.0")))
+	})
+	t.Run("another DaemonSet running the driver's image under another name is refused", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathDRAPlugins)
+		copyOf := daemonSet("nvidia-dra-driver-gpu-copy", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
+		err := alice.Create(ctx, copyOf)
+		requireDenied(t, err, gate.CodeDRAPluginForged)
+		assert.Contains(t, err.Error(), "the image of the DRA kubelet plugin DaemonSet "+ns+"/"+nvidiaDRA.DaemonSet+" (config draDrivers), under another name")
+		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent the create")
+		requireDenied(t, update(alice, other, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")), gate.CodeDRAPluginForged)
+	})
+	t.Run("the driver's own controller (a ServiceAccount of its namespace) never reaches the gate", func(t *testing.T) {
+		controller, err := client.New(env.CP.ConfigFor("system:serviceaccount:"+ns+":compute-domain-controller", "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated"),
+			client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		daemon := daemonSet("computedomain-daemon-x7k2", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
+		notSent(t, func() error { return controller.Create(ctx, daemon, client.DryRunAll) })
 	})
 	t.Run("the GPU Operator's own write never reaches the gate", func(t *testing.T) {
 		op := gpuOperator(t)

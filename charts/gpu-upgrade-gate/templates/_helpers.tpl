@@ -73,6 +73,12 @@ release namespace (the record webhook would then match there), or incomplete
 own-CA settings.
 */}}
 {{- define "gug.validate" -}}
+{{- $validatorNS := .Values.config.proof.validator.namespace }}
+{{- $operatorThere := false }}
+{{- range .Values.webhook.gpuOperatorServiceAccounts }}{{ if hasPrefix (printf "system:serviceaccount:%s:" $validatorNS) . }}{{ $operatorThere = true }}{{ end }}{{ end }}
+{{- if not $operatorThere }}
+{{- fail (printf "webhook.gpuOperatorServiceAccounts names no ServiceAccount of config.proof.validator.namespace %q: only those may create the validator DaemonSet (webhook/validatordaemonset.md), so the GPU Operator would be refused its own; name its ServiceAccount, e.g. system:serviceaccount:%s:gpu-operator" $validatorNS $validatorNS) }}
+{{- end }}
 {{- if eq .Release.Namespace "kube-system" }}
 {{- fail "install gpu-upgrade-gate into its own namespace, not kube-system: its record webhook matches ConfigMaps in the release namespace" }}
 {{- end }}
@@ -160,6 +166,21 @@ others' writes that change neither labels nor start stay away. */}}
 {{- $names := list }}
 {{- range .Values.config.draDrivers }}{{ $names = append $names (printf "%s/%s" .namespace .daemonSet) }}{{ end }}
 {{- printf "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in [%s]" (include "gug.celList" $names) }}
+{{- end }}
+
+{{/*
+DRA plugin webhook: a configured kubelet plugin, or another DaemonSet of its
+namespace created or changed (never deleted) by anyone but a ServiceAccount
+of that namespace (the driver's own controllers, e.g. NVIDIA's ComputeDomain
+daemons): it must not run the driver's image (DRAPluginForged).
+*/}}
+{{- define "gug.draPluginOrAnotherDaemonSet" -}}
+{{- printf "%s || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" (include "gug.draKubeletPlugin" .) }}
+{{- end }}
+
+{{/* Validator webhook: the GPU Operator's validator DaemonSet, by name (config.proof.validator). */}}
+{{- define "gug.validatorDaemonSet" -}}
+{{- printf "object.metadata.name == %s" (include "gug.celString" .Values.config.proof.validator.daemonSet) }}
 {{- end }}
 
 {{/*

@@ -304,18 +304,18 @@ names (templates/_helpers.tpl).
   admissionReviewVersions: ["v1"]
 {{- if .Values.config.draDrivers }}
 # A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured
-# draDrivers' DaemonSets, in their namespaces only, and only when their
-# containers' or init containers' images or app.kubernetes.io/version label
-# change, or one is
-# created or deleted, or its Pods' scheduling (nodeSelector, required node
-# affinity, tolerations) changes: a new DRA driver release, judged like the driver path;
-# a deletion, or scheduling that no longer selects a node, as the driver's
-# removal from those nodes (held while they hold GPUs or a rollout is in
-# flight). Every other DaemonSet, the DaemonSet
-# controller's status and the writes of the GPU Operator's own ServiceAccounts
+# draDrivers' DaemonSets, in their namespaces only, when one is created or
+# deleted, its Pod template changes in any field (the DaemonSet controller then
+# replaces the plugin on every node: an image is a new release, anything else
+# a restart; scheduling that no longer selects a node removes the driver
+# there), or its app.kubernetes.io/version label changes; and any other
+# DaemonSet created or whose Pod template changes there, which must not run
+# the driver's image, unless written by a ServiceAccount of that namespace
+# (the driver's own controllers). The DaemonSet controller's status and the
+# writes of the GPU Operator's own ServiceAccounts
 # (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never
 # reach the gate. Not rendered without config.draDrivers. Fail: while the gate
-# is down, the plugin DaemonSet can be neither replaced nor deleted.
+# is down, the plugin DaemonSet can be neither changed nor deleted.
 - name: dradaemonsets.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-daemonsets") | nindent 4 }}
@@ -332,17 +332,13 @@ names (templates/_helpers.tpl).
         values:
           {{- include "gug.draDriverNamespaces" . | nindent 10 }}
   matchConditions:
-    - name: dra-kubelet-plugin
-      expression: {{ include "gug.draKubeletPlugin" . | quote }}
-    - name: dra-release-or-scheduling-changes
+    - name: dra-kubelet-plugin-or-another-daemonset
+      expression: {{ include "gug.draPluginOrAnotherDaemonSet" . | quote }}
+    - name: created-deleted-or-template-changes
       expression: >-
-        request.operation == 'CREATE' || request.operation == 'DELETE' ||
-        object.spec.template.spec.containers.map(c, c.?image.orValue('')) != oldObject.spec.template.spec.containers.map(c, c.?image.orValue('')) ||
-        object.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) != oldObject.spec.template.spec.?initContainers.orValue([]).map(c, c.?image.orValue('')) ||
-        object.spec.template.spec.?tolerations.orValue([]) != oldObject.spec.template.spec.?tolerations.orValue([]) ||
-        object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('') ||
-        object.spec.template.spec.?nodeSelector.orValue({}) != oldObject.spec.template.spec.?nodeSelector.orValue({}) ||
-        object.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({}) != oldObject.spec.template.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.orValue({})
+        request.operation != 'UPDATE' ||
+        object.spec.template != oldObject.spec.template ||
+        object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')
     - name: not-gpu-operator
       expression: {{ include "gug.notGPUOperator" . | quote }}
   failurePolicy: Fail
@@ -351,4 +347,65 @@ names (templates/_helpers.tpl).
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
 {{- end }}
+{{- if .Values.config.draDrivers }}
+# The deletion of a DRA driver's namespace (webhook/dranamespaces.md): the
+# namespace controller then deletes the kubelet-plugin Pods on every node, so
+# it is judged as the plugin DaemonSet's deletion (held while its nodes hold
+# GPUs or a rollout is in flight). Only the namespaces of config.draDrivers;
+# not rendered without them. Fail: while the gate is down, they stay.
+- name: dranamespaces.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-namespaces") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["namespaces"]
+      operations: ["DELETE"]
+      scope: Cluster
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- include "gug.draDriverNamespaces" . | nindent 10 }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+{{- end }}
+# The GPU Operator's validator DaemonSet (webhook/validatordaemonset.md): a
+# validator Pod proves a node when that DaemonSet's UID controls it, so only
+# the GPU Operator creates it or changes what its Pods run. Anyone else's
+# CREATE, or UPDATE of its Pods' spec or labels, is sent and refused; the
+# operator's own ServiceAccounts (webhook.gpuOperatorServiceAccounts) never
+# reach the gate, nor does kubectl rollout restart. Fail: while the gate is
+# down, only the GPU Operator writes it.
+- name: validatordaemonset.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/validator-daemonset") | nindent 4 }}
+  rules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["daemonsets"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Values.config.proof.validator.namespace }}
+  matchConditions:
+    - name: validator-daemonset
+      expression: {{ include "gug.validatorDaemonSet" . | quote }}
+    - name: created-or-its-pods-change
+      expression: "request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec || object.spec.template.?metadata.?labels.orValue({}) != oldObject.spec.template.?metadata.?labels.orValue({})"
+    - name: not-gpu-operator
+      expression: {{ include "gug.notGPUOperator" . | quote }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
 {{- end }}

@@ -1,0 +1,152 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
+)
+
+// TestDRANamespaceDeletion (issue 25): deleting a DRA driver's namespace
+// makes the namespace controller delete its kubelet-plugin Pods on every
+// node, so the chart's dranamespaces webhook judges it as the plugin
+// DaemonSet's deletion: refused while a node it serves holds GPUs (the
+// suite's gpu-v100-holder). Without the plugin DaemonSet it is admitted;
+// another namespace's deletion never reaches the webhook. The deletions
+// are server-side dry runs (the API server calls the webhooks for them and
+// stores nothing), so the driver's namespace survives the test; the
+// plugin DaemonSet is written as the driver's Helm chart would.
+func TestDRANamespaceDeletion(t *testing.T) {
+	driverWorld(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nvidiaDRA.Namespace}}
+	scratch := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml-scratch"}}
+	labels := map[string]string{"app": nvidiaDRA.DaemonSet}
+	plugin := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: nvidiaDRA.DaemonSet},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"}}}}}}
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, ns)))
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, scratch)))
+	// alice may delete namespaces.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespaces-deleter"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "delete"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "namespaces-deleters"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"}}}
+	for _, o := range []client.Object{role, binding} {
+		require.NoError(t, env.Admin.Create(ctx, o))
+	}
+	t.Cleanup(func() {
+		preGate(t, func() {
+			for _, o := range []client.Object{plugin, binding, role} {
+				require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
+			}
+		})
+	})
+	alice, _ := as(t, "alice")
+	deleteNS := func(name string) error {
+		return alice.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.DryRunAll)
+	}
+
+	t.Run("without its plugin DaemonSet it is admitted, judged", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathDRANamespaces)
+		require.NoError(t, deleteNS(ns.Name))
+		assert.Greater(t, webhookRequests(t, webhook.PathDRANamespaces), before, "the chart's namespaceSelector sent it")
+	})
+	t.Run("while a node its plugin serves holds GPUs it is refused", func(t *testing.T) {
+		preGate(t, func() { require.NoError(t, env.Admin.Create(ctx, plugin)) })
+		err := deleteNS(ns.Name)
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "Namespace "+ns.Name+" (DRA kubelet plugin DaemonSet "+ns.Name+"/"+nvidiaDRA.DaemonSet+")")
+		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+	})
+	t.Run("another namespace's deletion never reaches the gate", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathDRANamespaces)
+		require.NoError(t, deleteNS(scratch.Name))
+		assert.Equal(t, before, webhookRequests(t, webhook.PathDRANamespaces))
+	})
+	got := &corev1.Namespace{}
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(ns), got))
+	assert.Nil(t, got.DeletionTimestamp, "dry runs only")
+}
+
+// TestValidatorDaemonSet (issue 25): only the GPU Operator creates its
+// validator DaemonSet, or changes what its Pods run: a proof counts the
+// validator Pods its UID controls, so one written under its name by anyone
+// else would own forged validators. Through the chart's validatordaemonset
+// webhook: alice's CREATE and image change are refused with
+// ValidatorForged, naming who may; her rollout restart, and the GPU
+// Operator's own write, never reach the webhook. The writes are
+// server-side dry runs (the suite's validator DaemonSet stays as it is);
+// the test plays the GPU Operator by its ServiceAccount.
+func TestValidatorDaemonSet(t *testing.T) {
+	ctx := context.Background()
+	v := env.Config.Proof.Validator
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: "validator-editor"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: "validator-editors"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
+			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}}
+	for _, o := range []client.Object{role, binding} {
+		require.NoError(t, env.Admin.Create(ctx, o))
+	}
+	t.Cleanup(func() {
+		for _, o := range []client.Object{binding, role} {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
+		}
+	})
+	alice, _ := as(t, "alice")
+	current := func() *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{}
+		require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Namespace: v.Namespace, Name: v.DaemonSet}, ds))
+		return ds
+	}
+	uid := current().UID
+
+	t.Run("created under its name by someone but the operator, refused", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathValidator)
+		again := current()
+		again.ObjectMeta = metav1.ObjectMeta{Namespace: v.Namespace, Name: v.DaemonSet}
+		again.Status = appsv1.DaemonSetStatus{}
+		err := alice.Create(ctx, again, client.DryRunAll)
+		requireDenied(t, err, gate.CodeValidatorForged)
+		assert.Contains(t, err.Error(), `"alice" creates DaemonSet gpu-operator/nvidia-operator-validator`)
+		assert.Contains(t, err.Error(), "only the GPU Operator may (its ServiceAccounts, the chart's webhook.gpuOperatorServiceAccounts)")
+		assert.Greater(t, webhookRequests(t, webhook.PathValidator), before)
+	})
+	t.Run("its Pods' image changed by someone but the operator, refused", func(t *testing.T) {
+		ds := current()
+		ds.Spec.Template.Spec.Containers[0].Image = "registry.example.com/always-ready:1"
+		requireDenied(t, alice.Update(ctx, ds, client.DryRunAll), gate.CodeValidatorForged)
+	})
+	notSent := func(t *testing.T, write func() error) {
+		t.Helper()
+		before := webhookRequests(t, webhook.PathValidator)
+		require.NoError(t, write())
+		assert.Equal(t, before, webhookRequests(t, webhook.PathValidator), "the write reached the validator webhook")
+	}
+	t.Run("a rollout restart never reaches the gate", func(t *testing.T) {
+		ds := current()
+		metav1.SetMetaDataAnnotation(&ds.Spec.Template.ObjectMeta, "kubectl.kubernetes.io/restartedAt", "2026-12-02T06:00:00Z")
+		notSent(t, func() error { return alice.Update(ctx, ds, client.DryRunAll) })
+	})
+	t.Run("the GPU Operator's own write never reaches the gate", func(t *testing.T) {
+		ds := current()
+		ds.Spec.Template.Spec.Containers[0].Image = "nvcr.io/nvidia/gpu-operator:v26.7.0"
+		notSent(t, func() error { return gpuOperator(t).Update(ctx, ds, client.DryRunAll) })
+	})
+	assert.Equal(t, uid, current().UID, "the validator DaemonSet is the one the suite created")
+}
