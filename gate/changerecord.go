@@ -414,7 +414,7 @@ func versionChanges(from *qualification.Tuple, to qualification.Tuple) []string 
 		switch {
 		case from == nil:
 			out = append(out, string(s.Name)+" -> "+w)
-		case !s.same(s.get(*from), w):
+		case !s.same(nil, s.get(*from), w):
 			out = append(out, string(s.Name)+" "+s.get(*from)+" -> "+w)
 		}
 	}

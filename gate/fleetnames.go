@@ -64,12 +64,14 @@ func ComponentTable() []ComponentSpec { return append([]ComponentSpec(nil), comp
 // Components are the tuple members' names in record order.
 var Components = fleet.Components
 
-func (s *ComponentSpec) get(t qualification.Tuple) string     { return s.Value(t) }
-func (s *ComponentSpec) set(t *qualification.Tuple, v string) { s.Set(t, v) }
-func (s *ComponentSpec) same(a, b string) bool                { return s.Same(a, b) }
-func (s *ComponentSpec) compare(a, b string) (int, error)     { return s.Compare(a, b) }
-func (s *ComponentSpec) parse(v string) error                 { return s.Parse(v) }
-func (s *ComponentSpec) required() bool                       { return s.Required() }
+func (s *ComponentSpec) get(t qualification.Tuple) string          { return s.Value(t) }
+func (s *ComponentSpec) set(t *qualification.Tuple, v string)      { s.Set(t, v) }
+func (s *ComponentSpec) same(vs *fleet.Versions, a, b string) bool { return s.Same(vs, a, b) }
+func (s *ComponentSpec) compare(vs *fleet.Versions, a, b string) (int, error) {
+	return s.Compare(vs, a, b)
+}
+func (s *ComponentSpec) parse(vs *fleet.Versions, v string) error { return s.Parse(vs, v) }
+func (s *ComponentSpec) required() bool                           { return s.Required() }
 
 // fact names where the gate reads the component, with the configured
 // workload for cluster-wide components.

@@ -329,7 +329,7 @@ func betweenTuples(cur, src, dst qualification.Tuple) bool {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have := s.get(cur); !s.same(have, s.get(src)) && !s.same(have, s.get(dst)) {
+		if have := s.get(cur); !s.same(nil, have, s.get(src)) && !s.same(nil, have, s.get(dst)) {
 			return false
 		}
 	}

@@ -35,7 +35,7 @@ func recordProblems(rec *qualification.Record, fr qualification.Freshness) quali
 		for i := range componentTable {
 			s := &componentTable[i]
 			if v := s.get(*side.t); strings.TrimSpace(v) != "" {
-				if err := s.parse(v); err != nil {
+				if err := s.parse(nil, v); err != nil {
 					ps = append(ps, qualification.Problem{Kind: qualification.ProblemInvalid, Err: field.Invalid(field.NewPath(side.name, string(s.Name)), v, err.Error()+"; fix the record and have it reviewed again")})
 				}
 			}

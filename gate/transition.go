@@ -3,6 +3,8 @@ package gate
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -70,6 +72,9 @@ type Transition struct {
 	ByHardware bool
 
 	cfg *Config
+	// versions is the review's memo of parsed versions (reviewBase.versions;
+	// nil parses every time).
+	versions *fleet.Versions
 	// factsOK is set by the facts rule: the tuple rules need every fact.
 	factsOK bool
 }

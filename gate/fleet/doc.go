@@ -44,6 +44,8 @@
 //     upgrading); the rest of node state joins it when the view is keyed
 //     on the nodes, Plans, records and halt record too (the webhook builds
 //     it from the proof informers alone today).
-//  5. No package-level caches: the version-parser memo becomes the view's
-//     (it pays only on large selections: see the report of the move).
+//  5. No package-level caches. Done: the version parsers' memo (Versions)
+//     is the view's (View.Versions): a review's transitions parse through
+//     it, so the reviews of one set of objects share it and it goes with
+//     them; callers without a view parse through a nil memo (every time).
 package fleet

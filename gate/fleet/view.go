@@ -28,6 +28,10 @@ type View struct {
 	// node's first live SUC Job (LiveSUCJob).
 	liveJobs []*batchv1.Job
 	liveSUC  map[string]*batchv1.Job
+	// versions is the version parsers' memo of every review of this view
+	// (Versions): the one cache that fills after the view is built, which
+	// changes none of its answers.
+	versions *Versions
 }
 
 // JobLive says whether a Job was started and has neither completed nor
@@ -38,7 +42,7 @@ type JobLive func(*batchv1.Job) bool
 // NewView works the view out from SUC's Jobs (the Jobs labelled
 // upgrade.cattle.io/node the loader reads), live saying which run.
 func NewView(upgradeJobs []*batchv1.Job, live JobLive) *View {
-	v := &View{upgradeJobs: upgradeJobs, jobsByNode: make(map[string][]*batchv1.Job, len(upgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}}
+	v := &View{upgradeJobs: upgradeJobs, jobsByNode: make(map[string][]*batchv1.Job, len(upgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, versions: NewVersions()}
 	for _, j := range upgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]
 		v.jobsByNode[node] = append(v.jobsByNode[node], j)
@@ -90,3 +94,7 @@ func (v *View) LiveJobs() []*batchv1.Job { return v.liveJobs }
 // LiveSUCJob is the node's first live SUC Job (SUCJobsFor), nil for none:
 // the node is upgrading.
 func (v *View) LiveSUCJob(node string) *batchv1.Job { return v.liveSUC[node] }
+
+// Versions is the memo of parsed versions the reviews of this view share
+// (package doc, step 5).
+func (v *View) Versions() *Versions { return v.versions }
