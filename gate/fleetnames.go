@@ -102,7 +102,7 @@ func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTu
 func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
 func SameComponent(c Component, a, b string) bool          { return fleet.SameComponent(c, a, b) }
 func tupleDiff(have, want qualification.Tuple, exact bool) []string {
-	return fleet.TupleDiff(have, want, exact)
+	return fleet.TupleDiff(nil, have, want, exact)
 }
 func quoteOrNone(s string) string  { return fleet.QuoteOrNone(s) }
 func sameTrimmed(a, b string) bool { return fleet.SameTrimmed(a, b) }

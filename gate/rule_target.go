@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -16,7 +17,7 @@ func targetRule(t *Transition, f *findings) {
 		return
 	}
 	if !t.Typed {
-		diff := tupleDiff(*t.After, *t.Dest, false)
+		diff := fleet.TupleDiff(t.versions, *t.After, *t.Dest, false)
 		diff = append(diff, unnamedMoves(t.Current, *t.After, *t.Dest)...)
 		if len(diff) > 0 {
 			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(diff, ", ")))

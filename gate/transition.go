@@ -104,7 +104,7 @@ func (t *Transition) destination() *qualification.Tuple {
 // the rules about the upgrade step itself (holders, wave) still matter.
 func (t *Transition) atDestination() bool {
 	d := t.destination()
-	return d != nil && !t.Typed && SameTuple(t.Current, *d)
+	return d != nil && !t.Typed && fleet.SameTupleIn(t.versions, t.Current, *d)
 }
 
 // unjudgeable: no record covers the node's hardware, so nothing but the

@@ -19,8 +19,9 @@ func (s *ComponentSpec) Required() bool { return s.required() }
 
 // TupleDiff, QuoteOrNone, SameTrimmed, ImageTag and MatchesRepository are
 // the tuple's and the image references' helpers gate's rules share.
-func TupleDiff(have, want qualification.Tuple, exact bool) []string {
-	return tupleDiff(have, want, exact)
+// TupleDiff parses through the caller's memo (nil: none).
+func TupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []string {
+	return tupleDiff(vs, have, want, exact)
 }
 func QuoteOrNone(s string) string                    { return quoteOrNone(s) }
 func SameTrimmed(a, b string) bool                   { return sameTrimmed(a, b) }

@@ -119,12 +119,15 @@ func TupleValue(t qualification.Tuple, c Component) string {
 
 // SameTuple says whether two tuples name the same versions, component by
 // component (SameComponent).
-func SameTuple(a, b qualification.Tuple) bool {
+func SameTuple(a, b qualification.Tuple) bool { return SameTupleIn(nil, a, b) }
+
+// SameTupleIn is SameTuple parsing through the caller's memo.
+func SameTupleIn(vs *Versions, a, b qualification.Tuple) bool {
 	for i := range componentTable {
 		s := &componentTable[i]
 		// Every component's same holds for equal strings: the common case
 		// needs no parse.
-		if x, y := s.get(a), s.get(b); x != y && !s.same(nil, x, y) {
+		if x, y := s.get(a), s.get(b); x != y && !s.same(vs, x, y) {
 			return false
 		}
 	}
@@ -133,12 +136,12 @@ func SameTuple(a, b qualification.Tuple) bool {
 
 // tupleDiff lists "component current (want wanted)" for the members that
 // differ; exact compares the strings byte for byte (typed values).
-func tupleDiff(have, want qualification.Tuple, exact bool) []string {
+func tupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []string {
 	var d []string
 	for i := range componentTable {
 		s := &componentTable[i]
 		h, w := s.get(have), s.get(want)
-		if (exact && h != w) || (!exact && !s.same(nil, h, w)) {
+		if (exact && h != w) || (!exact && !s.same(vs, h, w)) {
 			d = append(d, string(s.Name)+" "+quoteOrNone(h)+" (want "+quoteOrNone(w)+")")
 		}
 	}
