@@ -94,10 +94,9 @@ func hardwareSetKey(ids []string) string {
 	return strings.Join(slices.Compact(s), ",")
 }
 
-// driverUpgradeRequired is the driver upgrade state of a node the
-// operator has queued but not yet touched: it still runs its workloads, so
-// it is in flight (a rollout waits for it) but not out.
-const driverUpgradeRequired = "upgrade-required"
+// driverUpgradeRequired: queued by the operator, still serving
+// (fleet.DriverUpgradeRequired).
+const driverUpgradeRequired = fleet.DriverUpgradeRequired
 
 // outNode is a GPU node out for an upgrade, and why it counts.
 type outNode struct {
