@@ -50,7 +50,7 @@ func (c *Config) nodeDown(n *corev1.Node) bool { return c.OutOfService.NodeDown(
 
 // downReasons names why the node object says it is out.
 func (c *Config) downReasons(cl *Cluster, n *corev1.Node) []string {
-	return fleet.DownReasons(&c.OutOfService, cl.fleetView(), cl.Halts.Halts, n)
+	return cl.fleetView().DownReasons(&c.OutOfService, n)
 }
 
 // sucJobsFor are SUC's Jobs for the node, by the Jobs' own labels
@@ -74,7 +74,7 @@ type cordonHolder = fleet.CordonHolder
 
 // cordonHolderOf says who cordoned n (fleet.CordonHolderOf).
 func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
-	return fleet.CordonHolderOf(&c.OutOfService, cl.fleetView(), cl.Halts.Halts, n)
+	return cl.fleetView().CordonHolder(&c.OutOfService, n)
 }
 
 // NodeStates derives the state of every GPU node (issue 22): the fleet

@@ -856,7 +856,7 @@ func TestVersionsMemo(t *testing.T) {
 	_, _ = vs.ParseKernel(strings.Repeat("9", maxVersionLen+1))
 	assert.NotContains(t, vs.seen[memoKernel], strings.Repeat("9", maxVersionLen+1), "an overlong value is never kept")
 
-	a, b := NewView(nil, func(*batchv1.Job) bool { return false }), NewView(nil, func(*batchv1.Job) bool { return false })
+	a, b := NewView(ViewInputs{}, func(*batchv1.Job) bool { return false }), NewView(ViewInputs{}, func(*batchv1.Job) bool { return false })
 	require.NotNil(t, a.Versions())
 	assert.NotSame(t, a.Versions(), b.Versions(), "each view owns its memo")
 	assert.Same(t, a.Versions(), a.Versions())
