@@ -207,7 +207,7 @@ func betweenTuples(cur, src, dst qualification.Tuple) bool {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have := s.get(cur); !s.same(nil, have, s.get(src)) && !s.same(nil, have, s.get(dst)) {
+		if have := s.Value(cur); !s.Same(nil, have, s.Value(src)) && !s.Same(nil, have, s.Value(dst)) {
 			return false
 		}
 	}

@@ -35,8 +35,8 @@ func recordProblems(rec *qualification.Record, fr qualification.Freshness, vs *f
 		}
 		for i := range componentTable {
 			s := &componentTable[i]
-			if v := s.get(*side.t); strings.TrimSpace(v) != "" {
-				if err := s.parse(vs, v); err != nil {
+			if v := s.Value(*side.t); strings.TrimSpace(v) != "" {
+				if err := s.Parse(vs, v); err != nil {
 					ps = append(ps, qualification.Problem{Kind: qualification.ProblemInvalid, Err: field.Invalid(field.NewPath(side.name, string(s.Name)), v, err.Error()+"; fix the record and have it reviewed again")})
 				}
 			}

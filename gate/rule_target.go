@@ -26,7 +26,7 @@ func targetRule(t *Transition, f *findings) {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		if got, want := s.get(*t.After), s.get(*t.Dest); got != want {
+		if got, want := s.Value(*t.After), s.Value(*t.Dest); got != want {
 			f.add(targetNotQualified("", t.AfterPath[s.Name], got, targetTyped, t.Record.ID, string(s.Name), got, want))
 		}
 	}
@@ -39,7 +39,7 @@ func unnamedMoves(cur, after, dest qualification.Tuple) []string {
 	var out []string
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have, will := s.get(cur), s.get(after); s.Optional && strings.TrimSpace(s.get(dest)) == "" && strings.TrimSpace(will) != "" && !sameTrimmed(have, will) {
+		if have, will := s.Value(cur), s.Value(after); s.Optional && strings.TrimSpace(s.Value(dest)) == "" && strings.TrimSpace(will) != "" && !fleet.SameTrimmed(have, will) {
 			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have))))
 		}
 	}
