@@ -10,6 +10,10 @@
 //     (version.go, here since the move) and then the tuple's component table
 //     and image references (gate/tuple.go, gate/image.go); gate keeps their
 //     names as aliases (gate/fleetnames.go) until callers read them here.
+//     The rules read the component table's methods (Value, Same, Compare,
+//     Parse) directly; get, required, tupleDiff, quoteOrNone and orNone
+//     stay in gate only while halt.go and proof.go read them, and go when
+//     those move.
 //     The config sections the derivations read follow as fleet types that
 //     gate.Config holds (outOfService, here since the move; proof, halts,
 //     budget next), or reach fleet through small interfaces as the
