@@ -230,8 +230,7 @@ func (c *Config) scanFleet(cl *Cluster) *fleetScan {
 // jobStarted: SUC's Job of Plan p for node runs or ran.
 func jobStarted(cl *Cluster, p *upgradev1.Plan, node string) bool {
 	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node &&
-			(JobRuns(j.Spec) || j.Status.Active > 0 || j.Status.Succeeded > 0 || j.Status.Failed > 0) {
+		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node && fleet.JobRan(j) {
 			return true
 		}
 	}
