@@ -410,12 +410,12 @@ func versionChanges(from *qualification.Tuple, to qualification.Tuple) []string 
 	out := []string{}
 	for i := range componentTable {
 		s := &componentTable[i]
-		w := s.get(to)
+		w := s.Value(to)
 		switch {
 		case from == nil:
 			out = append(out, string(s.Name)+" -> "+w)
-		case !s.same(s.get(*from), w):
-			out = append(out, string(s.Name)+" "+s.get(*from)+" -> "+w)
+		case !s.Same(nil, s.Value(*from), w):
+			out = append(out, string(s.Name)+" "+s.Value(*from)+" -> "+w)
 		}
 	}
 	return out

@@ -28,9 +28,9 @@ const LabelDriverUpgradeState = fleet.LabelDriverUpgradeState
 var DriverReloadStates = []string{"pod-restart-required", "post-maintenance-required"}
 
 // DriverStatesNotOut are the driver upgrade states of a node that is not
-// out for its upgrade: done, or queued by the operator and still serving.
-// Every other state counts against the disruption budget (rule_budget.go).
-var DriverStatesNotOut = []string{driverUpgradeDone, driverUpgradeRequired}
+// out for its upgrade (fleet.DriverStatesNotOut): every other state counts
+// against the disruption budget (rule_budget.go).
+var DriverStatesNotOut = fleet.DriverStatesNotOut
 
 var pathDriverState = field.NewPath("metadata", "labels").Key(LabelDriverUpgradeState)
 

@@ -71,16 +71,26 @@ type FleetView = fleet.View
 
 // NewFleetView works the fleet view out from the Cluster's objects: the
 // adapters' once per set of objects (Cluster.View).
-func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(cl.Proof.UpgradeJobs, jobLive) }
+func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(viewInputs(cl), jobLive) }
 
-// fleetView is the adapter's view when it was built from these objects,
-// else one for this call.
-func (cl *Cluster) fleetView() *FleetView {
-	if v := cl.View; v != nil && v.BuiltFrom(cl.Proof.UpgradeJobs) {
-		return v
+// FleetViewFor is prev when it was built from cl's objects, else a new
+// view of them: an adapter that keeps its last view (the webhook, whose
+// parts are snapshots per informer event) builds one per event.
+func FleetViewFor(cl *Cluster, prev *FleetView) *FleetView {
+	if prev != nil && prev.BuiltFrom(viewInputs(cl)) {
+		return prev
 	}
 	return NewFleetView(cl)
 }
+
+// viewInputs are the parts of cl a fleet view is built from.
+func viewInputs(cl *Cluster) fleet.ViewInputs {
+	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts}
+}
+
+// fleetView is the adapter's view when it was built from these objects,
+// else one for this call.
+func (cl *Cluster) fleetView() *FleetView { return FleetViewFor(cl, cl.View) }
 
 // withNodes is cl with ns written over its nodes (added where new), for a
 // review that judges the fleet as those writes leave it.

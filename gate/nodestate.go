@@ -2,7 +2,6 @@ package gate
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -13,37 +12,26 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
-// Every GPU node's rollout state (issue 22 item 2), worked out by the fleet
-// view from facts alone: the node object, SUC's Jobs for it (matched by the
-// Jobs' own labels), the stored Plans' records and the proof. Never from
-// whether a Plan still selects the node, its kubernetes.io/hostname label,
-// or whether its Plan still exists: a person may rewrite or delete each of
-// those, and the node is no less out for it. The budget, RolloutInFlight,
-// the proof rules and halt detection read this one view (docs/rollout.md).
+// Node state is package fleet's (fleet/nodestate.go): the names gate reads
+// it by, and what still reads gate's Cluster: the budget's out facts and
+// the states spelled out for `check`, whose proofs and halts depend on the
+// review's time.
 
-// NodeState is a GPU node's derived rollout state.
-type NodeState string
+// NodeState is a GPU node's derived rollout state (fleet.NodeState).
+type NodeState = fleet.NodeState
 
+// The node states (fleet's).
 const (
-	// StateServing: schedulable, Ready, no SUC Job, no driver upgrade in
-	// progress, on a tuple no stored Plan leaves half applied.
-	StateServing NodeState = "serving"
-	// StateOut: taken out of service for any reason (cordoned, NotReady, a
-	// configured out-of-service taint, a driver upgrade in progress, a tuple
-	// half applied) with no upgrade of its own running.
-	StateOut NodeState = "out"
-	// StateUpgrading: an SUC Job for the node runs.
-	StateUpgrading NodeState = "upgrading"
-	// StateUnproven: runs a stored Plan's destination tuple, cordoned, not
-	// proven yet.
-	StateUnproven NodeState = "at-destination-unproven"
-	// StateProven: runs a stored Plan's destination tuple and is proven.
-	StateProven NodeState = "proven"
-	// StateFailed: its SUC Job failed, its driver upgrade failed, a
-	// GPU-health condition is unhealthy, or it was stopped half way and the
-	// recovery timeout has passed.
-	StateFailed NodeState = "failed"
+	StateServing   = fleet.StateServing
+	StateOut       = fleet.StateOut
+	StateUpgrading = fleet.StateUpgrading
+	StateUnproven  = fleet.StateUnproven
+	StateProven    = fleet.StateProven
+	StateFailed    = fleet.StateFailed
 )
+
+// NodeStatus is one GPU node's derived state and what put it there.
+type NodeStatus = fleet.NodeStatus
 
 // OutOfServiceConfig is the `outOfService` section of the config
 // (fleet.OutOfServiceConfig): node state reads it.
@@ -52,42 +40,17 @@ type OutOfServiceConfig = fleet.OutOfServiceConfig
 // DefaultOutOfServiceConfig is fleet.DefaultOutOfServiceConfig.
 func DefaultOutOfServiceConfig() OutOfServiceConfig { return fleet.DefaultOutOfServiceConfig() }
 
-// AnnotationCordonHandover on a GPU Node hands a cordon someone else made
-// over to the rollout: its value is the username of whoever writes it (the
-// Node webhook refuses any other, CordonHandoverForged), and it counts only
-// when that is not the rollout's requester.
-const AnnotationCordonHandover = "gpu-upgrade-gate.io/cordon-handover"
+// AnnotationCordonHandover hands a cordon over to the rollout
+// (fleet.AnnotationCordonHandover).
+const AnnotationCordonHandover = fleet.AnnotationCordonHandover
 
-// outTaint is the first configured out-of-service taint on n, "" for none.
-func (c *Config) outTaint(n *corev1.Node) string {
-	for _, t := range n.Spec.Taints {
-		if slices.Contains(c.OutOfService.Taints, t.Key) {
-			return t.Key
-		}
-	}
-	return ""
-}
-
-// nodeDown: what the node object alone says takes it out (cordoned,
-// NotReady, a configured out-of-service taint): worked out once per node
-// object by the node index.
-func (c *Config) nodeDown(n *corev1.Node) bool {
-	return n.Spec.Unschedulable || !isReady(n) || c.outTaint(n) != ""
-}
+// nodeDown: what the node object alone says takes it out
+// (fleet.OutOfServiceConfig.NodeDown).
+func (c *Config) nodeDown(n *corev1.Node) bool { return c.OutOfService.NodeDown(n) }
 
 // downReasons names why the node object says it is out.
 func (c *Config) downReasons(cl *Cluster, n *corev1.Node) []string {
-	var why []string
-	if n.Spec.Unschedulable {
-		why = append(why, "cordoned by "+c.cordonHolderOf(cl, n).String())
-	}
-	if !isReady(n) {
-		why = append(why, "NotReady")
-	}
-	if t := c.outTaint(n); t != "" {
-		why = append(why, "taint "+t)
-	}
-	return why
+	return cl.fleetView().DownReasons(&c.OutOfService, n)
 }
 
 // sucJobsFor are SUC's Jobs for the node, by the Jobs' own labels
@@ -96,10 +59,8 @@ func sucJobsFor(cl *Cluster, node string) []*batchv1.Job {
 	return cl.fleetView().SUCJobsFor(node)
 }
 
-// jobRan: the Job was started (running, or it ran).
-func jobRan(j *batchv1.Job) bool {
-	return JobRuns(j.Spec) || j.Status.Active > 0 || j.Status.Succeeded > 0 || j.Status.Failed > 0
-}
+// jobRan: the Job was started (fleet.JobRan).
+func jobRan(j *batchv1.Job) bool { return fleet.JobRan(j) }
 
 // jobLive: the Job was started and has neither completed nor failed: its
 // node is being upgraded (the fleet view answers it once per Job:
@@ -108,95 +69,12 @@ func jobLive(j *batchv1.Job) bool {
 	return jobRan(j) && jobCompletion(j).IsZero() && !jobFailed(j)
 }
 
-// cordonHolder is who cordoned a GPU node, as far as the facts say.
-type cordonHolder struct {
-	// actor names it for messages.
-	actor string
-	// suc: SUC's Job for the node (it cordons from the Job's Pod).
-	suc bool
-	// handedOver is the username that handed the cordon over
-	// (AnnotationCordonHandover), "" for none.
-	handedOver string
-}
+// cordonHolder is who cordoned a GPU node (fleet.CordonHolder).
+type cordonHolder = fleet.CordonHolder
 
-func (h cordonHolder) String() string { return h.actor }
-
-// cordonHolderOf says who cordoned n: a health agent (its configured
-// annotation or taint), the GPU Operator (a driver upgrade state in
-// progress), SUC (a Job of a Plan for this node that ran, created no later
-// than the cordon when the cordon is dated; or a recorded halt naming the
-// node, whose failed upgrade SUC cordoned it for), the field manager of
-// spec.unschedulable when the object carries managedFields, else someone
-// other than SUC.
+// cordonHolderOf says who cordoned n (fleet.CordonHolderOf).
 func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
-	h := cordonHolder{handedOver: n.Annotations[AnnotationCordonHandover]}
-	for _, a := range c.OutOfService.Annotations {
-		if _, ok := n.Annotations[a]; ok {
-			h.actor = "a health agent (annotation " + a + ")"
-			return h
-		}
-	}
-	if t := c.outTaint(n); t != "" {
-		h.actor = "a health agent or operator (taint " + t + ")"
-		return h
-	}
-	if fleet.HasDriverState(n) && !slices.Contains(DriverStatesNotOut, n.Labels[LabelDriverUpgradeState]) {
-		h.actor = "the GPU Operator's driver upgrade (" + LabelDriverUpgradeState + "=" + n.Labels[LabelDriverUpgradeState] + ")"
-		return h
-	}
-	cordoned := cordonTime(n)
-	for _, j := range sucJobsFor(cl, n.Name) {
-		if jobRan(j) && (cordoned.IsZero() || !j.CreationTimestamp.Time.After(cordoned)) {
-			h.actor, h.suc = "SUC's Job "+j.Namespace+"/"+j.Name, true
-			return h
-		}
-	}
-	// A halt that names the node: its upgrade failed and the gate keeps it
-	// cordoned until proven; the cordon is the failed rollout's even once
-	// its Job is gone (a TTL deletes it), so its rollback may start.
-	for _, key := range sortedKeys(cl.Halts.Halts) {
-		if hl := cl.Halts.Halts[key]; hl.Node == n.Name {
-			h.actor, h.suc = "SUC's failed upgrade of it (halt: "+hl.Signal+")", true
-			return h
-		}
-	}
-	if m := unschedulableManager(n); m != "" {
-		h.actor = "field manager " + m + " (no SUC Job for the node ran before the cordon)"
-		return h
-	}
-	h.actor = "someone other than SUC (no SUC Job for the node ran before the cordon)"
-	return h
-}
-
-// cordonTime is when the node lifecycle controller saw the cordon (its
-// unschedulable taint's timeAdded), zero when undated.
-func cordonTime(n *corev1.Node) time.Time {
-	for _, t := range n.Spec.Taints {
-		if t.Key == TaintUnschedulable && t.TimeAdded != nil {
-			return t.TimeAdded.Time
-		}
-	}
-	return time.Time{}
-}
-
-// unschedulableManager is the field manager that owns spec.unschedulable,
-// from the managedFields the object carries (the webhook's cache keeps
-// only that entry, without its field set: StripNode).
-func unschedulableManager(n *corev1.Node) string {
-	for _, m := range n.ManagedFields {
-		if m.FieldsV1 == nil || strings.Contains(m.FieldsV1.GetRawString(), `"f:unschedulable"`) {
-			return m.Manager
-		}
-	}
-	return ""
-}
-
-// NodeStatus is one GPU node's derived state and what put it there.
-type NodeStatus struct {
-	Node  string
-	State NodeState
-	// Why lists each fact that took it out, with the value seen.
-	Why []string
+	return cl.fleetView().CordonHolder(&c.OutOfService, n)
 }
 
 // NodeStates derives the state of every GPU node (issue 22): the fleet
@@ -329,7 +207,7 @@ func betweenTuples(cur, src, dst qualification.Tuple) bool {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have := s.get(cur); !s.same(have, s.get(src)) && !s.same(have, s.get(dst)) {
+		if have := s.Value(cur); !s.Same(nil, have, s.Value(src)) && !s.Same(nil, have, s.Value(dst)) {
 			return false
 		}
 	}

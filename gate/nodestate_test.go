@@ -440,4 +440,12 @@ func TestFleetViewOnlyWhenBuiltFromTheseJobs(t *testing.T) {
 	own.View = NewFleetView(own)
 	assert.Same(t, own.View, own.fleetView())
 	assert.NotSame(t, stale.View, stale.fleetView())
+
+	// Nor one of another halt record: who cordoned a node comes from the
+	// review's halts.
+	cordoned := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-2"}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	halted := &Cluster{View: NewFleetView(&Cluster{})}
+	halted.Halts.Halts = map[string]Halt{"10de:1db5": {Node: "gpu-2", Signal: "SUC Job failed"}}
+	assert.True(t, (&Config{}).cordonHolderOf(halted, cordoned).SUC, "the halt names the node: its failed upgrade's cordon")
+	assert.False(t, (&Config{}).cordonHolderOf(&Cluster{View: halted.fleetView()}, cordoned).SUC, "a view of that halt record is not read for a Cluster without it")
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
 // The per-node guard: the one write that starts a node's upgrade, judged
@@ -17,15 +18,9 @@ import (
 // written, a label changed) get the early check; this step is the guarantee,
 // whatever path brought the node into the Plan (webhook/jobs.md).
 
-// JobRuns says whether a Job's spec lets the Job controller start pods: SUC
-// creates its Jobs with parallelism 0 and raises it to 1 once the node is in
-// the Plan's status.applying. An unset parallelism defaults to 1.
-func JobRuns(spec batchv1.JobSpec) bool {
-	if spec.Suspend != nil && *spec.Suspend {
-		return false
-	}
-	return spec.Parallelism == nil || *spec.Parallelism > 0
-}
+// JobRuns says whether a Job's spec lets the Job controller start pods
+// (fleet.JobRuns).
+func JobRuns(spec batchv1.JobSpec) bool { return fleet.JobRuns(spec) }
 
 // JobStarts says whether a Job write starts it: created running, or moved
 // from not running to running. Every other Job write is none of the gate's

@@ -65,7 +65,7 @@ func (r *recordWriteReview) dataRules(f *findings, d *Decision) {
 	d.Record = recordInfo(rec, cm.Name, r.cfg.MaxCanaryAge.Duration)
 	d.Record.Approval = r.cfg.approvalState(rec, qualification.AttestationOf(cm))
 	d.Record.Expires = ""
-	for _, p := range recordProblems(rec, r.cfg.freshness(r.now)) {
+	for _, p := range recordProblems(rec, r.cfg.freshness(r.now), r.versions()) {
 		if p.Kind == qualification.ProblemStale {
 			f.warn("record %s is stale and cannot qualify a Plan: %s", rec.ID, p.Err.Detail)
 			continue
@@ -141,7 +141,7 @@ func (r *validateRecordReview) recordRules(f *findings, d *Decision) {
 	if entry.Attestation.Author != "" {
 		d.Record.Approval = (&Config{}).approvalState(rec, entry.Attestation)
 	}
-	for _, p := range recordProblems(rec, r.fr) {
+	for _, p := range recordProblems(rec, r.fr, r.versions()) {
 		f.add(recordProblem(p, nil, "", rec.ID))
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -95,6 +96,8 @@ type reviewBase struct {
 	// review's own unless a per-node step reads the fleet live), fs its scan.
 	fleetCl *Cluster
 	fs      *fleetScan
+	// vs is the memo of parsed versions its rules share (versions).
+	vs      *fleet.Versions
 	stopped bool
 	// finds and dec hold a run's findings and decision: in the review,
 	// which is on the heap already, rather than each escaping on its own
@@ -110,6 +113,20 @@ type recordDest struct {
 }
 
 func (b *reviewBase) base() *reviewBase { return b }
+
+// versions is the memo of parsed versions the review's rules share: the
+// fleet view's, so every review of one set of objects parses a version
+// once (a review without a cluster keeps its own).
+func (b *reviewBase) versions() *fleet.Versions {
+	if b.vs == nil {
+		if b.cl != nil {
+			b.vs = b.cl.fleetView().Versions()
+		} else {
+			b.vs = fleet.NewVersions()
+		}
+	}
+	return b.vs
+}
 
 // stop ends the review after the current row: nothing further can be
 // judged.

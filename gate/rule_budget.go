@@ -94,10 +94,9 @@ func hardwareSetKey(ids []string) string {
 	return strings.Join(slices.Compact(s), ",")
 }
 
-// driverUpgradeRequired is the driver upgrade state of a node the
-// operator has queued but not yet touched: it still runs its workloads, so
-// it is in flight (a rollout waits for it) but not out.
-const driverUpgradeRequired = "upgrade-required"
+// driverUpgradeRequired: queued by the operator, still serving
+// (fleet.DriverUpgradeRequired).
+const driverUpgradeRequired = fleet.DriverUpgradeRequired
 
 // outNode is a GPU node out for an upgrade, and why it counts.
 type outNode struct {
@@ -231,8 +230,7 @@ func (c *Config) scanFleet(cl *Cluster) *fleetScan {
 // jobStarted: SUC's Job of Plan p for node runs or ran.
 func jobStarted(cl *Cluster, p *upgradev1.Plan, node string) bool {
 	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node &&
-			(JobRuns(j.Spec) || j.Status.Active > 0 || j.Status.Succeeded > 0 || j.Status.Failed > 0) {
+		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node && fleet.JobRan(j) {
 			return true
 		}
 	}

@@ -28,7 +28,7 @@ func cordonedByOtherRule(rv review, f *findings, _ *Decision) {
 			continue
 		}
 		h := r.cfg.cordonHolderOf(r.cl, n)
-		if h.suc || (h.handedOver != "" && h.handedOver != requester) {
+		if h.SUC || (h.HandedOver != "" && h.HandedOver != requester) {
 			continue
 		}
 		act := "start the upgrade of Plan " + r.req.Plan.Namespace + "/" + r.req.Plan.Name + " on it"
@@ -56,10 +56,10 @@ func uncordonCordoned(cfg *Config, cl *Cluster, req NodeRequest, suc bool, f *fi
 	}
 	h := cfg.cordonHolderOf(cl, old)
 	switch {
-	case suc && !h.suc && h.handedOver == "":
+	case suc && !h.SUC && h.HandedOver == "":
 		f.add(cordonedByOther(n.Name, pathUnschedulable, "be uncordoned by SUC", h, ""))
-	case !suc && h.suc && liveJob(cl, n.Name) != "":
-		f.add(cordonedByOther(n.Name, pathUnschedulable, "be uncordoned by "+req.User.Name, cordonHolder{actor: liveJob(cl, n.Name), suc: true}, ""))
+	case !suc && h.SUC && liveJob(cl, n.Name) != "":
+		f.add(cordonedByOther(n.Name, pathUnschedulable, "be uncordoned by "+req.User.Name, cordonHolder{Actor: liveJob(cl, n.Name), SUC: true}, ""))
 	}
 }
 
@@ -98,7 +98,7 @@ func nodeAttestation(req NodeRequest, key string, f *findings) {
 // cordonedByOther builds every CordonedByOther blocker: h.suc when a
 // person's uncordon meets SUC's running Job.
 func cordonedByOther(node string, path *field.Path, act string, h cordonHolder, requester string) Blocker {
-	if h.suc {
+	if h.SUC {
 		return forbidden(CodeCordonedByOther, node, path, "GPU node %s is cordoned by %s, which is upgrading it now, so it may not %s: wait until the Job ends and the node is proven (docs/rollout.md)", node, h, act)
 	}
 	not := ""
@@ -106,8 +106,8 @@ func cordonedByOther(node string, path *field.Path, act string, h cordonHolder, 
 		not = fmt.Sprintf(" other than the rollout's requester %s", requester)
 	}
 	handed := ""
-	if h.handedOver != "" {
-		handed = fmt.Sprintf(" (annotation %s=%q is the requester's own, which does not count)", AnnotationCordonHandover, h.handedOver)
+	if h.HandedOver != "" {
+		handed = fmt.Sprintf(" (annotation %s=%q is the requester's own, which does not count)", AnnotationCordonHandover, h.HandedOver)
 	}
 	return forbidden(CodeCordonedByOther, node, path, "GPU node %s was cordoned by %s, not by SUC for this upgrade, so it may not %s%s: it is out for that reason; wait until whoever cordoned it is done, or have someone%s hand it over: kubectl annotate node %s %s=<your username> (docs/rollout.md)",
 		node, h, act, handed, not, node, AnnotationCordonHandover)

@@ -15,13 +15,13 @@ func downgradeRule(t *Transition, f *findings) {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		have, want := s.get(t.Current), s.get(*dest)
-		if !s.Ordered || s.same(have, want) {
+		have, want := s.Value(t.Current), s.Value(*dest)
+		if !s.Ordered || s.Same(t.versions, have, want) {
 			continue
 		}
 		// Two valid values with no order (another kernel flavour, a digest
 		// against a tag) pass: the destination is still held to the record.
-		if cmp, err := s.compare(want, have); err == nil && cmp < 0 {
+		if cmp, err := s.Compare(t.versions, want, have); err == nil && cmp < 0 {
 			f.add(componentDowngrade(t, s, have, want, t.pathOf(t.AfterPath, s.Name, t.RecordPath)))
 		}
 	}

@@ -50,12 +50,13 @@ func (r *PlanReview) RKE2MinorMove() (node string, from, to RKE2Version, ok bool
 	if want == "" {
 		return "", from, to, false
 	}
-	target, err := ParseRKE2(want)
+	vs := r.versions()
+	target, err := vs.ParseRKE2(want)
 	if err != nil {
 		return "", from, to, false // the version rule reports it
 	}
 	for _, n := range r.pending {
-		cur, err := ParseRKE2(n.RKE2)
+		cur, err := vs.ParseRKE2(n.RKE2)
 		if err != nil {
 			continue // the facts and version rules report it
 		}

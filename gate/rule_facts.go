@@ -24,10 +24,10 @@ func factsRule(t *Transition, f *findings) {
 	var first *field.Path
 	for i := range componentTable {
 		s := &componentTable[i]
-		if !s.required() {
+		if !s.Required() {
 			continue // an optional member left out is "not run here", not unknown
 		}
-		if strings.TrimSpace(s.get(t.Current)) == "" {
+		if strings.TrimSpace(s.Value(t.Current)) == "" {
 			if t.Typed {
 				missing = append(missing, t.CurrentPath[s.Name].String())
 				first = firstPath(first, t.CurrentPath[s.Name])
@@ -35,7 +35,7 @@ func factsRule(t *Transition, f *findings) {
 				missing = append(missing, fmt.Sprintf("%s (%s)", s.Label, s.fact(t.cfg)))
 			}
 		}
-		if t.Typed && t.After != nil && strings.TrimSpace(s.get(*t.After)) == "" {
+		if t.Typed && t.After != nil && strings.TrimSpace(s.Value(*t.After)) == "" {
 			missing = append(missing, t.AfterPath[s.Name].String())
 			first = firstPath(first, t.AfterPath[s.Name])
 		}

@@ -122,7 +122,7 @@ func shortOf(cfg *Config, cur, dest qualification.Tuple, which string) []string 
 	var out []string
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have, want := s.get(cur), s.get(dest); !s.same(have, want) {
+		if have, want := s.Value(cur), s.Value(dest); !s.Same(nil, have, want) {
 			out = append(out, fmt.Sprintf("%s %s (%s), the record's %s is %s", s.Name, qualification.Clip(quoteOrNone(have)), s.fact(cfg), which, qualification.Clip(quoteOrNone(want))))
 		}
 	}

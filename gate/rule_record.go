@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -23,7 +24,7 @@ import (
 // component. An unparsable record version is the record's problem,
 // RecordInvalid, wherever the record is used (the ConfigMap webhook, Plans,
 // the driver path, validate-record, upgrade-check).
-func recordProblems(rec *qualification.Record, fr qualification.Freshness) qualification.Problems {
+func recordProblems(rec *qualification.Record, fr qualification.Freshness, vs *fleet.Versions) qualification.Problems {
 	ps := qualification.Check(rec, fr)
 	for _, side := range []struct {
 		name string
@@ -34,8 +35,8 @@ func recordProblems(rec *qualification.Record, fr qualification.Freshness) quali
 		}
 		for i := range componentTable {
 			s := &componentTable[i]
-			if v := s.get(*side.t); strings.TrimSpace(v) != "" {
-				if err := s.parse(v); err != nil {
+			if v := s.Value(*side.t); strings.TrimSpace(v) != "" {
+				if err := s.Parse(vs, v); err != nil {
 					ps = append(ps, qualification.Problem{Kind: qualification.ProblemInvalid, Err: field.Invalid(field.NewPath(side.name, string(s.Name)), v, err.Error()+"; fix the record and have it reviewed again")})
 				}
 			}
@@ -167,7 +168,7 @@ func recordRule(rv review, f *findings, d *Decision) {
 	for _, name := range b.names {
 		e, ok := b.cl.Records[name]
 		rec := b.cfg.useRecord(f, recordUse{name: name, entry: e, found: ok, user: b.user, now: b.now,
-			path: b.recordPath, rollback: b.rollback, subject: b.subject, act: b.act})
+			path: b.recordPath, rollback: b.rollback, subject: b.subject, act: b.act, vs: b.versions()})
 		if rec == nil {
 			continue
 		}
@@ -205,6 +206,8 @@ type recordUse struct {
 	rollback bool
 	// subject and act word the messages: "Plan", "applying this Plan".
 	subject, act string
+	// vs is the review's memo of parsed versions.
+	vs *fleet.Versions
 }
 
 // useRecord applies the record rules to a record a request names, for
@@ -222,7 +225,7 @@ func (c *Config) useRecord(f *findings, u recordUse) *qualification.Record {
 		return nil
 	}
 	rec := u.entry.Record
-	for _, p := range recordProblems(rec, c.freshness(u.now)) {
+	for _, p := range recordProblems(rec, c.freshness(u.now), u.vs) {
 		f.add(recordProblem(p, u.path, u.name, rec.ID))
 	}
 	att := u.entry.Attestation

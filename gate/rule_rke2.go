@@ -14,11 +14,11 @@ func rke2Rule(t *Transition, f *findings) {
 	if !t.factsOK || want == "" {
 		return
 	}
-	target, err := ParseRKE2(want)
+	target, err := t.versions.ParseRKE2(want)
 	if err != nil {
 		return // the version rule or the record rules report it
 	}
-	cur, err := ParseRKE2(t.Current.RKE2)
+	cur, err := t.versions.ParseRKE2(t.Current.RKE2)
 	if err != nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -16,7 +17,7 @@ func targetRule(t *Transition, f *findings) {
 		return
 	}
 	if !t.Typed {
-		diff := tupleDiff(*t.After, *t.Dest, false)
+		diff := fleet.TupleDiff(t.versions, *t.After, *t.Dest, false)
 		diff = append(diff, unnamedMoves(t, *t.After, *t.Dest)...)
 		if len(diff) > 0 {
 			f.add(targetNotQualified(t.Node.Name, t.Path, nil, targetTuple, t.Record.ID, t.After.String(), strings.Join(diff, ", ")))
@@ -25,7 +26,7 @@ func targetRule(t *Transition, f *findings) {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		if got, want := s.get(*t.After), s.get(*t.Dest); got != want {
+		if got, want := s.Value(*t.After), s.Value(*t.Dest); got != want {
 			f.add(targetNotQualified("", t.AfterPath[s.Name], got, targetTyped, t.Record.ID, string(s.Name), got, want))
 		}
 	}
@@ -38,7 +39,7 @@ func unnamedMoves(t *Transition, after, dest qualification.Tuple) []string {
 	var out []string
 	for i := range componentTable {
 		s := &componentTable[i]
-		if have, will := s.get(t.Current), s.get(after); s.Optional && strings.TrimSpace(s.get(dest)) == "" && strings.TrimSpace(will) != "" && !sameTrimmed(have, will) {
+		if have, will := s.Value(t.Current), s.Value(after); s.Optional && strings.TrimSpace(s.Value(dest)) == "" && strings.TrimSpace(will) != "" && !fleet.SameTrimmed(have, will) {
 			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s%s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have)), t.currentFrom(s.Name)))
 		}
 	}

@@ -24,7 +24,7 @@ func versionRule(t *Transition, f *findings) {
 	}
 	for i := range componentTable {
 		s := &componentTable[i]
-		cur := s.get(t.Current)
+		cur := s.Value(t.Current)
 		if strings.TrimSpace(cur) == "" {
 			continue // the facts rule reports it
 		}
@@ -34,14 +34,14 @@ func versionRule(t *Transition, f *findings) {
 		if t.After == nil {
 			continue
 		}
-		if after := s.get(*t.After); (t.Typed || after != cur) && strings.TrimSpace(after) != "" {
+		if after := s.Value(*t.After); (t.Typed || after != cur) && strings.TrimSpace(after) != "" {
 			if err := versionProblem(t, s, after); err != nil {
 				f.add(versionInvalid("", t.pathOf(t.AfterPath, s.Name, t.Path), after, err))
 			}
 		}
 	}
 	if t.After == nil && t.RKE2Path != nil && t.RKE2Path != t.RecordPath && t.RKE2 != "" {
-		if _, err := ParseRKE2(t.RKE2); err != nil {
+		if _, err := t.versions.ParseRKE2(t.RKE2); err != nil {
 			f.add(versionInvalid("", t.RKE2Path, t.RKE2, err))
 		}
 	}
@@ -51,7 +51,7 @@ func versionProblem(t *Transition, s *ComponentSpec, v string) error {
 	if t.Typed && s.Name == ComponentRKE2 && !anchorRKE2.MatchString(v) {
 		return fmt.Errorf("rke2 version %q is not valid here: upgrade-check takes a release, v1.MINOR.PATCH+rke2rN (not the -rke2rN spelling, not a -rcN release candidate, which Plans may name)", qualification.Clip(v))
 	}
-	return s.parse(v)
+	return s.Parse(t.versions, v)
 }
 
 // versionInvalid builds every VersionInvalid blocker: a version in the

@@ -599,6 +599,14 @@ func applyTable(rv review, f *findings, d *Decision) {
 	if !ok {
 		steps = stepsOf(kinds) // kinds that no shared kinds* slice holds
 	}
+	if len(b.ts) > 0 {
+		vs := b.versions()
+		for _, t := range b.ts {
+			if t.versions == nil {
+				t.versions = vs
+			}
+		}
+	}
 	for _, s := range steps {
 		r := &ruleTable[s.row]
 		if rowApplied != nil {

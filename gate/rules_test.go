@@ -135,9 +135,9 @@ func TestComponentTableMatchesTuple(t *testing.T) {
 		s := componentTable[i]
 		assert.Equal(t, key, string(s.Name))
 		var tu qualification.Tuple
-		s.set(&tu, "x")
+		s.Set(&tu, "x")
 		assert.Equal(t, "x", reflect.ValueOf(tu).Field(i).String(), "row %s sets field %s", s.Name, typ.Field(i).Name)
-		assert.Equal(t, "x", s.get(tu))
+		assert.Equal(t, "x", s.Value(tu))
 		assert.NotEmpty(t, s.Label)
 		assert.NotEmpty(t, s.Flag)
 		assert.NotEmpty(t, s.Fact)

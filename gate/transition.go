@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -78,6 +80,9 @@ type Transition struct {
 	ByHardware bool
 
 	cfg *Config
+	// versions is the review's memo of parsed versions (reviewBase.versions;
+	// nil parses every time).
+	versions *fleet.Versions
 	// factsOK is set by the facts rule: the tuple rules need every fact.
 	factsOK bool
 }
@@ -107,7 +112,7 @@ func (t *Transition) destination() *qualification.Tuple {
 // the rules about the upgrade step itself (holders, wave) still matter.
 func (t *Transition) atDestination() bool {
 	d := t.destination()
-	return d != nil && !t.Typed && SameTuple(t.Current, *d)
+	return d != nil && !t.Typed && fleet.SameTupleIn(t.versions, t.Current, *d)
 }
 
 // currentFrom says where the current value of the components came from

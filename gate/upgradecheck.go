@@ -93,7 +93,7 @@ func (r *upgradeCheckReview) recordRules(f *findings, d *Decision) {
 	}
 	rec := req.Record.Record
 	d.Record = recordInfo(rec, "", req.Freshness.MaxAge)
-	for _, p := range recordProblems(rec, req.Freshness) {
+	for _, p := range recordProblems(rec, req.Freshness, r.versions()) {
 		f.add(recordProblem(p, pathQualification, rec.ID, rec.ID))
 	}
 }

@@ -84,6 +84,39 @@ func TestReadCEL(t *testing.T) {
 	}
 }
 
+// TestReadCELs: every cel precondition is read at its index, through the
+// caller's source of its expression and objects; the others are not read
+// (nil), and a source's error makes that one unknown only.
+func TestReadCELs(t *testing.T) {
+	cel := func(name string) Precondition {
+		return Precondition{Name: name, Kind: KindCEL, CEL: &CEL{Version: "v1", Resource: "configmaps", Namespace: "rook-ceph",
+			Expression: "size(objects) > 0 && objects.all(o, o.data.health == 'HEALTH_OK')"}}
+	}
+	list := []Precondition{cel("ok"), {Name: "alerts", Kind: KindAlerts, Alerts: &Alerts{URL: "http://am:9093/api/v2/alerts"}}, cel("unlisted"), cel("warn")}
+	var asked []int
+	got := ReadCELs(list, func(i int) (*Program, []any, error) {
+		asked = append(asked, i)
+		prog, err := Compile(list[i].CEL.Expression)
+		require.NoError(t, err)
+		switch list[i].Name {
+		case "unlisted":
+			return prog, nil, errors.New("forbidden")
+		case "warn":
+			return prog, []any{cephCM("HEALTH_WARN")}, nil
+		}
+		return prog, []any{cephCM("HEALTH_OK")}, nil
+	})
+	assert.Equal(t, []int{0, 2, 3}, asked, "only the cel ones, in order")
+	require.Len(t, got, len(list))
+	assert.Nil(t, got[1], "an alerts precondition is not read here")
+	for i, want := range map[int]State{0: Holds, 2: Unknown, 3: Fails} {
+		require.NotNil(t, got[i])
+		assert.Equal(t, list[i].Name, got[i].Precondition.Name)
+		assert.Equal(t, want, got[i].State, got[i].Seen)
+	}
+	assert.Contains(t, got[2].Seen, "cannot be read (forbidden)")
+}
+
 // TestPerCallLimit: at runtime the base environment's per-call limit
 // stops an evaluation whatever the static estimate said (here: none, the
 // program is built without it).

@@ -98,6 +98,27 @@ func ReadCEL(p Precondition, prog *Program, objects []any, listErr error, budget
 	return r, budget
 }
 
+// ReadCELs reads every cel precondition of list, each at its index (nil for
+// the others), within one runtime budget (RuntimeBudget, as
+// ValidatingAdmissionPolicy's for its expressions together): the one
+// reading of the webhook's watches and of inventory's live read. read gives
+// precondition i's compiled expression and its objects (each as its JSON
+// map), or why they cannot be read.
+func ReadCELs(list []Precondition, read func(i int) (prog *Program, objects []any, err error)) []*Reading {
+	out := make([]*Reading, len(list))
+	budget := int64(RuntimeBudget)
+	for i, p := range list {
+		if p.Kind != KindCEL || p.CEL == nil {
+			continue
+		}
+		prog, objects, err := read(i)
+		var r Reading
+		r, budget = ReadCEL(p, prog, objects, err, budget)
+		out[i] = &r
+	}
+	return out
+}
+
 // where names what a cel precondition reads.
 func where(p Precondition) string {
 	if p.CEL == nil {

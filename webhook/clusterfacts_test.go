@@ -383,3 +383,28 @@ func TestReviewChangesStayInTheReview(t *testing.T) {
 	assert.Equal(t, sels, next.PlanSelectors, "and their selectors")
 	assert.Equal(t, len(next.Plans), cap(next.Plans), "no spare capacity an append would share")
 }
+
+// TestClusterViewOncePerEvent: the fleet view is built from the assembled
+// parts once per event of what it reads, and shared by the reviews until
+// then (no event: the same view); after a SUC Job event the next review's
+// view is a new one that holds the Job.
+func TestClusterViewOncePerEvent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := newWatchedFacts(t, ctx)
+	cluster := func() *gate.Cluster {
+		cl, err := w.facts.Cluster(ctx)
+		require.NoError(t, err)
+		require.NotNil(t, cl.View)
+		return cl
+	}
+	first := cluster().View
+	assert.Same(t, first, cluster().View, "no event: the same view")
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: w.facts.Config.SUCNamespaces[0], Name: "apply-drivers-on-gpu-1", ResourceVersion: "12",
+		Labels: map[string]string{upgradev1.LabelNode: "gpu-1", upgradev1.LabelPlan: "drivers"}}}
+	w.feed(&batchv1.Job{}).Add(job)
+	eventually(t, "the next review's view holds the Job", func() bool { return len(cluster().View.SUCJobsFor("gpu-1")) == 1 })
+	next := cluster().View
+	assert.NotSame(t, first, next)
+	assert.Same(t, next, cluster().View, "built once for the event, then shared")
+}

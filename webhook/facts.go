@@ -95,11 +95,14 @@ type Facts struct {
 	// halt record (the cache Lists and Gets of these were 24% of a Node
 	// review's CPU under load, their RESTMapper lookups alone 8%).
 	nodeList  snapshot[nodeSnapshot]
-	proofSnap snapshot[proofSnapshot]
+	proofSnap snapshot[gate.ProofFacts]
 	planSnap  snapshot[planSnapshot]
 	recordMap snapshot[map[string]gate.RecordEntry]
 	imageSnap snapshot[workloadImages]
 	haltSnap  snapshot[gate.HaltRecord]
+	// view is the fleet view of the parts last assembled (Cluster): built
+	// again only when one of them is a new generation.
+	view atomic.Pointer[gate.FleetView]
 }
 
 // snapshot is one part of the engine's view built from informer stores,
@@ -333,11 +336,9 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 		return nil, err
 	}
 	cl.GPUOperatorImage, cl.DCGMExporterImage, cl.Versions = images.gpuOperator, images.dcgmExporter, images.versions
-	proof, err := f.proofSnapshot(ctx)
-	if err != nil {
+	if cl.Proof, err = f.proofFacts(ctx); err != nil {
 		return nil, err
 	}
-	cl.Proof, cl.View = proof.facts, proof.view
 	// The DRA cache's store stays as it last was: a broken watch leaves
 	// the DRA nodes' devices and claims unknown, so their proofs fail
 	// (cl.Proof is this review's copy; the snapshot keeps its own).
@@ -348,6 +349,10 @@ func (f *Facts) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if err := f.haltUnwritable(); err != nil && cl.Halts.Err == nil {
 		cl.Halts.Err = err
 	}
+	// Once per event of what it is built from; concurrent reviews after one
+	// may each build it, and the last kept serves the next.
+	cl.View = gate.FleetViewFor(cl, f.view.Load())
+	f.view.Store(cl.View)
 	// One cached object per gate, read by name per review (cheap, and
 	// never a part that could be stale across an event).
 	cl.CreationGates = l.CreationGates(ctx)
@@ -405,23 +410,7 @@ func (f *Facts) haltRecordOf(ctx context.Context) gate.HaltRecord {
 // copied: a fleet has one validator Pod per GPU node, and every review
 // reads them), SUC's Jobs, a handful, listed.
 func (f *Facts) proofFacts(ctx context.Context) (gate.ProofFacts, error) {
-	p, err := f.proofSnapshot(ctx)
-	return p.facts, err
-}
-
-// proofSnapshot is the proof facts and the fleet view built from them
-// (gate.NewFleetView: SUC's Jobs by node), once per event of the proof
-// informers.
-type proofSnapshot struct {
-	facts gate.ProofFacts
-	view  *gate.FleetView
-}
-
-func (f *Facts) proofSnapshot(ctx context.Context) (proofSnapshot, error) {
-	return f.proofSnap.get(func(*proofSnapshot) (proofSnapshot, error) {
-		facts, err := f.load().Proof(ctx)
-		return proofSnapshot{facts: facts, view: gate.NewFleetView(&gate.Cluster{Proof: facts})}, err
-	})
+	return f.proofSnap.get(func(*gate.ProofFacts) (gate.ProofFacts, error) { return f.load().Proof(ctx) })
 }
 
 // nodes are the Node informer's store; indexed when watched (the index

@@ -178,17 +178,12 @@ func (p *Preconditions) Readings() []precondition.Reading {
 // has not synced, so the first event after the sync is not needed to
 // judge again.
 func (p *Preconditions) evaluate() ([]precondition.Reading, error) {
-	out := make([]precondition.Reading, len(p.list))
-	budget := int64(precondition.RuntimeBudget)
 	var unsynced error
-	for i, w := range p.cel {
-		if w == nil {
-			continue
-		}
+	read := precondition.ReadCELs(p.list, func(i int) (*precondition.Program, []any, error) {
+		w := p.cel[i]
 		if !w.inf.HasSynced() {
 			unsynced = errors.New("not synced")
-			out[i], _ = precondition.ReadCEL(p.list[i], w.prog, nil, fmt.Errorf("its watch of %s has not synced: is the resource served, and may the gate list and watch it?", p.list[i].CEL.GVR().String()), budget)
-			continue
+			return w.prog, nil, fmt.Errorf("its watch of %s has not synced: is the resource served, and may the gate list and watch it?", p.list[i].CEL.GVR().String())
 		}
 		items := w.inf.GetStore().List()
 		objs := make([]any, 0, len(items))
@@ -197,7 +192,13 @@ func (p *Preconditions) evaluate() ([]precondition.Reading, error) {
 				objs = append(objs, u.Object)
 			}
 		}
-		out[i], budget = precondition.ReadCEL(p.list[i], w.prog, objs, nil, budget)
+		return w.prog, objs, nil
+	})
+	out := make([]precondition.Reading, len(p.list))
+	for i, r := range read {
+		if r != nil {
+			out[i] = *r
+		}
 	}
 	return out, unsynced
 }

@@ -52,10 +52,11 @@ func runInventory(args []string, stdout, stderr io.Writer) int {
 }
 
 func inventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, []string, error) {
-	inv, cfg, live, at, err := nodeInventory(c, config, namespace, now, output, namespaceSet)
+	read, err := nodeInventory(c, config, namespace, now, output, namespaceSet)
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg, live := read.cfg, read.live
 	var lines []string
 	if cfg.OperatorRollout.Required {
 		var op *gate.OperatorRollout
@@ -67,15 +68,15 @@ func inventory(c *clusterFlags, config, namespace, now, output string, namespace
 		lines = append(lines, operatorRolloutLine(cfg, op))
 	}
 	if len(cfg.Preconditions) > 0 {
-		var read []*precondition.Reading
+		var pre []*precondition.Reading
 		if live != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			read = live.Preconditions(ctx, cfg)
+			pre = live.Preconditions(ctx, cfg)
 		}
-		lines = append(lines, preconditionLines(cfg, read, at)...)
+		lines = append(lines, preconditionLines(cfg, pre, read.at)...)
 	}
-	return inv, lines, nil
+	return read.nodes, lines, nil
 }
 
 // operatorRolloutLine is the built-in operator-rollout precondition's state
@@ -110,37 +111,47 @@ func preconditionLines(cfg *gate.Config, read []*precondition.Reading, at time.T
 	return out
 }
 
-func nodeInventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) ([]gate.NodeInventory, *gate.Config, *loader.Live, time.Time, error) {
+// inventoryRead is what nodeInventory read: the GPU nodes' inventory, the
+// config it read them under, the live client (nil for a file) the
+// preconditions are read with, and the time they are judged at.
+type inventoryRead struct {
+	nodes []gate.NodeInventory
+	cfg   *gate.Config
+	live  *loader.Live
+	at    time.Time
+}
+
+func nodeInventory(c *clusterFlags, config, namespace, now, output string, namespaceSet bool) (inventoryRead, error) {
 	if output != "table" && output != "json" && output != "csv" {
-		return nil, nil, nil, time.Time{}, usagef("-o/--output %q is not supported: use table, json or csv", output)
+		return inventoryRead{}, usagef("-o/--output %q is not supported: use table, json or csv", output)
 	}
 	if err := c.check(); err != nil {
-		return nil, nil, nil, time.Time{}, err
+		return inventoryRead{}, err
 	}
 	at, err := parseNow(now)
 	if err != nil {
-		return nil, nil, nil, time.Time{}, err
+		return inventoryRead{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	live, err := c.live()
 	if err != nil {
-		return nil, nil, nil, time.Time{}, err
+		return inventoryRead{}, err
 	}
 	cfg, err := c.readConfig(ctx, live, config, namespace, namespaceSet)
 	if err != nil {
-		return nil, nil, nil, time.Time{}, err
+		return inventoryRead{}, err
 	}
 	// The inventory reads no API server version: "-" stands for it, so a
 	// List without control-plane nodes still lists its GPU nodes.
 	src, _, err := c.source(live, "-")
 	if err != nil {
-		return nil, nil, nil, time.Time{}, err
+		return inventoryRead{}, err
 	}
 	load := loader.New(cfg, src)
 	cl, err := load.Cluster(ctx)
 	if err != nil {
-		return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
+		return inventoryRead{}, inputf("%s: %v", c.where(), err)
 	}
 	var gpu []string
 	for _, n := range cl.Nodes {
@@ -150,19 +161,19 @@ func nodeInventory(c *clusterFlags, config, namespace, now, output string, names
 	}
 	holders, err := load.Holders(ctx, gpu)
 	if err != nil {
-		return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
+		return inventoryRead{}, inputf("%s: %v", c.where(), err)
 	}
 	inv := gate.Inventory(cfg, cl, holders, at)
 	if len(cfg.DRADrivers) > 0 {
 		byNode, err := load.DRANodes(ctx, cfg.DRADrivers)
 		if err != nil {
-			return nil, nil, nil, time.Time{}, inputf("%s: %v", c.where(), err)
+			return inventoryRead{}, inputf("%s: %v", c.where(), err)
 		}
 		for i := range inv {
 			inv[i].DRA = byNode[inv[i].Node]
 		}
 	}
-	return inv, cfg, live, at, nil
+	return inventoryRead{nodes: inv, cfg: cfg, live: live, at: at}, nil
 }
 
 // inventoryColumns: one column per tuple component, from the component table.

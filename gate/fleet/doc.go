@@ -10,6 +10,10 @@
 //     (version.go, here since the move) and then the tuple's component table
 //     and image references (gate/tuple.go, gate/image.go); gate keeps their
 //     names as aliases (gate/fleetnames.go) until callers read them here.
+//     The rules read the component table's methods (Value, Same, Compare,
+//     Parse) directly; get, required, tupleDiff, quoteOrNone and orNone
+//     stay in gate only while halt.go and proof.go read them, and go when
+//     those move.
 //     The config sections the derivations read follow as fleet types that
 //     gate.Config holds (outOfService, here since the move; proof, halts,
 //     budget next), or reach fleet through small interfaces as the
@@ -30,6 +34,14 @@
 //     haltrecord.go), the budget and in-flight counts (now inside
 //     rule_budget.go, rule_inflight.go, rule_rollout.go), windows. The rule
 //     files keep the judgement and the message only.
+//     Node state: done for what the objects alone say (nodestate.go: the
+//     states, NodeDown, the cordon holder, DownReasons, JobRan). Left in
+//     gate/nodestate.go, which git therefore keeps as a modified file
+//     rather than a rename: NodeStates (it reads Prove and DetectHalts,
+//     which move with proof.go and halt.go), jobLive (jobCompletion,
+//     jobFailed: proof.go, rule_proof.go), halfApplied and betweenTuples
+//     (complete: halt.go), and the budget's out facts (addOutFacts,
+//     outNodes), which move with the budget.
 //     Until proof.go moves, Stamp (halt.go here) and gate's stamp
 //     (proof.go) spell a time twice, identically.
 //  4. One immutable View per set of loaded objects: built once per informer
@@ -39,11 +51,21 @@
 //     is down and why, its destination, ...). What also depends on the
 //     clock (a proof's soak, a halt's recovery timeout, a window) is worked
 //     out from the view at the review's time, never stored in it: a view
-//     outlives the instant it was built at. So far it holds SUC's Jobs by
-//     node and which Jobs are live (a node with a live SUC Job is
-//     upgrading); the rest of node state joins it when the view is keyed
-//     on the nodes, Plans, records and halt record too (the webhook builds
-//     it from the proof informers alone today).
-//  5. No package-level caches: the version-parser memo becomes the view's
-//     (it pays only on large selections: see the report of the move).
+//     outlives the instant it was built at. So far it is keyed on SUC's
+//     Jobs and the halt record (ViewInputs): the webhook builds it from the
+//     assembled snapshots (Facts.Cluster, gate.FleetViewFor) and the CLI's
+//     loader once it has read every part. It holds SUC's Jobs by node,
+//     which are live (a node with a live SUC Job is upgrading), and answers
+//     who cordoned a node and why a node is down. Left: key it on the
+//     nodes (the index), Plans and records too, and move in what those
+//     alone say: the nodes at a stored Plan's destination (nodesAt) and
+//     the half-applied nodes (halfApplied), both worked out per review
+//     today. A review that judges the fleet with a node swapped in
+//     (withNodes: SUC's step on a newer Node, a Node write) then needs a
+//     view of its own; build those parts lazily, or per node, so that it
+//     costs no more than today.
+//  5. No package-level caches. Done: the version parsers' memo (Versions)
+//     is the view's (View.Versions): a review's transitions parse through
+//     it, so the reviews of one set of objects share it and it goes with
+//     them; callers without a view parse through a nil memo (every time).
 package fleet

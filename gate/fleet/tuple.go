@@ -36,43 +36,47 @@ type ComponentSpec struct {
 	// Expected is the accepted form in words, for messages.
 	Expected string
 
-	get     func(qualification.Tuple) string
-	set     func(*qualification.Tuple, string)
-	parse   func(string) error
-	compare func(a, b string) (int, error)
-	same    func(a, b string) bool
+	get func(qualification.Tuple) string
+	set func(*qualification.Tuple, string)
+	// The parsers and comparisons take the caller's memo (nil: none).
+	parse   func(vs *Versions, s string) error
+	compare func(vs *Versions, a, b string) (int, error)
+	same    func(vs *Versions, a, b string) bool
 }
 
 // componentTable lists the tuple members in the record's order.
 var componentTable = []ComponentSpec{
 	{Name: ComponentKernel, Label: "kernel", Flag: "kernel", Fact: "status.nodeInfo.kernelVersion", Ordered: true, Expected: expectedKernel,
 		get: func(t qualification.Tuple) string { return t.Kernel }, set: func(t *qualification.Tuple, v string) { t.Kernel = v },
-		parse: validates(ParseKernel), compare: ordered(ParseKernel, KernelVersion.Compare), same: sameTrimmed},
+		parse: validates((*Versions).ParseKernel), compare: ordered((*Versions).ParseKernel, KernelVersion.Compare), same: trimmed},
 	{Name: ComponentRKE2, Label: "RKE2", Flag: "rke2", Fact: "status.nodeInfo.kubeletVersion", Expected: expectedRKE2,
 		get: func(t qualification.Tuple) string { return t.RKE2 }, set: func(t *qualification.Tuple, v string) { t.RKE2 = v },
-		parse: validates(ParseRKE2), compare: ordered(ParseRKE2, total(RKE2Version.Compare)),
-		same: func(a, b string) bool { return NormalizeRKE2(a) == NormalizeRKE2(b) }},
+		parse: validates((*Versions).ParseRKE2), compare: ordered((*Versions).ParseRKE2, total(RKE2Version.Compare)),
+		same: func(_ *Versions, a, b string) bool { return NormalizeRKE2(a) == NormalizeRKE2(b) }},
 	{Name: ComponentDriver, Label: "driver", Flag: "driver", Fact: "label nvidia.com/cuda.driver-version.full from GPU Feature Discovery", Ordered: true, Expected: expectedDriver,
 		get: func(t qualification.Tuple) string { return t.Driver }, set: func(t *qualification.Tuple, v string) { t.Driver = v },
-		parse: validates(ParseDriver), compare: ordered(ParseDriver, total(DriverVersion.Compare)), same: sameTrimmed},
+		parse: validates((*Versions).ParseDriver), compare: ordered((*Versions).ParseDriver, total(DriverVersion.Compare)), same: trimmed},
 	{Name: ComponentGPUOperator, Label: "GPU Operator version", Flag: "gpu-operator", Fact: "image tag of", Workload: "Deployment", Ordered: true, Expected: expectedGPUOperator,
 		get: func(t qualification.Tuple) string { return t.GPUOperator }, set: func(t *qualification.Tuple, v string) { t.GPUOperator = v },
-		parse: validates(ParseGPUOperator), compare: ordered(ParseGPUOperator, total((*semver.Version).Compare)), same: sameTrimmed},
+		parse: validates((*Versions).ParseGPUOperator), compare: ordered((*Versions).ParseGPUOperator, total((*semver.Version).Compare)), same: trimmed},
 	{Name: ComponentDCGMExporter, Label: "DCGM exporter version", Flag: "dcgm-exporter", Fact: "image of", Workload: "DaemonSet", Ordered: true, Expected: expectedDCGMExporter,
 		get: func(t qualification.Tuple) string { return t.DCGMExporter }, set: func(t *qualification.Tuple, v string) { t.DCGMExporter = v },
-		parse: validates(ParseDCGMExporter), compare: ordered(ParseDCGMExporter, DCGMExporterVersion.Compare), same: sameDCGMExporter},
+		parse: validates((*Versions).ParseDCGMExporter), compare: ordered((*Versions).ParseDCGMExporter, DCGMExporterVersion.Compare), same: sameDCGMExporter},
 	{Name: ComponentDRADriver, Label: "DRA driver version", Flag: "dra-driver", Fact: "kubelet-plugin image of", Workload: "DaemonSet", Optional: true, Ordered: true, Expected: expectedDRADriver,
 		get: func(t qualification.Tuple) string { return t.DRADriver }, set: func(t *qualification.Tuple, v string) { t.DRADriver = v },
-		parse: validates(ParseDRADriver), compare: ordered(ParseDRADriver, total((*semver.Version).Compare)), same: optional(sameDRADriver)},
+		parse: validates((*Versions).ParseDRADriver), compare: ordered((*Versions).ParseDRADriver, total((*semver.Version).Compare)), same: optional(sameDRADriver)},
 }
 
 // optional wraps an optional component's same: a tuple that does not name
 // it (a node without DRA, a record that leaves it out) matches any value.
-func optional(same func(a, b string) bool) func(a, b string) bool {
-	return func(a, b string) bool {
-		return strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" || same(a, b)
+func optional(same func(vs *Versions, a, b string) bool) func(vs *Versions, a, b string) bool {
+	return func(vs *Versions, a, b string) bool {
+		return strings.TrimSpace(a) == "" || strings.TrimSpace(b) == "" || same(vs, a, b)
 	}
 }
+
+// trimmed is sameTrimmed as a table row's same (it parses nothing).
+func trimmed(_ *Versions, a, b string) bool { return sameTrimmed(a, b) }
 
 // required: the component must be known for a transition to be judged.
 func (s *ComponentSpec) required() bool { return !s.Optional }
@@ -115,12 +119,15 @@ func TupleValue(t qualification.Tuple, c Component) string {
 
 // SameTuple says whether two tuples name the same versions, component by
 // component (SameComponent).
-func SameTuple(a, b qualification.Tuple) bool {
+func SameTuple(a, b qualification.Tuple) bool { return SameTupleIn(nil, a, b) }
+
+// SameTupleIn is SameTuple parsing through the caller's memo.
+func SameTupleIn(vs *Versions, a, b qualification.Tuple) bool {
 	for i := range componentTable {
 		s := &componentTable[i]
 		// Every component's same holds for equal strings: the common case
 		// needs no parse.
-		if x, y := s.get(a), s.get(b); x != y && !s.same(x, y) {
+		if x, y := s.get(a), s.get(b); x != y && !s.same(vs, x, y) {
 			return false
 		}
 	}
@@ -129,12 +136,12 @@ func SameTuple(a, b qualification.Tuple) bool {
 
 // tupleDiff lists "component current (want wanted)" for the members that
 // differ; exact compares the strings byte for byte (typed values).
-func tupleDiff(have, want qualification.Tuple, exact bool) []string {
+func tupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []string {
 	var d []string
 	for i := range componentTable {
 		s := &componentTable[i]
 		h, w := s.get(have), s.get(want)
-		if (exact && h != w) || (!exact && !s.same(h, w)) {
+		if (exact && h != w) || (!exact && !s.same(vs, h, w)) {
 			d = append(d, string(s.Name)+" "+quoteOrNone(h)+" (want "+quoteOrNone(w)+")")
 		}
 	}
@@ -154,7 +161,7 @@ func sameTrimmed(a, b string) bool { return strings.TrimSpace(a) == strings.Trim
 // be checked without knowing each component's type (nil error = parses).
 func ParseComponent(c Component, s string) error {
 	if sp := specOf(c); sp != nil {
-		return sp.parse(s)
+		return sp.parse(nil, s)
 	}
 	return fmt.Errorf("%w %q", errUnknownComponent, string(c))
 }
@@ -165,7 +172,7 @@ func ParseComponent(c Component, s string) error {
 // no order gives an IncomparableError.
 func CompareComponent(c Component, a, b string) (int, error) {
 	if sp := specOf(c); sp != nil {
-		return sp.compare(a, b)
+		return sp.compare(nil, a, b)
 	}
 	return 0, fmt.Errorf("%w %q", errUnknownComponent, string(c))
 }
@@ -177,7 +184,7 @@ func CompareComponent(c Component, a, b string) (int, error) {
 // digest alone. Everything else compares the trimmed strings exactly.
 func SameComponent(c Component, a, b string) bool {
 	if sp := specOf(c); sp != nil {
-		return a == b || sp.same(a, b)
+		return a == b || sp.same(nil, a, b)
 	}
 	return sameTrimmed(a, b)
 }

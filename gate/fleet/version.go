@@ -205,9 +205,12 @@ func rke2Parse(s string) (RKE2Version, int, bool) {
 // ParseRKE2 parses an RKE2 version as written by people, Rancher (+rke2rN) and
 // SUC (-rke2rN). Values with surrounding whitespace are refused: a cluster
 // never produces them, so one is a typing mistake.
-func ParseRKE2(s string) (RKE2Version, error) { return parsedRKE2(s) }
+func ParseRKE2(s string) (RKE2Version, error) { return parseRKE2(s) }
 
-var parsedRKE2 = remembered(parseRKE2)
+// ParseRKE2 is ParseRKE2 through the memo.
+func (vs *Versions) ParseRKE2(s string) (RKE2Version, error) {
+	return remember(vs, memoRKE2, s, parseRKE2)
+}
 
 func parseRKE2(s string) (RKE2Version, error) {
 	v, _, ok := rke2Parse(s)
@@ -363,9 +366,12 @@ func isKernelFlavour(s string) bool {
 // numbers, then optionally '-', '.' or '+' and a flavour of [A-Za-z0-9_.+~-]+.
 // Numbers are read greedily and never given back, so "6.8.0-" is refused
 // rather than read as 6.8 with flavour "0-".
-func ParseKernel(s string) (KernelVersion, error) { return parsedKernel(s) }
+func ParseKernel(s string) (KernelVersion, error) { return parseKernel(s) }
 
-var parsedKernel = remembered(parseKernel)
+// ParseKernel is ParseKernel through the memo.
+func (vs *Versions) ParseKernel(s string) (KernelVersion, error) {
+	return remember(vs, memoKernel, s, parseKernel)
+}
 
 func parseKernel(s string) (KernelVersion, error) {
 	fail := func() (KernelVersion, error) {
@@ -437,9 +443,12 @@ type DriverVersion struct {
 
 // ParseDriver accepts 2 to 4 dot-separated decimal parts, the forms NVML and
 // GFD report (two-part versions such as 580.65 exist).
-func ParseDriver(s string) (DriverVersion, error) { return parsedDriver(s) }
+func ParseDriver(s string) (DriverVersion, error) { return parseDriver(s) }
 
-var parsedDriver = remembered(parseDriver)
+// ParseDriver is ParseDriver through the memo.
+func (vs *Versions) ParseDriver(s string) (DriverVersion, error) {
+	return remember(vs, memoDriver, s, parseDriver)
+}
 
 func parseDriver(s string) (DriverVersion, error) {
 	if badLength(s) {
@@ -461,9 +470,13 @@ func (v DriverVersion) Compare(o DriverVersion) int { return cmpParts(v.Parts, o
 // ParseGPUOperator parses a GPU Operator release with strict semver (after
 // one optional leading v), because the operator's tags are semver and a short
 // "v26.3" is a mistake, not a version.
-func ParseGPUOperator(s string) (*semver.Version, error) { return parsedGPUOperator(s) }
+func ParseGPUOperator(s string) (*semver.Version, error) { return parseGPUOperator(s) }
 
-var parsedGPUOperator = remembered(parseGPUOperator)
+// ParseGPUOperator is ParseGPUOperator through the memo; the version is
+// shared: read only.
+func (vs *Versions) ParseGPUOperator(s string) (*semver.Version, error) {
+	return remember(vs, memoGPUOperator, s, parseGPUOperator)
+}
 
 func parseGPUOperator(s string) (*semver.Version, error) {
 	fail := func() (*semver.Version, error) {
@@ -481,21 +494,27 @@ func parseGPUOperator(s string) (*semver.Version, error) {
 
 // ParseDRADriver parses a DRA driver version: its release, as the kubelet
 // plugin's image tag names it (v25.8.1), the leading v optional.
-func ParseDRADriver(s string) (*semver.Version, error) { return parsedDRADriver(s) }
+func ParseDRADriver(s string) (*semver.Version, error) { return parseDRADriver(s) }
 
-var parsedDRADriver = remembered(func(s string) (*semver.Version, error) {
+// ParseDRADriver is ParseDRADriver through the memo; the version is
+// shared: read only.
+func (vs *Versions) ParseDRADriver(s string) (*semver.Version, error) {
+	return remember(vs, memoDRADriver, s, parseDRADriver)
+}
+
+func parseDRADriver(s string) (*semver.Version, error) {
 	if !badLength(s) {
 		if v, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v")); err == nil {
 			return v, nil
 		}
 	}
 	return nil, &VersionError{Component: ComponentDRADriver, Value: s, Expected: expectedDRADriver}
-})
+}
 
 // sameDRADriver: the same release, with or without the leading v.
-func sameDRADriver(a, b string) bool {
-	x, errX := ParseDRADriver(strings.TrimSpace(a))
-	y, errY := ParseDRADriver(strings.TrimSpace(b))
+func sameDRADriver(vs *Versions, a, b string) bool {
+	x, errX := vs.ParseDRADriver(strings.TrimSpace(a))
+	y, errY := vs.ParseDRADriver(strings.TrimSpace(b))
 	if errX != nil || errY != nil {
 		return sameTrimmed(a, b)
 	}
@@ -547,9 +566,12 @@ func isTagFlavour(s string) bool {
 // 3.3.5-3.4.1-ubuntu22.04, 4.5.3-4.8.2) or a digest "sha256:<64 hex>"; for
 // "<anything>@sha256:<64 hex>" only the digest is kept, since the digest alone
 // names the image.
-func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return parsedDCGMExporter(s) }
+func ParseDCGMExporter(s string) (DCGMExporterVersion, error) { return parseDCGMExporter(s) }
 
-var parsedDCGMExporter = remembered(parseDCGMExporter)
+// ParseDCGMExporter is ParseDCGMExporter through the memo.
+func (vs *Versions) ParseDCGMExporter(s string) (DCGMExporterVersion, error) {
+	return remember(vs, memoDCGMExporter, s, parseDCGMExporter)
+}
 
 func parseDCGMExporter(s string) (DCGMExporterVersion, error) {
 	fail := func() (DCGMExporterVersion, error) {
@@ -617,19 +639,19 @@ func (v DCGMExporterVersion) Compare(o DCGMExporterVersion) (int, error) {
 // Typed parsers and comparisons for the component table (tuple.go).
 
 // validates turns a typed parser into a check that the value parses.
-func validates[V any](parse func(string) (V, error)) func(string) error {
-	return func(s string) error { _, err := parse(s); return err }
+func validates[V any](parse func(*Versions, string) (V, error)) func(*Versions, string) error {
+	return func(vs *Versions, s string) error { _, err := parse(vs, s); return err }
 }
 
 // ordered turns a typed parser and comparison into a comparison of two
 // strings; the first value that does not parse is the error.
-func ordered[V any](parse func(string) (V, error), cmp func(x, y V) (int, error)) func(a, b string) (int, error) {
-	return func(a, b string) (int, error) {
-		x, err := parse(a)
+func ordered[V any](parse func(*Versions, string) (V, error), cmp func(x, y V) (int, error)) func(vs *Versions, a, b string) (int, error) {
+	return func(vs *Versions, a, b string) (int, error) {
+		x, err := parse(vs, a)
 		if err != nil {
 			return 0, err
 		}
-		y, err := parse(b)
+		y, err := parse(vs, b)
 		if err != nil {
 			return 0, err
 		}
@@ -644,46 +666,73 @@ func total[V any](cmp func(x, y V) int) func(x, y V) (int, error) {
 
 // sameDCGMExporter: two values that both carry a valid digest compare by
 // digest alone.
-func sameDCGMExporter(a, b string) bool {
-	x, errX := ParseDCGMExporter(strings.TrimSpace(a))
-	y, errY := ParseDCGMExporter(strings.TrimSpace(b))
+func sameDCGMExporter(vs *Versions, a, b string) bool {
+	x, errX := vs.ParseDCGMExporter(strings.TrimSpace(a))
+	y, errY := vs.ParseDCGMExporter(strings.TrimSpace(b))
 	if errX == nil && errY == nil && x.Digest != "" && y.Digest != "" {
 		return x.Digest == y.Digest
 	}
 	return sameTrimmed(a, b)
 }
 
-// remembered wraps a version parser with a bounded memory of its results,
-// shared by every review: a Plan review compares the same few versions (the
-// record's, the cluster's, the few its nodes run) once per node, and
-// parsing them was most of a large selection's decision (issue 14 item 5).
-// The results are values the callers only read.
-func remembered[V any](parse func(string) (V, error)) func(string) (V, error) {
-	type result struct {
-		v   V
-		err error
+// Versions remembers the versions its owner parsed: a Plan review compares
+// the same few versions (the record's, the cluster's, the few its nodes
+// run) once per node, and parsing them was most of a large selection's
+// decision (issue 14 item 5). Its owner is the fleet view (View.Versions),
+// so every review of one set of objects shares it and it goes with them;
+// gate keeps no memo of its own. A nil *Versions parses every time. Safe
+// for concurrent use; the results are values the callers only read.
+type Versions struct {
+	mu   sync.Mutex
+	seen [memoKinds]map[string]parsedVersion
+}
+
+// NewVersions is an empty memo.
+func NewVersions() *Versions { return &Versions{} }
+
+// memoKind says which parser a remembered result is of.
+type memoKind uint8
+
+const (
+	memoRKE2 memoKind = iota
+	memoKernel
+	memoDriver
+	memoGPUOperator
+	memoDRADriver
+	memoDCGMExporter
+	memoKinds
+)
+
+type parsedVersion struct {
+	v   any
+	err error
+}
+
+// remember parses s with parse once per vs (every time for a nil vs).
+func remember[V any](vs *Versions, kind memoKind, s string, parse func(string) (V, error)) (V, error) {
+	if vs == nil || len(s) > maxVersionLen {
+		return parse(s) // an overlong value is refused at once; never kept
 	}
-	var mu sync.Mutex
-	seen := map[string]result{}
-	return func(s string) (V, error) {
-		if len(s) > maxVersionLen {
-			return parse(s) // refused at once; never kept
-		}
-		mu.Lock()
-		r, ok := seen[s]
-		mu.Unlock()
-		if ok {
-			return r.v, r.err
-		}
-		v, err := parse(s)
-		mu.Lock()
-		if len(seen) >= rememberedVersions {
-			clear(seen) // whatever values requests bring, memory stays bounded
-		}
-		seen[s] = result{v, err}
-		mu.Unlock()
-		return v, err
+	vs.mu.Lock()
+	r, ok := vs.seen[kind][s]
+	vs.mu.Unlock()
+	if ok {
+		v, _ := r.v.(V) // nil for a nil *semver.Version
+		return v, r.err
 	}
+	v, err := parse(s)
+	vs.mu.Lock()
+	m := vs.seen[kind]
+	if m == nil {
+		m = map[string]parsedVersion{}
+		vs.seen[kind] = m
+	}
+	if len(m) >= rememberedVersions {
+		clear(m) // whatever values requests bring, memory stays bounded
+	}
+	m[s] = parsedVersion{v, err}
+	vs.mu.Unlock()
+	return v, err
 }
 
 // rememberedVersions bounds each parser's memory (a few hundred KiB at most).

@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -815,4 +818,50 @@ func TestMatchesRepository(t *testing.T) {
 			assert.Equal(t, tc.want, matchesRepository(img, tc.entry))
 		})
 	}
+}
+
+// TestVersionsMemo: a memo gives what the parser gives, valid or not, for
+// every component (each parser its own memory: one spelling valid for one
+// is not for another), stays bounded, and belongs to its owner: two views
+// share none, and a nil memo parses every time.
+func TestVersionsMemo(t *testing.T) {
+	vs := NewVersions()
+	for i := range componentTable {
+		s := &componentTable[i]
+		t.Run(string(s.Name), func(t *testing.T) {
+			for _, v := range []string{"1.2.3", "v26.3.1", "6.8.0-45-generic", "v1.36.2+rke2r1", "570.124.06", "4.5.3-4.8.2-distroless", digestA, "", " 1.2.3", strings.Repeat("9", maxVersionLen+1)} {
+				want := s.parse(nil, v)
+				for range 2 { // the second answer is the remembered one
+					got := s.parse(vs, v)
+					if want == nil {
+						assert.NoError(t, got, "%q", v)
+					} else {
+						assert.EqualError(t, got, want.Error(), "%q", v)
+					}
+				}
+				for _, w := range []string{"1.2.4", "v26.3.2", "6.8.0-46-generic", "v1.37.0+rke2r1"} {
+					wc, werr := s.compare(nil, v, w)
+					gc, gerr := s.compare(vs, v, w)
+					assert.Equal(t, wc, gc, "%q %q", v, w)
+					assert.Equal(t, werr == nil, gerr == nil, "%q %q", v, w)
+					assert.Equal(t, s.same(nil, v, w), s.same(vs, v, w), "%q %q", v, w)
+				}
+			}
+		})
+	}
+	for i := range 3 * rememberedVersions {
+		_, _ = vs.ParseDriver("570.124." + strconv.Itoa(i))
+	}
+	assert.LessOrEqual(t, len(vs.seen[memoDriver]), rememberedVersions, "the memo stays bounded")
+	_, _ = vs.ParseKernel(strings.Repeat("9", maxVersionLen+1))
+	assert.NotContains(t, vs.seen[memoKernel], strings.Repeat("9", maxVersionLen+1), "an overlong value is never kept")
+
+	a, b := NewView(ViewInputs{}, func(*batchv1.Job) bool { return false }), NewView(ViewInputs{}, func(*batchv1.Job) bool { return false })
+	require.NotNil(t, a.Versions())
+	assert.NotSame(t, a.Versions(), b.Versions(), "each view owns its memo")
+	assert.Same(t, a.Versions(), a.Versions())
+	var none *Versions
+	v, err := none.ParseRKE2("v1.36.2+rke2r1")
+	require.NoError(t, err)
+	assert.Equal(t, 36, v.Minor)
 }

@@ -1,7 +1,10 @@
 package fleet
 
 import (
+	"reflect"
+
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
@@ -12,13 +15,13 @@ import (
 // every review of that set reads it (package doc, step 4). It holds no
 // answer that depends on the clock.
 //
-// It holds SUC's Jobs by node and which of them are live (the first step
-// of node state: a node with a live SUC Job is upgrading); the rest of
-// node state, proof, halts and the budget's counts join it as they move
-// here.
+// It holds SUC's Jobs by node and which of them are live (a node with a
+// live SUC Job is upgrading), and answers who cordoned a node from those
+// Jobs and the halt record; the rest of node state, proof, halts and the
+// budget's counts join it as they move here.
 type View struct {
-	// upgradeJobs is the list it was built from (BuiltFrom).
-	upgradeJobs []*batchv1.Job
+	// in is what it was built from (BuiltFrom).
+	in ViewInputs
 	// jobsByNode: every Job by its upgrade.cattle.io/node label ("" for
 	// none), in list order.
 	jobsByNode map[string][]*batchv1.Job
@@ -28,6 +31,10 @@ type View struct {
 	// node's first live SUC Job (LiveSUCJob).
 	liveJobs []*batchv1.Job
 	liveSUC  map[string]*batchv1.Job
+	// versions is the version parsers' memo of every review of this view
+	// (Versions): the one cache that fills after the view is built, which
+	// changes none of its answers.
+	versions *Versions
 }
 
 // JobLive says whether a Job was started and has neither completed nor
@@ -35,11 +42,22 @@ type View struct {
 // clock), so the view answers it once per Job; gate holds the rule.
 type JobLive func(*batchv1.Job) bool
 
-// NewView works the view out from SUC's Jobs (the Jobs labelled
-// upgrade.cattle.io/node the loader reads), live saying which run.
-func NewView(upgradeJobs []*batchv1.Job, live JobLive) *View {
-	v := &View{upgradeJobs: upgradeJobs, jobsByNode: make(map[string][]*batchv1.Job, len(upgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}}
-	for _, j := range upgradeJobs {
+// ViewInputs are the loaded objects a view is built from, each as its
+// adapter keeps it (a snapshot per informer event in the webhook): a view
+// is reused only while every part is the very same (BuiltFrom).
+type ViewInputs struct {
+	// UpgradeJobs are SUC's Jobs (the Jobs labelled upgrade.cattle.io/node
+	// the loader reads).
+	UpgradeJobs []*batchv1.Job
+	// Halts are the halt record's halts by hardware key (HaltRecord.Halts).
+	Halts map[string]Halt
+}
+
+// NewView works the view out from the loaded objects, live saying which
+// Jobs run.
+func NewView(in ViewInputs, live JobLive) *View {
+	v := &View{in: in, jobsByNode: make(map[string][]*batchv1.Job, len(in.UpgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, versions: NewVersions()}
+	for _, j := range in.UpgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]
 		v.jobsByNode[node] = append(v.jobsByNode[node], j)
 		isLive := live(j)
@@ -56,21 +74,43 @@ func NewView(upgradeJobs []*batchv1.Job, live JobLive) *View {
 	return v
 }
 
-// BuiltFrom says whether the view was built from exactly these Jobs
-// (pointer for pointer): a review whose objects differ builds its own.
-func (v *View) BuiltFrom(upgradeJobs []*batchv1.Job) bool {
-	if len(v.upgradeJobs) != len(upgradeJobs) {
+// BuiltFrom says whether the view was built from exactly these objects
+// (the Jobs pointer for pointer, the same map of halts): a review whose
+// objects differ builds its own.
+func (v *View) BuiltFrom(in ViewInputs) bool {
+	return samePointers(v.in.UpgradeJobs, in.UpgradeJobs) && sameMap(v.in.Halts, in.Halts)
+}
+
+// samePointers: the same list, or equal pointer for pointer.
+func samePointers[T any](a, b []*T) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	if len(upgradeJobs) == 0 || &v.upgradeJobs[0] == &upgradeJobs[0] {
+	if len(a) == 0 || &a[0] == &b[0] {
 		return true
 	}
-	for i := range upgradeJobs {
-		if v.upgradeJobs[i] != upgradeJobs[i] {
+	for i := range a {
+		if a[i] != b[i] {
 			return false
 		}
 	}
 	return true
+}
+
+// sameMap: the very same map (a snapshot's), not one with equal entries.
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// CordonHolder says who cordoned n (CordonHolderOf, over the view's Jobs
+// and halts), o the configured out-of-service marks.
+func (v *View) CordonHolder(o *OutOfServiceConfig, n *corev1.Node) CordonHolder {
+	return CordonHolderOf(o, v, v.in.Halts, n)
+}
+
+// DownReasons names why the node object says it is out (DownReasons).
+func (v *View) DownReasons(o *OutOfServiceConfig, n *corev1.Node) []string {
+	return DownReasons(o, v, v.in.Halts, n)
 }
 
 // UpgradeJobsByNode are the Jobs by the node they upgrade: read only.
@@ -90,3 +130,7 @@ func (v *View) LiveJobs() []*batchv1.Job { return v.liveJobs }
 // LiveSUCJob is the node's first live SUC Job (SUCJobsFor), nil for none:
 // the node is upgrading.
 func (v *View) LiveSUCJob(node string) *batchv1.Job { return v.liveSUC[node] }
+
+// Versions is the memo of parsed versions the reviews of this view share
+// (package doc, step 5).
+func (v *View) Versions() *Versions { return v.versions }

@@ -26,7 +26,7 @@ func TestViewSUCJobs(t *testing.T) {
 	orphan := job("a3", "gpu-a", "") // names no Plan: not SUC's Job for the node
 	b := job("b1", "gpu-b", "drivers")
 	noNode := job("x", "", "drivers")
-	v := NewView([]*batchv1.Job{a1, orphan, b, a2, noNode}, neverLive)
+	v := NewView(ViewInputs{UpgradeJobs: []*batchv1.Job{a1, orphan, b, a2, noNode}}, neverLive)
 	for _, tc := range []struct {
 		node      string
 		suc, byNd []*batchv1.Job
@@ -46,21 +46,27 @@ func TestViewSUCJobs(t *testing.T) {
 func TestViewBuiltFrom(t *testing.T) {
 	a, b := job("a", "gpu-a", "p"), job("b", "gpu-b", "p")
 	jobs := []*batchv1.Job{a, b}
-	v := NewView(jobs, neverLive)
+	halts := map[string]Halt{"10de:1db5": {Node: "gpu-a", Signal: "Job failed"}}
+	v := NewView(ViewInputs{UpgradeJobs: jobs, Halts: halts}, neverLive)
 	for _, tc := range []struct {
-		name string
-		jobs []*batchv1.Job
-		want bool
+		name  string
+		jobs  []*batchv1.Job
+		halts map[string]Halt
+		want  bool
 	}{
-		{"the same list", jobs, true},
-		{"a copy, pointer for pointer", []*batchv1.Job{a, b}, true},
-		{"one Job fewer", jobs[:1], false},
-		{"another object for a Job", []*batchv1.Job{a, job("b", "gpu-b", "p")}, false},
-		{"none", nil, false},
+		{"the same list", jobs, halts, true},
+		{"a copy, pointer for pointer", []*batchv1.Job{a, b}, halts, true},
+		{"one Job fewer", jobs[:1], halts, false},
+		{"another object for a Job", []*batchv1.Job{a, job("b", "gpu-b", "p")}, halts, false},
+		{"none", nil, halts, false},
+		{"another halt record, the same halts", jobs, map[string]Halt{"10de:1db5": {Node: "gpu-a", Signal: "Job failed"}}, false},
+		{"no halt record", jobs, nil, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, v.BuiltFrom(tc.jobs)) })
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, v.BuiltFrom(ViewInputs{UpgradeJobs: tc.jobs, Halts: tc.halts}))
+		})
 	}
-	assert.True(t, NewView(nil, neverLive).BuiltFrom(nil))
+	assert.True(t, NewView(ViewInputs{}, neverLive).BuiltFrom(ViewInputs{}))
 }
 
 func neverLive(*batchv1.Job) bool { return false }
@@ -70,7 +76,7 @@ func TestViewLiveJobs(t *testing.T) {
 	orphan := job("o", "gpu-b", "") // live, but names no Plan: not SUC's Job for the node
 	b := job("b1", "gpu-b", "drivers")
 	live := map[*batchv1.Job]bool{run1: true, run2: true, orphan: true}
-	v := NewView([]*batchv1.Job{done, orphan, run1, b, run2}, func(j *batchv1.Job) bool { return live[j] })
+	v := NewView(ViewInputs{UpgradeJobs: []*batchv1.Job{done, orphan, run1, b, run2}}, func(j *batchv1.Job) bool { return live[j] })
 	assert.Equal(t, []*batchv1.Job{orphan, run1, run2}, v.LiveJobs(), "every live Job, in list order")
 	for _, tc := range []struct {
 		node string

@@ -75,7 +75,6 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	if cl.Proof, err = l.Proof(ctx); err != nil {
 		return nil, err
 	}
-	cl.View = gate.NewFleetView(cl) // once per snapshot
 	cl.Halts, _ = l.HaltRecord(ctx) // a failed read fails closed in the record
 	cl.CreationGates = l.CreationGates(ctx)
 	// RKE2's etcd snapshots: listed live, or the saved List's (the webhook
@@ -96,6 +95,7 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	case NodeMaintenanceSource:
 		cl.NodeMaintenances, cl.NodeMaintenancesErr = src.NodeMaintenances()
 	}
+	cl.View = gate.NewFleetView(cl) // once per snapshot, from every part it reads
 	return cl, nil
 }
 

@@ -17,31 +17,26 @@ import (
 // pollers only (their source is usually reachable in-cluster alone):
 // their reading here is nil, and inventory says so.
 func (l *Live) Preconditions(ctx context.Context, cfg *gate.Config) []*precondition.Reading {
-	out := make([]*precondition.Reading, len(cfg.Preconditions))
-	budget := int64(precondition.RuntimeBudget)
-	for i, p := range cfg.Preconditions {
-		if p.Kind != precondition.KindCEL || p.CEL == nil {
-			continue
-		}
+	return precondition.ReadCELs(cfg.Preconditions, func(i int) (*precondition.Program, []any, error) {
+		p := cfg.Preconditions[i]
 		prog, err := precondition.Compile(p.CEL.Expression)
-		var objs []any
-		if err == nil && l.Dynamic == nil {
-			err = errNoDynamic
+		if err != nil {
+			return nil, nil, err
 		}
-		if err == nil {
-			list, lerr := l.Dynamic.Resource(p.CEL.GVR()).Namespace(p.CEL.Namespace).List(ctx, metav1.ListOptions{LabelSelector: p.CEL.LabelSelector})
-			if err = lerr; err == nil {
-				for _, it := range list.Items {
-					it.SetManagedFields(nil)
-					objs = append(objs, it.Object)
-				}
-			}
+		if l.Dynamic == nil {
+			return prog, nil, errNoDynamic
 		}
-		var r precondition.Reading
-		r, budget = precondition.ReadCEL(p, prog, objs, err, budget)
-		out[i] = &r
-	}
-	return out
+		list, err := l.Dynamic.Resource(p.CEL.GVR()).Namespace(p.CEL.Namespace).List(ctx, metav1.ListOptions{LabelSelector: p.CEL.LabelSelector})
+		if err != nil {
+			return prog, nil, err
+		}
+		objs := make([]any, 0, len(list.Items))
+		for _, it := range list.Items {
+			it.SetManagedFields(nil)
+			objs = append(objs, it.Object)
+		}
+		return prog, objs, nil
+	})
 }
 
 var errNoDynamic = errors.New("no dynamic client to list it with")
