@@ -100,6 +100,9 @@ type Facts struct {
 	recordMap snapshot[map[string]gate.RecordEntry]
 	imageSnap snapshot[workloadImages]
 	haltSnap  snapshot[gate.HaltRecord]
+	// maintenanceSnap is the NodeMaintenances converted (nodeMaintenances),
+	// once per event of their informer or change of their cache.
+	maintenanceSnap snapshot[maintenanceRead]
 }
 
 // snapshot is one part of the engine's view built from informer stores,
