@@ -45,8 +45,8 @@ type PlanReview struct {
 	exemption string
 	selErr    error
 	// only is the node of a per-node step (PrepareNodeStep), "" for a Plan.
-	only   string
-	gpu []string // selected GPU nodes, pending or not
+	only string
+	gpu  []string // selected GPU nodes, pending or not
 	// nonGPU are the selected non-GPU nodes' positions in the review's
 	// node index (nonGPUNames).
 	nonGPU []int32
