@@ -45,9 +45,11 @@ type PlanReview struct {
 	exemption string
 	selErr    error
 	// only is the node of a per-node step (PrepareNodeStep), "" for a Plan.
-	only   string
-	gpu    []string // selected GPU nodes, pending or not
-	nonGPU []string
+	only string
+	gpu  []string // selected GPU nodes, pending or not
+	// nonGPU are the selected non-GPU nodes' positions in the review's
+	// node index (nonGPUNames).
+	nonGPU []int32
 	// pending (reviewBase) are the GPU nodes SUC would select
 	// (PlanSelector), whatever their tuple: SUC cordons, drains and runs its
 	// Job on each of them.
@@ -143,10 +145,7 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 			gpu = append(gpu, i)
 		}
 	})
-	r.nonGPU = make([]string, len(nonGPU))
-	for j, i := range nonGPU {
-		r.nonGPU[j] = idx.Node(i).Name
-	}
+	r.nonGPU = nonGPU
 	// By name, before the facts are read: sorting positions moves less.
 	slices.SortFunc(gpu, func(a, b int32) int { return strings.Compare(idx.Node(a).Name, idx.Node(b).Name) })
 	r.gpu = make([]string, len(gpu))
@@ -170,7 +169,6 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 		}
 		r.pending = append(r.pending, idx.FactsOf(cfg, i))
 	}
-	slices.Sort(r.nonGPU)
 
 	r.recordName = p.Annotations[AnnotationQualification]
 	r.entry, r.found = cl.Records[r.recordName]
@@ -192,6 +190,20 @@ func preparePlan(cfg *Config, cl *Cluster, req PlanRequest, sel *PlanSelector, o
 
 // HolderNodes are the nodes whose GPU holders Decide needs.
 func (r *PlanReview) HolderNodes() []string { return names(r.pending) }
+
+// nonGPUNames are the selected non-GPU nodes' names, sorted. Only a
+// MixedPlan blocker names them: an RKE2 agent Plan selects thousands of
+// CPU nodes, whose names every create used to gather and sort for
+// nothing.
+func (r *PlanReview) nonGPUNames() []string {
+	idx := r.cl.nodeIndex(r.cfg) // the index preparePlan selected from (indexedCluster)
+	out := make([]string, len(r.nonGPU))
+	for j, i := range r.nonGPU {
+		out[j] = idx.Node(i).Name
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Decide applies the rule table to the Plan and reports all violations
 // together. holders maps node name to its GPU holders; holdersErr is the

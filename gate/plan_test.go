@@ -47,6 +47,36 @@ func TestExplainedDeviationShown(t *testing.T) {
 	assert.Contains(t, strings.Join(d.Warnings, "\n"), "record v100-r580-canary-1: canary check "+want)
 }
 
+// TestMixedPlanNamesNodes: the MixedPlan blocker names the selected GPU and
+// non-GPU nodes by name, the first five of each in name order, whatever
+// order the fleet lists them in; a Plan of CPU nodes only names none.
+func TestMixedPlanNamesNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  string // "": no MixedPlan
+	}{
+		{name: "GPU and CPU nodes: each named in order", nodes: []string{"gpu-v100-02", "gpu-v100-01", "cpu-07", "cpu-03", "cpu-01", "cpu-05", "cpu-06", "cpu-02", "cpu-04"},
+			want: "the Plan selects 2 GPU node(s) (gpu-v100-01,gpu-v100-02) and 7 non-GPU node(s) (cpu-01,cpu-02,cpu-03,cpu-04,cpu-05 and 2 more)"},
+		{name: "CPU nodes only: none named", nodes: []string{"cpu-07", "cpu-03", "cpu-01", "cpu-05", "cpu-06", "cpu-02", "cpu-04"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeScenario(t)
+			for _, n := range []string{"cpu-07", "cpu-03", "cpu-05", "cpu-06", "cpu-02", "cpu-04"} { // not in name order
+				s.cluster.Nodes = append(s.cluster.Nodes, cpuNode(n))
+			}
+			s.req.Plan = canaryPlan(tc.nodes...)
+			d := s.decide()
+			if tc.want == "" {
+				assert.NotContains(t, d.Codes(), CodeMixedPlan, d.Message())
+				return
+			}
+			assert.Contains(t, d.Codes(), CodeMixedPlan, d.Message())
+			assert.Contains(t, d.Message(), tc.want)
+		})
+	}
+}
+
 func TestPlanRules(t *testing.T) {
 	cases := []struct {
 		name   string

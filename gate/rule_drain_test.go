@@ -170,6 +170,36 @@ func TestDrainBlockedAtSUCStep(t *testing.T) {
 	assert.Equal(t, []Code{CodeDrainBlocked}, d.Codes(), d.Message())
 }
 
+// TestDrainNodesAtSUCStep: the Plan write checks the drain of every pending
+// node of its wave; SUC's start of one node's Job reads and judges that
+// node's Pods only (its Job drains that node, and the others are judged at
+// their own starts), so a blocker on another node of the wave neither is
+// read for it nor holds it.
+func TestDrainNodesAtSUCStep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		blocked string // the node running a Pod the drain cannot evict
+		want    []Code
+	}{
+		{name: "a blocker on the Job's own node holds its start", blocked: "gpu-v100-01", want: []Code{CodeDrainBlocked}},
+		{name: "a blocker on another node of the wave does not", blocked: "gpu-v100-02"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeStep(t)
+			s.cfg.DrainCheck.Deny = true
+			s.req.Plan = canaryPlan("gpu-v100-01", "gpu-v100-02")
+			s.req.Plan.Spec.Drain = &upgradev1.DrainSpec{}
+			require.Equal(t, []string{"gpu-v100-01", "gpu-v100-02"}, PreparePlan(s.cfg, s.cluster, s.req).DrainNodes(), "the Plan write: the wave")
+			st := PrepareSUCStep(s.cfg, s.cluster, SUCStepRequest{Object: "Job system-upgrade/apply-gpu-v100-canary-on-gpu-v100-01", Plan: s.req.Plan, Node: s.node, User: s.req.User, Now: s.req.Now})
+			require.Equal(t, []string{"gpu-v100-01"}, st.DrainNodes(), "the Job start: its node")
+			require.Equal(t, []string{"gpu-v100-01"}, st.HolderNodes(), "the same node as its holders (one listing feeds both)")
+			st.SetDrainFacts(DrainFacts{Pods: map[string][]*corev1.Pod{tc.blocked: {runningPod("db-0", tc.blocked)}}, PDBs: []*policyv1.PodDisruptionBudget{fullBudget()}})
+			d := st.Decide(s.holders, nil)
+			assert.Equal(t, tc.want, d.Codes(), d.Message())
+		})
+	}
+}
+
 // TestDrainBlockedByTwoBudgets: the eviction API refuses a running Pod that
 // two budgets cover, even when both allow a disruption; a second budget of
 // another namespace covers nothing here.

@@ -24,7 +24,7 @@ func shapeRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	if len(r.nonGPU) > 0 {
-		f.add(mixedPlan(r.gpu, r.nonGPU))
+		f.add(mixedPlan(r.gpu, r.nonGPUNames()))
 	}
 	if p.Spec.Version == "" {
 		f.add(unpinnedVersion(p.Spec.Channel))

@@ -103,6 +103,9 @@ type Facts struct {
 	// view is the fleet view of the parts last assembled (Cluster): built
 	// again only when one of them is a new generation.
 	view atomic.Pointer[gate.FleetView]
+	// maintenanceSnap is the NodeMaintenances converted (nodeMaintenances),
+	// once per event of their informer or change of their cache.
+	maintenanceSnap snapshot[maintenanceRead]
 }
 
 // snapshot is one part of the engine's view built from informer stores,
@@ -465,6 +468,77 @@ func (f *Facts) listPods(ctx context.Context, node string) ([]corev1.Pod, error)
 		return nil, err
 	}
 	return pods.Items, nil
+}
+
+// nodePods are a per-node guard's live listings of nodes' Pods, one a node,
+// each read by every fact the guard judges about that node's Pods (its GPU
+// holders and the drain check): SUC's Job start used to list its node twice,
+// once for each. They are the guard's own listings (listPods), never a
+// request check's shared one (SharedPods): the guard's read is the one made
+// right where the upgrade begins (docs/performance.md, "GPU holders: how
+// fresh, and why"). Every listing is added before any reader of the map
+// starts (the map is not locked).
+type nodePods map[string]*podListing
+
+type podListing struct {
+	done chan struct{} // closed once pods and err are set, or the listing panicked
+	pods []corev1.Pod  // read only: shared by the holders and the drain check
+	err  error
+}
+
+// add is a new listing of node, nil when node is listed already.
+func (ps nodePods) add(node string) *podListing {
+	if _, ok := ps[node]; ok {
+		return nil
+	}
+	l := &podListing{done: make(chan struct{})}
+	ps[node] = l
+	return l
+}
+
+// listInto runs l, a listing of node (on the reader's goroutine).
+func (f *Facts) listInto(ctx context.Context, node string, l *podListing) {
+	defer close(l.done)
+	l.pods, l.err = f.listPods(ctx, node)
+}
+
+// holders are the GPU holders of nodes from their listings, once all have
+// answered; an error names the first failing node in the given order, as
+// Facts.Holders does.
+func (ps nodePods) holders(cfg *gate.Config, nodes []string) (map[string][]gate.Holder, error) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]gate.Holder, len(nodes))
+	for _, n := range nodes {
+		l := ps[n]
+		if l == nil {
+			return nil, fmt.Errorf("list Pods on %s: not listed", n)
+		}
+		<-l.done
+		if l.err != nil {
+			return nil, fmt.Errorf("list Pods on %s: %w", n, l.err)
+		}
+		out[n] = cfg.HoldersOf(l.pods)
+	}
+	return out, nil
+}
+
+// podsOn reads the Pods on a node for the drain check: the node's listing,
+// or, for a node without one, a listing of its own.
+func (ps nodePods) podsOn(f *Facts) func(context.Context, string) ([]corev1.Pod, error) {
+	return func(ctx context.Context, node string) ([]corev1.Pod, error) {
+		l := ps[node]
+		if l == nil {
+			return f.listPods(ctx, node)
+		}
+		select {
+		case <-l.done:
+			return l.pods, l.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 func (f *Facts) listHolders(ctx context.Context, node string) ([]gate.Holder, error) {

@@ -74,9 +74,10 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		node          *corev1.Node
 		plan          = &upgradev1.Plan{}
 		nodeErr, pErr error
-		holders       map[string][]gate.Holder
-		listed        []string
-		herr          error
+		// pods are the live listings of the node's Pods: one feeds both
+		// its holders and the drain check (nodePods).
+		pods   = nodePods{}
+		listed []string
 		// gets are the Node and Plan reads the step waits for before it is
 		// prepared; rest the reads it waits for before it decides (the
 		// holder listing stays in flight while the step is prepared).
@@ -94,6 +95,11 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	read := func(wg *sync.WaitGroup, name string, f func()) {
 		goRead(wg, &panicked, "reading "+name+": ", func() { tr.timed(name, f) })
 	}
+	listNode := func(name, node string) {
+		if l := pods.add(node); l != nil {
+			read(&rest, name, func() { s.Facts.listInto(ctx, node, l) })
+		}
+	}
 	if nodeCached {
 		node = &cachedNode
 	} else {
@@ -101,7 +107,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	}
 	if nodeRV == "" || s.Config.IsGPUNode(&cachedNode) {
 		listed = []string{nodeName}
-		read(&rest, "holders", func() { holders, herr = s.Facts.Holders(ctx, listed) })
+		listNode("holders", nodeName)
 	}
 	switch {
 	case planName == "":
@@ -140,11 +146,22 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 	step := gate.PrepareSUCStep(s.Config, cl, gate.SUCStepRequest{Object: object, Plan: plan, Node: node, User: userOf(req), Now: s.now()})
 	// What the step reads once it knows the node go out at once too, while
 	// the holder listing is still in flight (each was a round trip after
-	// the last): the etcd snapshots (a Plan moving the node's RKE2 minor),
-	// the drain check's Pods and PDBs (a draining Plan), and the holders of
-	// a node only the live read showed to be a GPU node. Each keeps its own
-	// freshness (loader; Facts.Holders); the step takes their answers after
-	// all are in.
+	// the last): the holders of a node only the live read showed to be a
+	// GPU node, the etcd snapshots (a Plan moving the node's RKE2 minor),
+	// and the drain check's PDBs (a draining Plan). The drain check reads
+	// the node's Pods from the same listing as its holders (nodePods),
+	// which is why any listing the step adds goes out before it. The etcd
+	// snapshots and the PDBs keep their own freshness (loader); the step
+	// takes every answer after all are in.
+	holderNodes := listed
+	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
+		// The live Node is a GPU node the cache did not know as one (or the
+		// step wants other nodes): list its Pods now.
+		holderNodes = want
+		for _, n := range want {
+			listNode("holders-after", n)
+		}
+	}
 	etcd, drain := step.NeedsEtcdSnapshots(), step.DrainNodes()
 	var (
 		snaps      gate.EtcdSnapshots
@@ -154,23 +171,10 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		read(&rest, "etcd", func() { snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live) })
 	}
 	if len(drain) > 0 {
-		read(&rest, "drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods) })
-	}
-	var (
-		after       bool
-		holdersLate map[string][]gate.Holder
-		herrLate    error
-	)
-	if want := step.HolderNodes(); len(want) > 0 && !slices.Equal(want, listed) {
-		// The live Node is a GPU node the cache did not know as one (or the
-		// step wants other nodes): list its holders now.
-		after = true
-		read(&rest, "holders-after", func() { holdersLate, herrLate = s.Facts.Holders(ctx, want) })
+		read(&rest, "drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, pods.podsOn(s.Facts)) })
 	}
 	rest.Wait()
-	if after {
-		holders, herr = holdersLate, herrLate
-	}
+	holders, herr := pods.holders(s.Config, holderNodes)
 	if p := panicked.Load(); p != nil {
 		return gate.FactsUnavailable(object, *p), nil
 	}

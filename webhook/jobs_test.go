@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -218,6 +220,9 @@ func (r *jobReads) List(ctx context.Context, list client.ObjectList, opts ...cli
 		r.etcdSnapshots.DeepCopyInto(ul)
 		return nil
 	}
+	if _, ok := list.(*policyv1.PodDisruptionBudgetList); ok {
+		return r.fleetPods.List(ctx, list, opts...) // the drain check's budgets: none
+	}
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	node, _ := lo.FieldSelector.RequiresExactMatch("spec.nodeName")
 	r.mu.Lock()
@@ -239,6 +244,8 @@ type cacheAs struct {
 	missing, asCPU string
 	// concurrency, when set, is the cached Plans' spec.concurrency.
 	concurrency int64
+	// drain: the cached Plans drain their nodes (SUC's defaults).
+	drain bool
 }
 
 func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -255,6 +262,9 @@ func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	if p, plan := obj.(*upgradev1.Plan); plan && c.concurrency != 0 {
 		p.Spec.Concurrency = c.concurrency
 	}
+	if p, plan := obj.(*upgradev1.Plan); plan && c.drain {
+		p.Spec.Drain = &upgradev1.DrainSpec{}
+	}
 	obj.SetResourceVersion("77")
 	return nil
 }
@@ -268,7 +278,8 @@ func (c cacheAs) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 // for a node its cache knows as a GPU node (or does not know), never for a
 // CPU node's Job, and after the reads when the live Node turns out to be a
 // GPU node its cache did not know as one, whose holder then stops the
-// start.
+// start. A draining Plan's start lists the node's Pods once: the one
+// listing feeds its holders and the drain check.
 func TestJobStartReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the 5,000-node fleet")
@@ -285,6 +296,7 @@ func TestJobStartReads(t *testing.T) {
 		missing, asCPU string
 		// concurrency, when set, is the cached Plan's.
 		concurrency   int64
+		drain         bool
 		holder        string
 		etcdSnapshots *unstructured.UnstructuredList
 		// wantGets are the GETs made, by kind, with their resourceVersion
@@ -293,6 +305,8 @@ func TestJobStartReads(t *testing.T) {
 		wantListings      []string
 		wantAllowed       bool
 		wantCode, wantMsg string
+		// wantWarning is in the answer's warnings.
+		wantWarning string
 	}{
 		{name: "a GPU node, SUC's hash: cached Node and Plan, holders alone", plan: canary, node: gpu, hash: canaryHash,
 			wantGets: map[string]string{}, wantListings: []string{gpu}, wantAllowed: true},
@@ -314,11 +328,19 @@ func TestJobStartReads(t *testing.T) {
 			wantGets: map[string]string{"Node": ""}, wantListings: []string{gpu}, wantAllowed: true},
 		{name: "cached as a CPU node, live a GPU node: holders listed after the reads", plan: canary, node: gpu, hash: canaryHash, asCPU: gpu, holder: gpu,
 			wantGets: map[string]string{"Node": "77"}, wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0"},
+		{name: "a draining Plan: one listing, its holder stops the start and the drain check names it", plan: canary, node: gpu, hash: canaryHash, drain: true, holder: gpu,
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0",
+			wantWarning: "[DrainBlocked] SUC's drain (kubectl drain) of a pending GPU node cannot finish, and SUC would retry it with the node cordoned: node " + gpu + ": Pod ml/train-0: no controller owns it"},
+		{name: "a draining Plan, nothing on the node blocks: one listing, the start goes ahead", plan: canary, node: gpu, hash: canaryHash, drain: true,
+			wantGets: map[string]string{}, wantListings: []string{gpu}, wantAllowed: true},
+		{name: "a draining Plan, cached as a CPU node, live a GPU node: one listing after the reads feeds both", plan: canary, node: gpu, hash: canaryHash, asCPU: gpu, drain: true, holder: gpu,
+			wantGets: map[string]string{"Node": "77"}, wantListings: []string{gpu}, wantCode: "GPUHolders", wantMsg: "train-0",
+			wantWarning: "node " + gpu + ": Pod ml/train-0: no controller owns it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := e.facts.Cache.(*fleetCache)
 			live := &jobReads{fleetPods: fleetPods{fleet: e.fleet}, holder: tc.holder, etcdSnapshots: tc.etcdSnapshots, gets: map[string]string{}}
-			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU, concurrency: tc.concurrency}, Live: live}
+			facts := &Facts{Config: e.fleet.Config, Cache: cacheAs{fleetCache: fc, missing: tc.missing, asCPU: tc.asCPU, concurrency: tc.concurrency, drain: tc.drain}, Live: live}
 			facts.SetServerVersion(fleetgen.ServerVersion)
 			facts.synced.Store(true)
 			s := &Server{Config: e.fleet.Config, Facts: facts, Log: logr.Discard(), Now: func() time.Time { return benchNow }}
@@ -343,6 +365,9 @@ func TestJobStartReads(t *testing.T) {
 			if tc.wantCode != "" {
 				assert.Equal(t, tc.wantCode, resp.AuditAnnotations[gate.AuditReasons])
 				assert.Contains(t, msg, tc.wantMsg)
+			}
+			if tc.wantWarning != "" {
+				assert.Contains(t, strings.Join(resp.Warnings, "\n"), tc.wantWarning)
 			}
 		})
 	}

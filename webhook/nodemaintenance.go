@@ -101,14 +101,19 @@ func (w *maintenanceWatcher) Start(ctx context.Context) error {
 // serving them (nil) or the cache fails (why); the reviews read it once
 // it has synced, and not after watch returns.
 func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) error {
-	defer w.facts.maintenance.Store(nil)
+	defer w.facts.useMaintenance(nil)
 	c, err := w.newCache()
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, err := c.GetInformer(cctx, nodeMaintenanceObject(), cache.BlockUntilSynced(false)); err != nil {
+	inf, err := c.GetInformer(cctx, nodeMaintenanceObject(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("informer for NodeMaintenances: %w", err)
+	}
+	// Before the cache starts: its first events are its initial list.
+	if err := w.facts.maintenanceSnap.watch(inf); err != nil {
 		return fmt.Errorf("informer for NodeMaintenances: %w", err)
 	}
 	w.facts.setMaintenanceErr(errors.New("their cache has not synced yet"))
@@ -122,7 +127,7 @@ func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) err
 		select {
 		case ok := <-synced:
 			if ok {
-				w.facts.maintenance.Store(&c)
+				w.facts.useMaintenance(&c)
 				w.facts.setMaintenanceErr(nil)
 			}
 		case err := <-stopped:
@@ -165,7 +170,11 @@ func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
 // nodeMaintenances are the cached NodeMaintenances as the budget reads
 // them; none without the cache (not served). An error says why they cannot
 // be read: the budget then refuses the moves that consume it, and only
-// those (gate.Cluster.NodeMaintenancesErr).
+// those (gate.Cluster.NodeMaintenancesErr). They are listed and converted
+// once per event of their informer or change of their cache
+// (maintenanceSnap), not once per review (every review's Cluster reads
+// them). A malformed object is kept as the error until the next event; a
+// failed list is tried again by the next review.
 func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, error) {
 	if e := f.maintenanceErr.Load(); e != nil {
 		if werr := f.maintenanceWatches.fresh(); werr != nil {
@@ -180,12 +189,41 @@ func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, e
 	if err := f.maintenanceWatches.fresh(); err != nil {
 		return nil, err
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind(loader.NodeMaintenanceGVK.Kind + "List"))
-	if err := (*c).List(ctx, list); err != nil {
-		return nil, fmt.Errorf("list cached NodeMaintenances: %w", err)
+	read, err := f.maintenanceSnap.get(func(*maintenanceRead) (maintenanceRead, error) {
+		// The cache as of this generation (read after it: useMaintenance).
+		c := f.maintenance.Load()
+		if c == nil {
+			return maintenanceRead{}, nil
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind(loader.NodeMaintenanceGVK.Kind + "List"))
+		// Read only, converted into values of their own: no deep copy.
+		if err := (*c).List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return maintenanceRead{}, fmt.Errorf("list cached NodeMaintenances: %w", err)
+		}
+		nms, err := loader.NodeMaintenancesOf(list.Items)
+		return maintenanceRead{nms: slices.Clip(nms), err: err}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return loader.NodeMaintenancesOf(list.Items)
+	return read.nms, read.err
+}
+
+// maintenanceRead is the NodeMaintenances one generation of their cache
+// holds, or why one of them cannot be read.
+type maintenanceRead struct {
+	nms []gate.NodeMaintenance
+	err error
+}
+
+// useMaintenance hands the reviews the synced cache of NodeMaintenances
+// (nil: none any more). The pointer is stored before the generation moves
+// on, so a conversion of the old cache is never labelled with the new
+// generation (snapshot).
+func (f *Facts) useMaintenance(c *cache.Cache) {
+	f.maintenance.Store(c)
+	f.maintenanceSnap.gen.Add(1)
 }
 
 // setMaintenanceErr records why NodeMaintenances cannot be read (nil: they

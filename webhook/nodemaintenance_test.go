@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -94,18 +96,50 @@ func (d *switchedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.A
 }
 
 // listedCache plays the NodeMaintenance cache: synced at once, listing
-// what the test holds.
+// what the test holds (set), each change reported to its informer's
+// handlers as an informer reports it; lists counts its lists.
 type listedCache struct {
 	cache.Cache
 	items atomic.Pointer[[]unstructured.Unstructured]
+	lists atomic.Int64
+	inf   handlerInformer
+}
+
+// set is a change of the cached objects, then its event.
+func (c *listedCache) set(items []unstructured.Unstructured) {
+	c.items.Store(&items)
+	c.inf.changed()
+}
+
+// handlerInformer keeps the handlers added to it; changed calls each.
+type handlerInformer struct {
+	cache.Informer
+	mu       sync.Mutex
+	handlers []toolscache.ResourceEventHandler
+}
+
+func (i *handlerInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlers = append(i.handlers, h)
+	return nil, nil
+}
+
+func (i *handlerInformer) changed() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, h := range i.handlers {
+		h.OnUpdate(nil, nil)
+	}
 }
 
 func (c *listedCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
-	return nil, nil
+	return &c.inf, nil
 }
 func (c *listedCache) Start(ctx context.Context) error       { <-ctx.Done(); return nil }
 func (c *listedCache) WaitForCacheSync(context.Context) bool { return true }
 func (c *listedCache) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	c.lists.Add(1)
 	if items := c.items.Load(); items != nil {
 		list.(*unstructured.UnstructuredList).Items = *items
 	}
@@ -162,7 +196,7 @@ func TestMaintenanceWatcher(t *testing.T) {
 	default:
 	}
 	makeErr.Store(nil)
-	lc.items.Store(&[]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+	lc.set([]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
 		"metadata": map[string]any{"namespace": "nvidia-network-operator", "name": "ofed-gpu-01"}, "spec": map[string]any{"requestorID": "network.operator", "nodeName": "gpu-01"}}}})
 	wait("served and synced: read", func() bool {
 		nms, err := facts.nodeMaintenances(ctx)
@@ -176,7 +210,7 @@ func TestMaintenanceWatcher(t *testing.T) {
 	assert.NoError(t, facts.ready(), "the gate stays ready: only the budget's moves read them")
 	facts.maintenanceWatches = watchHealth{}
 
-	lc.items.Store(&[]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+	lc.set([]unstructured.Unstructured{{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
 		"metadata": map[string]any{"namespace": "ns", "name": "odd"}, "spec": map[string]any{"requestorID": "network.operator"}}}})
 	err = read()
 	require.Error(t, err)
@@ -184,6 +218,102 @@ func TestMaintenanceWatcher(t *testing.T) {
 
 	disc.state.Store("absent")
 	wait("uninstalled: no maintenance again", func() bool { return read() == nil && facts.maintenance.Load() == nil })
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// nodeMaintenance is a NodeMaintenance of requestor for node, as the
+// maintenance operator's clients write it ("" node: malformed).
+func nodeMaintenance(name, node, requestor string) unstructured.Unstructured {
+	spec := map[string]any{"requestorID": requestor}
+	if node != "" {
+		spec["nodeName"] = node
+	}
+	return unstructured.Unstructured{Object: map[string]any{"apiVersion": "maintenance.nvidia.com/v1alpha1", "kind": "NodeMaintenance",
+		"metadata": map[string]any{"namespace": "nvidia-network-operator", "name": name}, "spec": spec}}
+}
+
+// TestNodeMaintenancesConvertedOncePerEvent: the reviews read the
+// NodeMaintenances listed and converted once per event of their informer
+// (a malformed one's error too), and afresh from a cache that replaced the
+// last one, whether or not it has reported an event yet.
+func TestNodeMaintenancesConvertedOncePerEvent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	disc := &switchedDiscovery{}
+	disc.state.Store("served")
+	facts := &Facts{}
+	facts.synced.Store(true)
+	first, second := &listedCache{}, &listedCache{}
+	first.set([]unstructured.Unstructured{nodeMaintenance("ofed-gpu-01", "gpu-01", "network.operator")})
+	var current atomic.Pointer[listedCache]
+	current.Store(first)
+	w := &maintenanceWatcher{disc: disc, facts: facts, every: 10 * time.Millisecond, newCache: func() (cache.Cache, error) { return current.Load(), nil }}
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	nodes := func(t *testing.T) []string {
+		t.Helper()
+		nms, err := facts.nodeMaintenances(ctx)
+		require.NoError(t, err)
+		var out []string
+		for _, nm := range nms {
+			out = append(out, nm.Node)
+		}
+		return out
+	}
+	// Whether the reviews read a cache (held: one is synced) or none, with
+	// no error; waiting lists nothing.
+	settled := func(held bool) func() bool {
+		return func() bool { return (facts.maintenance.Load() != nil) == held && facts.maintenanceErr.Load() == nil }
+	}
+	require.Eventually(t, settled(true), 5*time.Second, 5*time.Millisecond, "synced")
+
+	for _, step := range []struct {
+		name  string
+		event []unstructured.Unstructured // set (an event) before the reads; nil: none
+		want  []string
+		// wantErr: every read fails, naming the object.
+		wantErr string
+		// wantLists: the lists its three reads made.
+		wantLists int64
+	}{
+		{name: "synced: listed at the first read", want: []string{"gpu-01"}, wantLists: 1},
+		{name: "no event: not listed again", want: []string{"gpu-01"}, wantLists: 0},
+		{name: "an event: listed again", event: []unstructured.Unstructured{nodeMaintenance("ofed-gpu-01", "gpu-01", "network.operator"), nodeMaintenance("ofed-gpu-02", "gpu-02", "network.operator")},
+			want: []string{"gpu-01", "gpu-02"}, wantLists: 1},
+		{name: "a malformed object: its error kept until the next event", event: []unstructured.Unstructured{nodeMaintenance("odd", "", "network.operator")},
+			wantErr: "NodeMaintenance nvidia-network-operator/odd: spec.nodeName", wantLists: 1},
+		{name: "fixed: read again", event: []unstructured.Unstructured{nodeMaintenance("ofed-gpu-03", "gpu-03", "network.operator")}, want: []string{"gpu-03"}, wantLists: 1},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			lists := first.lists.Load()
+			if step.event != nil {
+				first.set(step.event)
+			}
+			for range 3 {
+				if step.wantErr != "" {
+					_, err := facts.nodeMaintenances(ctx)
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), step.wantErr)
+					continue
+				}
+				assert.Equal(t, step.want, nodes(t))
+			}
+			assert.Equal(t, lists+step.wantLists, first.lists.Load(), "the lists of its three reads")
+		})
+	}
+
+	// The operator uninstalled, then installed again: the new cache is
+	// read at once, though it has reported no event (it holds the objects
+	// the test put there without one).
+	second.items.Store(&[]unstructured.Unstructured{nodeMaintenance("ofed-gpu-04", "gpu-04", "network.operator")})
+	disc.state.Store("absent")
+	require.Eventually(t, settled(false), 5*time.Second, 5*time.Millisecond, "uninstalled")
+	assert.Empty(t, nodes(t), "no maintenance without their cache")
+	current.Store(second)
+	disc.state.Store("served")
+	require.Eventually(t, settled(true), 5*time.Second, 5*time.Millisecond, "served again")
+	assert.Equal(t, []string{"gpu-04"}, nodes(t), "the new cache's objects, not the last conversion")
 	cancel()
 	require.NoError(t, <-done)
 }
