@@ -481,11 +481,13 @@ func (r *DriverReview) operatorUpgrade() bool {
 	return r.req.Change.OldOperator != r.req.Change.NewOperator
 }
 
-// draOnly: the change moves the DRA driver and nothing else (its
-// DaemonSet's image, a GPUCluster's DRA driver version).
+// draOnly: the change moves or restarts the DRA driver and nothing else
+// (its DaemonSet's image, a GPUCluster's DRA driver version, or any other
+// change of the plugin DaemonSet's Pod template, which restarts the plugin
+// at the same version: no stricter than a move of its version).
 func (r *DriverReview) draOnly() bool {
 	ch := r.req.Change
-	return ch.OldDRA != ch.NewDRA && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && !ch.Reload && ch.Operation != OpDelete
+	return (ch.OldDRA != ch.NewDRA && !ch.Reload || ch.Reload && ch.NoPolicy) && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && ch.Operation != OpDelete
 }
 
 // draUnload: the change removes a driver from the nodes that a rollout in
