@@ -92,11 +92,15 @@ func (c *CEL) GVR() schema.GroupVersionResource {
 
 // Alerts is a precondition over the alerts of a Prometheus
 // (/api/v1/alerts) or Alertmanager (/api/v2/alerts): it holds while no
-// alert matching the matcher fires.
+// alert matching the matcher fires. Prometheus is the stronger source: its
+// alerts are computed from its rules, while Alertmanager's are what
+// clients POST, so whoever can POST to it can resolve a firing alert until
+// Prometheus resends it (--rules.alert.resend-delay, 1m).
 type Alerts struct {
 	// URL is the alerts endpoint, e.g.
-	// http://alertmanager.monitoring:9093/api/v2/alerts or
-	// http://prometheus.monitoring:9090/api/v1/alerts.
+	// http://prometheus.monitoring:9090/api/v1/alerts or
+	// http://alertmanager.monitoring:9093/api/v2/alerts. Redirects are
+	// not followed.
 	URL string `json:"url"`
 	// AlertNames: an alert matches when its alertname is one of these
 	// (empty: any name).
@@ -154,7 +158,7 @@ func (p *Precondition) Validate(path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("cel"), "set", "an alerts precondition takes alerts, not cel"))
 		}
 		if p.Alerts == nil {
-			return append(errs, field.Required(path.Child("alerts"), "the alerts endpoint and matcher, e.g. {url: http://alertmanager.monitoring:9093/api/v2/alerts, alertNames: [GPUXidErrors]}"))
+			return append(errs, field.Required(path.Child("alerts"), "the alerts endpoint and matcher, e.g. {url: http://prometheus.monitoring:9090/api/v1/alerts, alertNames: [GPUXidErrors]}"))
 		}
 		errs = append(errs, p.Alerts.validate(path.Child("alerts"))...)
 	default:

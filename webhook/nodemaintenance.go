@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +78,10 @@ func (w *maintenanceWatcher) Start(ctx context.Context) error {
 	}
 	for {
 		served, err := nodeMaintenanceServed(w.disc)
+		var other *otherVersionError
 		switch {
+		case errors.As(err, &other):
+			w.facts.setMaintenanceErr(err)
 		case err != nil:
 			w.facts.setMaintenanceErr(fmt.Errorf("whether the API server serves them is unknown: %w", err))
 		case !served:
@@ -101,7 +105,12 @@ func (w *maintenanceWatcher) Start(ctx context.Context) error {
 // serving them (nil) or the cache fails (why); the reviews read it once
 // it has synced, and not after watch returns.
 func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) error {
-	defer w.facts.useMaintenance(nil)
+	// Unreadable from the moment the cache goes until Start records why:
+	// never a moment of "no maintenance" in between.
+	defer func() {
+		w.facts.setMaintenanceErr(errors.New("their cache stopped"))
+		w.facts.useMaintenance(nil)
+	}()
 	c, err := w.newCache()
 	if err != nil {
 		return err
@@ -138,7 +147,14 @@ func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) err
 		case <-probe.C:
 			// The maintenance operator uninstalled: no requests (its
 			// watch errors meanwhile refuse budget moves until then).
-			if served, err := nodeMaintenanceServed(w.disc); err == nil && !served {
+			// Upgraded to a version the gate does not read: why they
+			// cannot be read.
+			served, err := nodeMaintenanceServed(w.disc)
+			var other *otherVersionError
+			switch {
+			case errors.As(err, &other):
+				return err
+			case err == nil && !served:
 				return nil
 			}
 		case <-ctx.Done():
@@ -153,18 +169,62 @@ func nodeMaintenanceObject() *unstructured.Unstructured {
 	return u
 }
 
-// nodeMaintenanceServed: the API server serves NodeMaintenances; an error
-// only when discovery itself failed.
+// nodeMaintenanceServed: the API server serves NodeMaintenances at the
+// version the gate reads. Not served at all (no maintenance operator) is
+// false; served only at other versions (an operator upgraded past what the
+// gate knows) is an otherVersionError, not "no maintenance": the gate
+// would miss every node the operator takes out. Any other error: discovery
+// failed.
 func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
 	gv := loader.NodeMaintenanceGVK.GroupVersion().String()
 	list, err := disc.ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
+	switch {
+	case err == nil && hasNodeMaintenances(list):
+		return true, nil
+	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("discover %s: %w", gv, err)
 	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == loader.NodeMaintenanceResource }), nil
+	groups, err := disc.ServerGroups()
+	if err != nil {
+		return false, fmt.Errorf("discover the API groups: %w", err)
+	}
+	var served []string
+	for _, g := range groups.Groups {
+		if g.Name != loader.NodeMaintenanceGVK.Group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if v.GroupVersion == gv {
+				continue
+			}
+			list, err := disc.ServerResourcesForGroupVersion(v.GroupVersion)
+			switch {
+			case apierrors.IsNotFound(err):
+				// Gone since ServerGroups.
+			case err != nil:
+				return false, fmt.Errorf("discover %s: %w", v.GroupVersion, err)
+			case hasNodeMaintenances(list):
+				served = append(served, v.GroupVersion)
+			}
+		}
+	}
+	if len(served) > 0 {
+		return false, &otherVersionError{served: served}
+	}
+	return false, nil
+}
+
+func hasNodeMaintenances(list *metav1.APIResourceList) bool {
+	return list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == loader.NodeMaintenanceResource })
+}
+
+// otherVersionError: the API server serves NodeMaintenances, only not at
+// the version the gate reads.
+type otherVersionError struct{ served []string }
+
+func (e *otherVersionError) Error() string {
+	return fmt.Sprintf("the API server serves them at %s, not at %s, the version the gate reads: a maintenance operator the gate does not know (serve %s again, or run a gate that reads %s)",
+		strings.Join(e.served, ", "), loader.NodeMaintenanceGVK.GroupVersion(), loader.NodeMaintenanceGVK.Version, strings.Join(e.served, " or "))
 }
 
 // nodeMaintenances are the cached NodeMaintenances as the budget reads
@@ -176,15 +236,14 @@ func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
 // them). A malformed object is kept as the error until the next event; a
 // failed list is tried again by the next review.
 func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, error) {
-	if e := f.maintenanceErr.Load(); e != nil {
-		if werr := f.maintenanceWatches.fresh(); werr != nil {
-			return nil, fmt.Errorf("%w; %w", *e, werr)
-		}
-		return nil, *e
+	if err := f.maintenanceUnreadable(); err != nil {
+		return nil, err
 	}
 	c := f.maintenance.Load()
 	if c == nil {
-		return nil, nil
+		// Not served, or the watcher just dropped its cache: it records
+		// why before it drops it, so a second look tells the two apart.
+		return nil, f.maintenanceUnreadable()
 	}
 	if err := f.maintenanceWatches.fresh(); err != nil {
 		return nil, err
@@ -192,8 +251,8 @@ func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, e
 	read, err := f.maintenanceSnap.get(func(*maintenanceRead) (maintenanceRead, error) {
 		// The cache as of this generation (read after it: useMaintenance).
 		c := f.maintenance.Load()
-		if c == nil {
-			return maintenanceRead{}, nil
+		if c == nil { // dropped since the look above: never "none"
+			return maintenanceRead{}, errors.New("the NodeMaintenance cache stopped while it was read")
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(loader.NodeMaintenanceGVK.GroupVersion().WithKind(loader.NodeMaintenanceGVK.Kind + "List"))
@@ -208,6 +267,19 @@ func (f *Facts) nodeMaintenances(ctx context.Context) ([]gate.NodeMaintenance, e
 		return nil, err
 	}
 	return read.nms, read.err
+}
+
+// maintenanceUnreadable is why NodeMaintenances cannot be read (nil: they
+// can, or none is served).
+func (f *Facts) maintenanceUnreadable() error {
+	e := f.maintenanceErr.Load()
+	if e == nil {
+		return nil
+	}
+	if werr := f.maintenanceWatches.fresh(); werr != nil {
+		return fmt.Errorf("%w; %w", *e, werr)
+	}
+	return *e
 }
 
 // maintenanceRead is the NodeMaintenances one generation of their cache

@@ -32,23 +32,41 @@ import (
 )
 
 // TestNodeMaintenanceServed: the gate watches NodeMaintenances only where
-// the API server serves them.
+// the API server serves them at the version it reads; served only at
+// another version (an operator upgraded past what the gate knows) is not
+// "no maintenance" but an error naming the versions.
 func TestNodeMaintenanceServed(t *testing.T) {
+	nms := func(gv string, more ...metav1.APIResource) *metav1.APIResourceList {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: append(more, metav1.APIResource{Name: "nodemaintenances", Namespaced: true, Kind: "NodeMaintenance"})}
+	}
+	configs := func(gv string) *metav1.APIResourceList {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: "maintenanceoperatorconfigs"}}}
+	}
 	for _, tc := range []struct {
 		name      string
 		resources []*metav1.APIResourceList
 		want      bool
+		err       string
 	}{
-		{name: "served", want: true, resources: []*metav1.APIResourceList{{GroupVersion: "maintenance.nvidia.com/v1alpha1",
-			APIResources: []metav1.APIResource{{Name: "maintenanceoperatorconfigs"}, {Name: "nodemaintenances", Namespaced: true, Kind: "NodeMaintenance"}}}}},
-		{name: "the group without the resource", resources: []*metav1.APIResourceList{{GroupVersion: "maintenance.nvidia.com/v1alpha1",
-			APIResources: []metav1.APIResource{{Name: "maintenanceoperatorconfigs"}}}}},
-		{name: "no maintenance operator"},
+		{name: "served", want: true, resources: []*metav1.APIResourceList{nms("maintenance.nvidia.com/v1alpha1", metav1.APIResource{Name: "maintenanceoperatorconfigs"})}},
+		{name: "served at the gate's version and another", want: true, resources: []*metav1.APIResourceList{nms("maintenance.nvidia.com/v1alpha1"), nms("maintenance.nvidia.com/v1beta1")}},
+		{name: "the group without the resource", resources: []*metav1.APIResourceList{configs("maintenance.nvidia.com/v1alpha1")}},
+		{name: "another version of the group without the resource", resources: []*metav1.APIResourceList{configs("maintenance.nvidia.com/v1beta1")}},
+		{name: "no maintenance operator", resources: []*metav1.APIResourceList{nms("other.example.com/v1alpha1")}},
+		{name: "served at another version only", resources: []*metav1.APIResourceList{nms("maintenance.nvidia.com/v1beta1"), nms("other.example.com/v1alpha1")},
+			err: "the API server serves them at maintenance.nvidia.com/v1beta1, not at maintenance.nvidia.com/v1alpha1, the version the gate reads"},
+		{name: "the gate's version without the resource, another with it", resources: []*metav1.APIResourceList{configs("maintenance.nvidia.com/v1alpha1"), nms("maintenance.nvidia.com/v1"), nms("maintenance.nvidia.com/v1beta1")},
+			err: "serves them at maintenance.nvidia.com/v1, maintenance.nvidia.com/v1beta1, not at maintenance.nvidia.com/v1alpha1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := nodeMaintenanceServed(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}})
-			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
 		})
 	}
 }
@@ -77,22 +95,30 @@ func TestStripNodeMaintenance(t *testing.T) {
 }
 
 // switchedDiscovery answers whether NodeMaintenances are served as the test
-// sets it: served, not served, or discovery failing.
+// sets it: served, not served, served at v1beta1 only, or discovery failing.
 type switchedDiscovery struct {
 	discovery.DiscoveryInterface
-	state atomic.Value // "served", "absent" or "failing"
+	state atomic.Value // "served", "absent", "upgraded" or "failing"
 	asks  atomic.Int64
 }
 
 func (d *switchedDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
 	d.asks.Add(1)
-	switch d.state.Load() {
-	case "served":
+	switch st := d.state.Load(); {
+	case st == "served" && gv == "maintenance.nvidia.com/v1alpha1", st == "upgraded" && gv == "maintenance.nvidia.com/v1beta1":
 		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: loader.NodeMaintenanceResource, Namespaced: true}}}, nil
-	case "failing":
+	case st == "failing":
 		return nil, errors.New("connection refused")
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "maintenance.nvidia.com"}, "v1alpha1")
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "maintenance.nvidia.com"}, gv)
+}
+
+func (d *switchedDiscovery) ServerGroups() (*metav1.APIGroupList, error) {
+	if d.state.Load() != "upgraded" {
+		return &metav1.APIGroupList{}, nil
+	}
+	return &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "maintenance.nvidia.com",
+		Versions: []metav1.GroupVersionForDiscovery{{GroupVersion: "maintenance.nvidia.com/v1beta1", Version: "v1beta1"}}}}}, nil
 }
 
 // listedCache plays the NodeMaintenance cache: synced at once, listing
@@ -216,6 +242,25 @@ func TestMaintenanceWatcher(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "NodeMaintenance ns/odd: spec.nodeName")
 
+	// The operator upgraded to a version the gate does not read: not "no
+	// maintenance", whether the watcher was watching or not.
+	upgraded := func(what string) {
+		t.Helper()
+		wait(what, func() bool {
+			err := read()
+			return err != nil && strings.Contains(err.Error(), "the API server serves them at maintenance.nvidia.com/v1beta1, not at maintenance.nvidia.com/v1alpha1") &&
+				facts.maintenance.Load() == nil
+		})
+	}
+	disc.state.Store("served")
+	lc.set(nil) // as the informer reports the odd one deleted
+	wait("served again", func() bool { return read() == nil && facts.maintenance.Load() != nil })
+	disc.state.Store("upgraded")
+	upgraded("upgraded while watched: unreadable, naming the versions")
+	disc.state.Store("absent")
+	wait("uninstalled: no maintenance again", func() bool { return read() == nil && facts.maintenance.Load() == nil })
+	disc.state.Store("upgraded")
+	upgraded("upgraded while not watched: unreadable, naming the versions")
 	disc.state.Store("absent")
 	wait("uninstalled: no maintenance again", func() bool { return read() == nil && facts.maintenance.Load() == nil })
 	cancel()

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -105,7 +106,7 @@ func TestPlanNudger(t *testing.T) {
 			}
 			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
-	nodes := &controllertest.FakeInformer{}
+	nodes := &lockedInformer{}
 	n := &planNudger{nodes: nodes, plans: c, writer: c, cfg: gate.DefaultConfig(), log: logr.Discard()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -136,4 +137,24 @@ func TestPlanNudger(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{`{"metadata":{"annotations":{"gpu-upgrade-gate.cattle.io/nudge":"gpu-v100-01/9e1b5f0c2d7a"}}}`}, patches,
 		"one merge patch of the one annotation, for the completion only")
+}
+
+// lockedInformer is controllertest's FakeInformer, whose handler list is
+// not guarded: the nudger registers its handler from its own goroutine
+// while the test already sends updates (go test -race found it).
+type lockedInformer struct {
+	controllertest.FakeInformer
+	mu sync.Mutex
+}
+
+func (i *lockedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.FakeInformer.AddEventHandler(h)
+}
+
+func (i *lockedInformer) Update(old, cur metav1.Object) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.FakeInformer.Update(old, cur)
 }

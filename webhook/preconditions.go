@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/precondition"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // Preconditions reads the declared preconditions for the reviews, which
@@ -117,7 +118,7 @@ func NewPreconditions(restCfg *rest.Config, cfg *gate.Config) (*Preconditions, e
 			}
 			p.cel[i] = &celWatch{prog: prog, inf: inf}
 		case precondition.KindAlerts:
-			p.alerts[i] = &alertPoll{p: pc, client: &http.Client{Timeout: min(pc.Alerts.Interval(), 10*time.Second)}}
+			p.alerts[i] = &alertPoll{p: pc, client: alertClient(pc.Alerts.Interval())}
 		}
 	}
 	var infs []toolscache.SharedIndexInformer
@@ -203,6 +204,14 @@ func (p *Preconditions) evaluate() ([]precondition.Reading, error) {
 	return out, unsynced
 }
 
+// alertClient reads an alert source without following redirects: a 3xx
+// could point the gate at another host's endpoint, one that says "no
+// alerts" (fetch refuses the 3xx answer itself).
+func alertClient(interval time.Duration) *http.Client {
+	return &http.Client{Timeout: min(interval, 10*time.Second),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 // run polls the source every interval, the first time at once.
 func (a *alertPoll) run(ctx context.Context) {
 	for {
@@ -246,8 +255,12 @@ func (a *alertPoll) fetch(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, fmt.Errorf("GET %s answered HTTP %d redirecting to %q, which the gate does not follow (it could point at an endpoint that says \"no alerts\"): set alerts.url to the source's own endpoint",
+			a.p.Alerts.URL, resp.StatusCode, qualification.Clip(resp.Header.Get("Location")))
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("GET %s answered HTTP %d", a.p.Alerts.URL, resp.StatusCode)
 	}
 	if len(body) > maxAlertsBody {
 		return nil, fmt.Errorf("the answer exceeds %d bytes", maxAlertsBody)

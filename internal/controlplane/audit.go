@@ -28,7 +28,11 @@ rules:
   - group: batch
     resources: [jobs, jobs/status]
   - group: apps
-    resources: [daemonsets]
+    resources: [daemonsets, deployments]
+  - group: nvidia.com
+    resources: [clusterpolicies, clusterpolicies/status, nvidiadrivers, nvidiadrivers/status]
+  - group: operators.coreos.com
+    resources: [subscriptions, subscriptions/status, installplans, installplans/status]
 - level: None
 `
 

@@ -147,18 +147,22 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 	newImage := func(image string) func(*appsv1.DaemonSet) {
 		return func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image }
 	}
+	// own are the test's writes of its DaemonSets from now (ownWrites).
+	own := func() ownWrites {
+		return ownWrites{since: time.Now(), resources: []string{"daemonsets"}, names: []string{plugin.Name, other.Name}}
+	}
 	// notSent runs write, which must succeed without the webhook being called.
 	notSent := func(t *testing.T, write func() error) {
 		t.Helper()
-		before := webhookRequests(t, webhook.PathDRAPlugins)
+		own := own()
 		require.NoError(t, write())
-		assert.Equal(t, before, webhookRequests(t, webhook.PathDRAPlugins), "the write reached the DRA plugin webhook")
+		assert.Equal(t, 0, own.reviews(t, webhook.WebhookDRAPlugins, 1), "the write reached the DRA plugin webhook")
 	}
 
 	t.Run("a new kubelet-plugin image without a record naming it is refused", func(t *testing.T) {
-		before := webhookRequests(t, webhook.PathDRAPlugins)
+		own := own()
 		requireDenied(t, update(alice, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")), gate.CodeRecordMissing)
-		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's DRA plugin webhook judged it")
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookDRAPlugins, 1), "the chart's DRA plugin webhook judged it")
 	})
 	t.Run("a record that does not name the DRA driver qualifies no move of it", func(t *testing.T) {
 		err := update(alice, plugin, func(ds *appsv1.DaemonSet) {
@@ -226,14 +230,14 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		requireDenied(t, update(podSA, plugin, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")), gate.CodeRecordMissing)
 	})
 	t.Run("narrowing the plugin's nodeSelector off a node that holds GPUs is refused", func(t *testing.T) {
-		before := webhookRequests(t, webhook.PathDRAPlugins)
+		own := own()
 		err := update(alice, plugin, func(ds *appsv1.DaemonSet) {
 			ds.Spec.Template.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
 		})
 		requireDeniedWith(t, err, gate.CodeGPUHolders)
 		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
 		assert.Contains(t, err.Error(), "this change of the DRA kubelet plugin's scheduling (nodeSelector, required node affinity) no longer selects the node")
-		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent the scheduling change")
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookDRAPlugins, 1), "the chart's match condition sent the scheduling change")
 	})
 	t.Run("deleting the plugin while a node it serves holds GPUs is refused", func(t *testing.T) {
 		err := alice.Delete(ctx, plugin)

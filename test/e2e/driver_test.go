@@ -334,7 +334,7 @@ func TestDriverStep(t *testing.T) {
 	}))
 	defer preGate(t, func() { require.NoError(t, edit(t, env.Admin, ndRef("v100"), set("spec.version", "580.126.20"))) })
 
-	stepsBefore, nodesBefore := requestsTo(t, webhook.PathDriverStep), requestsTo(t, webhook.PathNodes)
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{operatorSA}, names: []string{"gpu-v100-01", "gpu-v100-02"}}
 	// The controller's other writes never reach a webhook: states before
 	// and after the reload, its cordon, its annotations.
 	for _, s := range []string{"upgrade-required", "cordon-required", "wait-for-jobs-required", "pod-deletion-required", "drain-required"} {
@@ -342,12 +342,12 @@ func TestDriverStep(t *testing.T) {
 		require.NoError(t, operatorStep(t, op, "gpu-v100-02", s))
 	}
 	require.NoError(t, patchNode(op, "gpu-v100-01", `{"spec":{"unschedulable":true},"metadata":{"annotations":{"nvidia.com/gpu-driver-upgrade-validation-start-time":"1"}}}`))
-	assert.Equal(t, stepsBefore, requestsTo(t, webhook.PathDriverStep), "no state write before the reload reaches the driver step webhook")
-	assert.Equal(t, nodesBefore, requestsTo(t, webhook.PathNodes), "the operator's Node writes never reach the Node webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookDriverStep, 11), "no state write before the reload reaches the driver step webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 11), "the operator's Node writes never reach the Node webhook")
 
 	// gpu-v100-01 starts its reload: qualified, idle, nothing else in flight.
 	require.NoError(t, operatorStep(t, op, "gpu-v100-01", "pod-restart-required"))
-	assert.Equal(t, stepsBefore+1, requestsTo(t, webhook.PathDriverStep), "exactly the reload step is reviewed")
+	assert.Equal(t, 1, own.reviews(t, webhook.WebhookDriverStep, 12), "exactly the reload step is reviewed")
 	// maxParallelUpgrades is the operator's to honour; the gate holds the
 	// disruption budget of one either way: gpu-v100-02 waits in
 	// drain-required (and, waiting at this step, did not hold gpu-v100-01).
@@ -444,7 +444,8 @@ func TestDriverOperatorWrites(t *testing.T) {
 	ctx := context.Background()
 	op, err := client.New(env.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
-	before := requestsTo(t, webhook.PathDriver)
+	own := ownWrites{since: time.Now(), users: []string{operatorSA}, names: []string{"cluster-policy", "v100"},
+		resources: []string{"clusterpolicies", "clusterpolicies/status", "nvidiadrivers", "nvidiadrivers/status"}}
 	for _, ref := range []*unstructured.Unstructured{cpRef(), ndRef("v100")} {
 		u := getObj(t, ref)
 		require.NoError(t, unstructured.SetNestedField(u.Object, "ready", "status", "state"))
@@ -455,7 +456,7 @@ func TestDriverOperatorWrites(t *testing.T) {
 		}))
 		require.NoError(t, edit(t, op, ref, func(u *unstructured.Unstructured) { u.SetFinalizers(nil) }))
 	}
-	assert.Equal(t, before, requestsTo(t, webhook.PathDriver), "status and metadata writes never reach the driver webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookDriver, 6), "status and metadata writes never reach the driver webhook")
 }
 
 // TestOperatorUpgrade: a new GPU Operator version, by helm upgrade (the
@@ -479,14 +480,16 @@ func TestOperatorUpgrade(t *testing.T) {
 	})
 	require.NoError(t, env.CreateRecords(ctx, map[string]*qualification.Record{"v100-op": rec}))
 
-	before := requestsTo(t, webhook.PathOperator)
+	const olmUser = "system:serviceaccount:olm:olm-operator-serviceaccount"
+	own := ownWrites{since: time.Now(), resources: []string{"deployments", "installplans"}, users: []string{"alice", olmUser},
+		names: []string{ref.Name, "install-gpu-op", "install-nfd"}}
 	requireDenied(t, setImage(alice, "nvcr.io/nvidia/gpu-operator:v26.6.0", nil), gate.CodeRecordMissing)
 	err := setImage(alice, "nvcr.io/nvidia/gpu-operator:v26.6.0", map[string]string{gate.AnnotationQualification: "v100-op"})
 	requireDeniedWith(t, err, gate.CodeHardwareNotQualified, gate.CodeTargetNotQualified)
 	assert.Contains(t, err.Error(), "node gpu-h200-01", "the H200 has no record for the new operator")
 	assert.Contains(t, err.Error(), "node gpu-v100-kernel133 would run", "a V100 on another kernel is not the record's target")
 	assert.NotContains(t, err.Error(), "node gpu-v100-01 ", "a V100 on the source tuple is covered")
-	assert.Equal(t, before+2, requestsTo(t, webhook.PathOperator))
+	assert.Equal(t, 2, own.reviews(t, webhook.WebhookOperator, 2))
 
 	// OLM: approving the InstallPlan that installs the new CSV.
 	ip := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
@@ -514,11 +517,11 @@ func TestOperatorUpgrade(t *testing.T) {
 	require.NoError(t, env.Admin.Get(ctx, ref, &d))
 	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}
 	require.NoError(t, alice.Update(ctx, &d))
-	olm, err := client.New(env.CP.ConfigFor("system:serviceaccount:olm:olm-operator-serviceaccount", "system:serviceaccounts", "system:serviceaccounts:olm", "system:authenticated"), client.Options{Scheme: env.Scheme})
+	olm, err := client.New(env.CP.ConfigFor(olmUser, "system:serviceaccounts", "system:serviceaccounts:olm", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	require.NoError(t, setImage(olm, "nvcr.io/nvidia/gpu-operator:v26.6.0", nil), "OLM applies what an approved InstallPlan installs")
 	require.NoError(t, setImage(olm, "nvcr.io/nvidia/gpu-operator:"+testenv.Source.GPUOperator, nil))
-	assert.Equal(t, before+4, requestsTo(t, webhook.PathOperator), "no version change and OLM's writes are not reviewed")
+	assert.Equal(t, 4, own.reviews(t, webhook.WebhookOperator, 11), "no version change and OLM's writes are not reviewed")
 
 	// Deleting the operator and creating it again with a new image (helm
 	// uninstall, helm install) is an upgrade too: refused, whatever the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,12 +20,14 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // TestGPUNodeDefinitionAgrees (issue 10 item 3): the real API server,
 // evaluating the chart's gpu-node match condition, sends a person's label
 // change to the webhook exactly for the nodes the engine calls GPU nodes.
-// Each case is a node as NFD, GFD or a device plugin would leave it.
+// Each case is a node as NFD, GFD or a device plugin would leave it. Each
+// counts the reviews of its own write (ownWrites).
 func TestGPUNodeDefinitionAgrees(t *testing.T) {
 	ctx := context.Background()
 	alice, _ := as(t, "alice")
@@ -64,9 +67,9 @@ func TestGPUNodeDefinitionAgrees(t *testing.T) {
 			var n corev1.Node
 			require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: name}, &n))
 			want := env.Config.IsGPUNode(&n)
-			before := nodeRequests(t)
+			own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{name}}
 			require.NoError(t, patchNode(alice, name, `{"metadata":{"labels":{"team":"ml"}}}`))
-			assert.Equal(t, want, nodeRequests(t) == before+1, "engine says GPU node=%v; the API server must send the change iff so", want)
+			assert.Equal(t, want, own.reviews(t, webhook.WebhookNodes, 1) == 1, "engine says GPU node=%v; the API server must send the change iff so", want)
 		})
 	}
 }
@@ -93,10 +96,10 @@ func TestStrippedGPUNodeStaysReviewed(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, strip)
-	before := nodeRequests(t)
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{name}}
 	stripPatch := `{"metadata":{"labels":{` + strings.Join(strip, ",") + `}}}`
 	requireDenied(t, patchNode(alice, name, stripPatch), gate.CodeGPUIdentityRemoved, gate.CodeOwnedFactWritten)
-	assert.Equal(t, before+1, nodeRequests(t), "removing a GPU node's identity labels is reviewed")
+	assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "removing a GPU node's identity labels is reviewed")
 	breakGlass, _ := as(t, "bob", env.Config.BreakGlassGroup)
 	require.NoError(t, patchNode(breakGlass, name, `{"metadata":{"annotations":{"`+gate.AnnotationBreakGlass+`":"INC-42 relabel after NFD misconfiguration"},"labels":{`+strings.Join(strip, ",")+`}}}`))
 
@@ -118,9 +121,10 @@ func TestNodeStatusLabelsReviewed(t *testing.T) {
 		n := &corev1.Node{ObjectMeta: metaName(name)}
 		return env.Admin.Status().Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}
-	before := nodeRequests(t)
+	// The node is the test's own: any user's write to its status is.
+	own := ownWrites{since: time.Now(), resources: []string{"nodes/status"}, names: []string{name}}
 	require.NoError(t, statusPatch(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`))
-	assert.Equal(t, before, nodeRequests(t), "a status write that changes no label is not reviewed")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 1), "a status write that changes no label is not reviewed")
 	requireDenied(t, statusPatch(`{"metadata":{"labels":{"kube-dc.com/gpu.workload-mode":"pod-hami"}}}`), gate.CodeModeChangeNotCordoned)
 	var n corev1.Node
 	require.NoError(t, env.Admin.Get(ctx, types.NamespacedName{Name: name}, &n))

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
@@ -80,7 +84,91 @@ func TestNodeMaintenanceCountsOut(t *testing.T) {
 
 // installMaintenanceCRD installs the reduced NodeMaintenance CRD (if an
 // earlier run left it, as it is) and waits until it is served.
-func installMaintenanceCRD(ctx context.Context, t *testing.T) {
+func installMaintenanceCRD(ctx context.Context, t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	installReducedCRD(ctx, t, filepath.Join("maintenance", "crd-nodemaintenances.yaml"), loader.NodeMaintenanceGVK, true)
+	return installReducedCRD(ctx, t, filepath.Join("maintenance", "crd-nodemaintenances.yaml"), loader.NodeMaintenanceGVK, true)
+}
+
+// TestNodeMaintenanceOtherVersion (issue 27 item 2): the maintenance
+// operator upgraded to a NodeMaintenance version the gate does not read
+// (the CRD served at v1beta1 only) is not "no maintenance": through the
+// real API server's discovery, the gate refuses the budget's moves
+// (FactsMissing) naming the version served and the one it reads, while a
+// write that takes no GPU node out is decided as before; served at the
+// gate's version again, the move is admitted. The CRD is put back however
+// the test ends, and the test waits until the gate reads it again, so the
+// tests after it see the budget as before. Slow: the gate asks discovery
+// every 30 s (maintenanceProbe), once to see the change and once to see it
+// undone.
+func TestNodeMaintenanceOtherVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	crd := installMaintenanceCRD(ctx, t)
+	alice, _ := as(t, "alice")
+	p := plan("node-maintenance-version", "v100-r580", "gpu-v100-01")
+	// Not ctx: the cleanup dry-runs too, after ctx is cancelled.
+	dryRun := func() error { return alice.Create(context.Background(), p.DeepCopy(), client.DryRunAll) }
+	eventually(t, 60*time.Second, "the gate reads NodeMaintenances at v1alpha1 (the Plan is admitted)", func() bool { return dryRun() == nil })
+
+	// The operator's upgrade: v1beta1 served and stored, v1alpha1 no
+	// longer served (kept in the CRD: objects may still be stored at it).
+	serveOnly(ctx, t, crd, "v1beta1")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		serveOnly(ctx, t, crd, loader.NodeMaintenanceGVK.Version)
+		eventually(t, 100*time.Second, "the gate reads NodeMaintenances at v1alpha1 again (the Plan is admitted)", func() bool { return dryRun() == nil })
+	})
+	const why = "NodeMaintenances (maintenance.nvidia.com) cannot be read (the API server serves them at maintenance.nvidia.com/v1beta1, not at maintenance.nvidia.com/v1alpha1, the version the gate reads"
+	eventually(t, 75*time.Second, "the gate refuses the move, naming the versions", func() bool {
+		err := dryRun()
+		return err != nil && strings.Contains(err.Error(), why)
+	})
+	err := dryRun()
+	requireDenied(t, err, gate.CodeFactsMissing)
+	assert.Contains(t, err.Error(), why)
+	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"metadata":{"labels":{"team":"maintenance-version"}}}`), "a label change that takes no GPU node out is decided as before")
+	defer patchNode(env.Admin, "gpu-v100-02", `{"metadata":{"labels":{"team":null}}}`)
+}
+
+// serveOnly makes the NodeMaintenance CRD serve and store version alone
+// (adding it as a copy of the first version's schema if missing), and waits
+// until the API server serves it and no other.
+func serveOnly(ctx context.Context, t *testing.T, crd *unstructured.Unstructured, version string) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := crd.DeepCopy()
+		if err := env.Admin.Get(ctx, client.ObjectKeyFromObject(crd), cur); err != nil {
+			return err
+		}
+		versions, _, err := unstructured.NestedSlice(cur.Object, "spec", "versions")
+		if err != nil || len(versions) == 0 {
+			return fmt.Errorf("the NodeMaintenance CRD's spec.versions: %v", err)
+		}
+		found := false
+		for _, v := range versions {
+			m := v.(map[string]any)
+			m["served"], m["storage"] = m["name"] == version, m["name"] == version
+			found = found || m["name"] == version
+		}
+		if !found {
+			m := runtime.DeepCopyJSONValue(versions[0]).(map[string]any)
+			m["name"], m["served"], m["storage"] = version, true, true
+			versions = append(versions, m)
+		}
+		if err := unstructured.SetNestedSlice(cur.Object, versions, "spec", "versions"); err != nil {
+			return err
+		}
+		return env.Admin.Update(ctx, cur)
+	}))
+	served := func(v string) bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: loader.NodeMaintenanceGVK.Group, Version: v, Kind: "NodeMaintenanceList"})
+		return env.Admin.List(ctx, list) == nil
+	}
+	other := "v1beta1"
+	if version == other {
+		other = loader.NodeMaintenanceGVK.Version
+	}
+	eventually(t, 30*time.Second, "the API server serves NodeMaintenances at "+version+", not "+other, func() bool { return served(version) && !served(other) })
 }

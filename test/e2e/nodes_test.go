@@ -15,35 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/controlplane"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
-// nodeRequests counts the Node reviews the webhook server has received.
-func nodeRequests(t *testing.T) float64 { return requestsTo(t, "/validate/nodes") }
-
-// requestsTo counts the reviews the webhook server has received on path.
-func requestsTo(t *testing.T, path string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
-			continue
-		}
-		for _, m := range f.Metric {
-			if label(m, "webhook") == path {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
+// label is the value of a metric's label.
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.Label {
 		if l.GetName() == name {
@@ -113,18 +92,16 @@ func TestNodeLabelPullsNodeIntoPlan(t *testing.T) {
 
 // TestMatchConditions: kubelet writes and cordons never reach the webhook.
 // It counts only its own writes' reviews, from the API server's audit log
-// (the nodes webhook's audit annotation on each Node write it reviewed), not
-// the webhook's request counter: a real SUC still working on an earlier
-// test's Plan writes Nodes too, and once moved the count by one in CI.
+// (ownWrites), not the webhook's request counter: a real SUC still working
+// on an earlier test's Plan writes Nodes too, and once moved the count by
+// one in CI.
 func TestMatchConditions(t *testing.T) {
 	const kubeletUser = "system:node:gpu-v100-02"
 	kubelet, err := client.New(env.CP.ConfigFor(kubeletUser, "system:nodes", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	alice, _ := as(t, "alice")
-	since := time.Now()
-	reviewed := func(writes int) int {
-		return ownNodeReviews(t, since, writes, []string{kubeletUser, "alice"}, []string{"gpu-v100-02", "cpu-01"})
-	}
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{kubeletUser, "alice"}, names: []string{"gpu-v100-02", "cpu-01"}}
+	reviewed := func(writes int) int { return own.reviews(t, webhook.WebhookNodes, writes) }
 	require.NoError(t, patchNode(kubelet, "gpu-v100-02", `{"metadata":{"labels":{"nvidia.com/gpu.workload.config":"vm-vgpu"}}}`), "the kubelet's own label write is not reviewed, even one the gate would deny")
 	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"spec":{"unschedulable":true}}`), "a cordon is not reviewed")
 	require.NoError(t, patchNode(alice, "gpu-v100-02", `{"metadata":{"annotations":{"note":"annotations are not reviewed"}}}`))
@@ -137,28 +114,53 @@ func TestMatchConditions(t *testing.T) {
 	assert.Equal(t, 2, reviewed(6), "an uncordon is reviewed")
 }
 
-// ownNodeReviews waits until the audit log holds the test's writes (Node
-// patches by users on nodes since `since`, at least `writes` of them) and
-// counts those the nodes webhook reviewed.
-func ownNodeReviews(t *testing.T, since time.Time, writes int, users, nodes []string) int {
+// ownWrites are a test's own writes (create, update, patch) as the API
+// server's audit log holds them: received since `since`, by one of users
+// (none: any), to an object named one of names of one of resources
+// ("nodes", "nodes/status", "installplans/status": a subresource only where
+// named). Tests count the reviews of their own writes, not the webhook's
+// request counter, which every writer in the API server moves (a real SUC
+// still working on an earlier test's Plan writes Nodes too).
+type ownWrites struct {
+	since                   time.Time
+	resources, users, names []string
+}
+
+func (w ownWrites) match(e controlplane.AuditEvent) bool {
+	if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !slices.Contains([]string{"create", "update", "patch"}, e.Verb) ||
+		// The audit log's timestamps are in microseconds.
+		e.RequestReceivedTimestamp.Before(w.since.Truncate(time.Microsecond)) {
+		return false
+	}
+	resource := e.ObjectRef.Resource
+	if e.ObjectRef.Subresource != "" {
+		resource += "/" + e.ObjectRef.Subresource
+	}
+	return slices.Contains(w.resources, resource) && slices.Contains(w.names, e.ObjectRef.Name) && (w.users == nil || slices.Contains(w.users, e.Username()))
+}
+
+// reviews waits until the audit log holds the test's writes, exactly
+// `writes` of them (the API server writes an event after it answered), and
+// counts those the webhook named reviewed: its audit annotation, on the
+// writes it allowed and those it denied alike.
+func (w ownWrites) reviews(t *testing.T, webhookName string, writes int) int {
 	t.Helper()
 	var seen, reviewed int
 	require.Eventually(t, func() bool {
 		events, err := env.CP.AuditEvents()
 		require.NoError(t, err)
 		seen, reviewed = 0, 0
-		for _, ev := range events {
-			if ev.Stage != "ResponseComplete" || ev.Verb != "patch" || ev.ObjectRef == nil || ev.ObjectRef.Resource != "nodes" || ev.ObjectRef.Subresource != "" ||
-				ev.RequestReceivedTimestamp.Before(since) || !slices.Contains(users, ev.Username()) || !slices.Contains(nodes, ev.ObjectRef.Name) {
+		for _, e := range events {
+			if !w.match(e) {
 				continue
 			}
 			seen++
-			if ev.Annotations[webhook.WebhookNodes+"/decision"] != "" {
+			if reviewedBy(e, webhookName) {
 				reviewed++
 			}
 		}
 		return seen >= writes
-	}, 15*time.Second, 50*time.Millisecond, "the audit log never held the test's %d Node writes", writes)
-	assert.Equal(t, writes, seen, "the test's own Node writes")
+	}, 15*time.Second, 50*time.Millisecond, "the audit log never held the test's %d writes", writes)
+	assert.Equal(t, writes, seen, "the test's own writes")
 	return reviewed
 }

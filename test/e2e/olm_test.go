@@ -77,12 +77,14 @@ func installPlan(name string, approved bool, csvs ...any) *unstructured.Unstruct
 // installPlanApproval: Manual, and reviews an InstallPlan approved at its
 // creation exactly like an approval. The test plays OLM's catalog operator
 // (which cannot run here) by writing what it writes, as its ServiceAccount.
+// It counts the reviews of its own writes (ownWrites).
 func TestOperatorUpgradeThroughOLM(t *testing.T) {
 	driverWorld(t)
 	olmWorld(t)
 	ctx := context.Background()
 	alice, _ := as(t, "alice")
-	olm, err := client.New(env.CP.ConfigFor("system:serviceaccount:olm:olm-operator-serviceaccount", "system:serviceaccounts", "system:serviceaccounts:olm", "system:authenticated"), client.Options{Scheme: env.Scheme})
+	const olmUser = "system:serviceaccount:olm:olm-operator-serviceaccount"
+	olm, err := client.New(env.CP.ConfigFor(olmUser, "system:serviceaccounts", "system:serviceaccounts:olm", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	rec := testenv.Record("v100-op-26-6-olm", now.Add(-24*time.Hour), func(r *qualification.Record) {
 		r.Target = testenv.Source
@@ -102,9 +104,14 @@ func TestOperatorUpgradeThroughOLM(t *testing.T) {
 		}
 		return err
 	}
-	before := requestsTo(t, webhook.PathOperator)
+	olmWrites := func() ownWrites {
+		return ownWrites{since: time.Now(), users: []string{"alice", olmUser},
+			resources: []string{"subscriptions", "subscriptions/status", "installplans", "installplans/status"},
+			names:     []string{"gpu-operator-certified", "nfd", "install-auto", "install-annotated", "install-running", "install-manual", "install-nfd"}}
+	}
 
 	t.Run("Subscription", func(t *testing.T) {
+		own := olmWrites()
 		// Anything but exactly Manual is automatic to OLM: refused, naming
 		// the field, the value and the fix.
 		for _, tc := range []struct {
@@ -126,7 +133,7 @@ func TestOperatorUpgradeThroughOLM(t *testing.T) {
 		require.NoError(t, create(alice, sub), "Manual: each InstallPlan waits for a reviewed approval")
 		requireDenied(t, edit(t, alice, sub, set("spec.installPlanApproval", "Automatic")), gate.CodeOperatorAutoApproval)
 		require.NoError(t, edit(t, alice, sub, set("spec.channel", "v26.6")), "a spec edit that keeps Manual")
-		assert.Equal(t, before+6, requestsTo(t, webhook.PathOperator))
+		assert.Equal(t, 6, own.reviews(t, webhook.WebhookOperator, 6))
 
 		// Never sent: another package's Subscription, Automatic or not, and
 		// a write of the metadata alone (OLM labels Subscriptions).
@@ -134,11 +141,11 @@ func TestOperatorUpgradeThroughOLM(t *testing.T) {
 		require.NoError(t, edit(t, olm, sub, func(u *unstructured.Unstructured) {
 			u.SetLabels(map[string]string{"operators.coreos.com/gpu-operator-certified.gpu-operator": ""})
 		}))
-		assert.Equal(t, before+6, requestsTo(t, webhook.PathOperator), "other packages' Subscriptions and metadata writes never reach the gate")
+		assert.Equal(t, 6, own.reviews(t, webhook.WebhookOperator, 8), "other packages' Subscriptions and metadata writes never reach the gate")
 	})
 
 	t.Run("InstallPlan", func(t *testing.T) {
-		start := requestsTo(t, webhook.PathOperator)
+		own := olmWrites()
 		// OLM under an Automatic Subscription (one from before the gate):
 		// the new version's InstallPlan, created approved, is an approval.
 		err := create(olm, installPlan("install-auto", true, "gpu-operator-certified.v26.6.0"))
@@ -151,13 +158,13 @@ func TestOperatorUpgradeThroughOLM(t *testing.T) {
 		err = create(alice, annotated)
 		requireDeniedWith(t, err, gate.CodeHardwareNotQualified)
 		assert.Contains(t, err.Error(), "node gpu-h200-01")
-		assert.Equal(t, start+2, requestsTo(t, webhook.PathOperator))
+		assert.Equal(t, 2, own.reviews(t, webhook.WebhookOperator, 2))
 
 		// The neighbouring safe cases. Created approved at the version that
 		// runs: nothing moves (reviewed, allowed).
 		running := installPlan("install-running", true, "gpu-operator-certified."+testenv.Source.GPUOperator)
 		require.NoError(t, create(olm, running), "an approved InstallPlan of the running version moves nothing")
-		assert.Equal(t, start+3, requestsTo(t, webhook.PathOperator))
+		assert.Equal(t, 3, own.reviews(t, webhook.WebhookOperator, 3))
 		// Not sent: created unapproved (Manual: it waits for a person),
 		// another operator's approved InstallPlan, OLM's status write, and
 		// an edit of an approved plan that keeps its operator CSV.
@@ -168,13 +175,13 @@ func TestOperatorUpgradeThroughOLM(t *testing.T) {
 		require.NoError(t, unstructured.SetNestedField(st.Object, "Complete", "status", "phase"))
 		require.NoError(t, olm.Status().Update(ctx, st), "OLM's status write")
 		require.NoError(t, edit(t, olm, running, annotate("note", "an edit that keeps the CSV")))
-		assert.Equal(t, start+3, requestsTo(t, webhook.PathOperator), "unapproved, other operators' and status writes never reach the gate")
+		assert.Equal(t, 3, own.reviews(t, webhook.WebhookOperator, 7), "unapproved, other operators' and status writes never reach the gate")
 
 		// An approved plan whose operator CSV changes is an approval of the
 		// new version.
 		requireDenied(t, edit(t, alice, running, set("spec.clusterServiceVersionNames", []any{"gpu-operator-certified.v26.6.0"})), gate.CodeRecordMissing)
 		// And the approval of the pending one is reviewed as before.
 		requireDenied(t, edit(t, alice, pending, set("spec.approved", true)), gate.CodeRecordMissing)
-		assert.Equal(t, start+5, requestsTo(t, webhook.PathOperator))
+		assert.Equal(t, 5, own.reviews(t, webhook.WebhookOperator, 9))
 	})
 }

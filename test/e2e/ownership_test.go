@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // Identities that cannot run here, played by writing what they write under
@@ -41,7 +43,7 @@ func TestOwnedFactsAttack2(t *testing.T) {
 	assert.Contains(t, err.Error(), "NodeFeatureRule")
 	requireDenied(t, patchNode(alice, "cpu-01", `{"metadata":{"labels":{"feature.node.kubernetes.io/pci-10de.present":"true"}}}`), gate.CodeOwnedFactWritten)
 
-	before := nodeRequests(t)
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{testenv.NFDMasterUser}, names: []string{"gpu-v100-02"}}
 	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-02", `{"metadata":{"labels":{"`+madeUp+`":"true"}}}`), "nfd-master writes its own labels")
 	// The label's owner removes it: a person's removal of an NFD label is
 	// itself refused, and a made-up identity left behind would make
@@ -49,7 +51,7 @@ func TestOwnedFactsAttack2(t *testing.T) {
 	defer func() {
 		require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-02", `{"metadata":{"labels":{"`+madeUp+`":null}}}`), "nfd-master removes its own label")
 	}()
-	assert.Equal(t, before, nodeRequests(t), "nfd-master's write of an NFD label never reaches the webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 1), "nfd-master's write of an NFD label never reaches the webhook")
 }
 
 // TestOwnedFactsAttack5: a person overwrites GFD's driver-version label
@@ -64,17 +66,17 @@ func TestOwnedFactsAttack5(t *testing.T) {
 	require.NotEmpty(t, driver)
 	forged := testenv.Target.Driver
 	require.NotEqual(t, driver, forged, "the forged driver must change the label")
-	before := nodeRequests(t)
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{"gpu-v100-04"}}
 	err := patchNode(alice, "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+forged+`"}}}`)
 	requireDenied(t, err, gate.CodeOwnedFactWritten)
 	assert.Contains(t, err.Error(), "let GFD rewrite it")
-	assert.Greater(t, nodeRequests(t), before, "a person's write of a GFD label reaches the webhook")
+	assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "a person's write of a GFD label reaches the webhook")
 	assert.Equal(t, driver, getNode(t, "gpu-v100-04").Labels["nvidia.com/cuda.driver-version.full"], "the refused write left the label")
 
-	before = nodeRequests(t)
+	own = ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{testenv.NFDMasterUser}, names: []string{"gpu-v100-04"}}
 	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+forged+`"}}}`), "GFD's label as nfd-master writes it")
 	require.NoError(t, patchNode(nfdMaster(t), "gpu-v100-04", `{"metadata":{"labels":{"nvidia.com/cuda.driver-version.full":"`+driver+`"}}}`))
-	assert.Equal(t, before, nodeRequests(t), "nfd-master's write of a GFD label never reaches the webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 2), "nfd-master's write of a GFD label never reaches the webhook")
 }
 
 // TestOwnedFactsAttack7: SUC's ServiceAccount (what a CPU-only Plan's Job
@@ -87,10 +89,10 @@ func TestOwnedFactsAttack7(t *testing.T) {
 	err := patchNode(suc, "gpu-v100-holder", `{"metadata":{"labels":{"nvidia.com/gpu.workload.config":"vm-passthrough"}}}`)
 	requireDenied(t, err, gate.CodeModeChangeNotCordoned, gate.CodeGPUHolders)
 
-	before := nodeRequests(t)
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{testenv.SUCUser}, names: []string{"gpu-v100-holder", "gpu-v100-02"}}
 	require.NoError(t, patchNode(suc, "gpu-v100-holder", `{"metadata":{"labels":{"plan.upgrade.cattle.io/cpu-only":"0123abcd"}}}`), "SUC's plan label")
 	defer patchNode(env.Admin, "gpu-v100-holder", `{"metadata":{"labels":{"plan.upgrade.cattle.io/cpu-only":null}}}`)
 	require.NoError(t, env.CordonAsSUCJob(t.Context(), "gpu-v100-02"), "the cordon of SUC's Job")
 	defer patchNode(env.Admin, "gpu-v100-02", `{"spec":{"unschedulable":false}}`)
-	assert.Equal(t, before, nodeRequests(t), "SUC's own facts never reach the webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 2), "SUC's own facts never reach the webhook")
 }

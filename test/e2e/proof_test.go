@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // The proof of an upgraded node through the real API server. No kubelet,
@@ -62,24 +62,6 @@ func deletePod(t *testing.T, ns, name string) {
 	t.Helper()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(context.Background(), p, client.GracePeriodSeconds(0))))
-}
-
-// webhookRequests counts the reviews the webhook server received at path.
-func webhookRequests(t *testing.T, path string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	var sum float64
-	for _, f := range families {
-		if f.GetName() == "controller_runtime_webhook_requests_total" {
-			for _, m := range f.Metric {
-				if label(m, "webhook") == path {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
 }
 
 // eventuallyWrite retries a write until it fails with exactly codes (or
@@ -194,9 +176,9 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	t.Cleanup(func() {
 		require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))))
 	})
-	before := webhookRequests(t, "/validate/completions")
+	own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{sucUser}, names: []string{node}}
 	require.NoError(t, patchNode(suc, node, `{"spec":{"unschedulable":true}}`))
-	assert.Equal(t, before, webhookRequests(t, "/validate/completions"), "SUC's cordon reached the completions webhook")
+	assert.Equal(t, 0, own.reviews(t, webhook.WebhookCompletions, 1), "SUC's cordon reached the completions webhook")
 
 	// The Job completed (played here, as the Job controller would mark it):
 	// the node runs the target tuple.
