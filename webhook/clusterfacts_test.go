@@ -379,8 +379,17 @@ func TestReviewChangesStayInTheReview(t *testing.T) {
 	wg.Wait()
 	next, err := w.facts.Cluster(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, plans, next.Plans, "the next review sees the cache's Plans")
-	assert.Equal(t, sels, next.PlanSelectors, "and their selectors")
+	// By name: an informer event in between may rebuild the snapshot, whose
+	// store lists in no fixed order.
+	byName := func(plans []*upgradev1.Plan, sels []*gate.PlanSelector) map[string]*gate.PlanSelector {
+		m := map[string]*gate.PlanSelector{}
+		for i, p := range plans {
+			m[p.Name+"@"+p.ResourceVersion] = sels[i]
+		}
+		return m
+	}
+	assert.ElementsMatch(t, plans, next.Plans, "the next review sees the cache's Plans")
+	assert.Equal(t, byName(plans, sels), byName(next.Plans, next.PlanSelectors), "and their selectors")
 	assert.Equal(t, len(next.Plans), cap(next.Plans), "no spare capacity an append would share")
 }
 
