@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -77,8 +74,8 @@ func (w *maintenanceWatcher) Start(ctx context.Context) error {
 		every = maintenanceProbe
 	}
 	for {
-		served, err := nodeMaintenanceServed(w.disc)
-		var other *otherVersionError
+		served, err := loader.NodeMaintenancesServed(w.disc)
+		var other *loader.OtherVersionError
 		switch {
 		case errors.As(err, &other):
 			w.facts.setMaintenanceErr(err)
@@ -149,8 +146,8 @@ func (w *maintenanceWatcher) watch(ctx context.Context, every time.Duration) err
 			// watch errors meanwhile refuse budget moves until then).
 			// Upgraded to a version the gate does not read: why they
 			// cannot be read.
-			served, err := nodeMaintenanceServed(w.disc)
-			var other *otherVersionError
+			served, err := loader.NodeMaintenancesServed(w.disc)
+			var other *loader.OtherVersionError
 			switch {
 			case errors.As(err, &other):
 				return err
@@ -167,64 +164,6 @@ func nodeMaintenanceObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(loader.NodeMaintenanceGVK)
 	return u
-}
-
-// nodeMaintenanceServed: the API server serves NodeMaintenances at the
-// version the gate reads. Not served at all (no maintenance operator) is
-// false; served only at other versions (an operator upgraded past what the
-// gate knows) is an otherVersionError, not "no maintenance": the gate
-// would miss every node the operator takes out. Any other error: discovery
-// failed.
-func nodeMaintenanceServed(disc discovery.DiscoveryInterface) (bool, error) {
-	gv := loader.NodeMaintenanceGVK.GroupVersion().String()
-	list, err := disc.ServerResourcesForGroupVersion(gv)
-	switch {
-	case err == nil && hasNodeMaintenances(list):
-		return true, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("discover %s: %w", gv, err)
-	}
-	groups, err := disc.ServerGroups()
-	if err != nil {
-		return false, fmt.Errorf("discover the API groups: %w", err)
-	}
-	var served []string
-	for _, g := range groups.Groups {
-		if g.Name != loader.NodeMaintenanceGVK.Group {
-			continue
-		}
-		for _, v := range g.Versions {
-			if v.GroupVersion == gv {
-				continue
-			}
-			list, err := disc.ServerResourcesForGroupVersion(v.GroupVersion)
-			switch {
-			case apierrors.IsNotFound(err):
-				// Gone since ServerGroups.
-			case err != nil:
-				return false, fmt.Errorf("discover %s: %w", v.GroupVersion, err)
-			case hasNodeMaintenances(list):
-				served = append(served, v.GroupVersion)
-			}
-		}
-	}
-	if len(served) > 0 {
-		return false, &otherVersionError{served: served}
-	}
-	return false, nil
-}
-
-func hasNodeMaintenances(list *metav1.APIResourceList) bool {
-	return list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == loader.NodeMaintenanceResource })
-}
-
-// otherVersionError: the API server serves NodeMaintenances, only not at
-// the version the gate reads.
-type otherVersionError struct{ served []string }
-
-func (e *otherVersionError) Error() string {
-	return fmt.Sprintf("the API server serves them at %s, not at %s, the version the gate reads: a maintenance operator the gate does not know (serve %s again, or run a gate that reads %s)",
-		strings.Join(e.served, ", "), loader.NodeMaintenanceGVK.GroupVersion(), loader.NodeMaintenanceGVK.Version, strings.Join(e.served, " or "))
 }
 
 // nodeMaintenances are the cached NodeMaintenances as the budget reads

@@ -59,7 +59,7 @@ func TestNodeMaintenanceServed(t *testing.T) {
 			err: "serves them at maintenance.nvidia.com/v1, maintenance.nvidia.com/v1beta1, not at maintenance.nvidia.com/v1alpha1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := nodeMaintenanceServed(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}})
+			got, err := loader.NodeMaintenancesServed(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}})
 			assert.Equal(t, tc.want, got)
 			if tc.err == "" {
 				require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 // same), or a Get of its named object.
 type Live struct {
 	Client    client.Reader
-	Discovery discovery.ServerVersionInterface
+	Discovery discovery.DiscoveryInterface
 	// Dynamic lists the resources of CEL preconditions (Preconditions).
 	Dynamic dynamic.Interface
 }

@@ -91,7 +91,7 @@ func (l *Loader) Cluster(ctx context.Context) (*gate.Cluster, error) {
 	// (Cluster.NodeMaintenancesErr), not the whole view.
 	switch src := l.Source.(type) {
 	case *Live:
-		cl.NodeMaintenances, cl.NodeMaintenancesErr = ReadNodeMaintenances(ctx, src.Client)
+		cl.NodeMaintenances, cl.NodeMaintenancesErr = ReadNodeMaintenances(ctx, src.Client, src.Discovery)
 	case NodeMaintenanceSource:
 		cl.NodeMaintenances, cl.NodeMaintenancesErr = src.NodeMaintenances()
 	}

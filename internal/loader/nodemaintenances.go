@@ -3,11 +3,15 @@ package loader
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
@@ -31,13 +35,22 @@ type NodeMaintenanceSource interface {
 }
 
 // ReadNodeMaintenances lists every namespace's NodeMaintenances through r.
-// A cluster that serves no such kind (no maintenance operator) has none.
-func ReadNodeMaintenances(ctx context.Context, r client.Reader) ([]gate.NodeMaintenance, error) {
+// A cluster that serves no such kind (no maintenance operator) has none;
+// one that serves them only at another version (disc tells) cannot be
+// read (OtherVersionError), as in the webhook.
+func ReadNodeMaintenances(ctx context.Context, r client.Reader, disc discovery.DiscoveryInterface) ([]gate.NodeMaintenance, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(NodeMaintenanceGVK.GroupVersion().WithKind(NodeMaintenanceGVK.Kind + "List"))
 	err := r.List(ctx, list)
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		// Not served at this version: none only if not served at all.
+		if disc == nil {
+			return nil, fmt.Errorf("list nodemaintenances.maintenance.nvidia.com: %w (and no discovery to tell whether another version is served)", err)
+		}
+		if _, serr := NodeMaintenancesServed(disc); serr != nil {
+			return nil, serr
+		}
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("list nodemaintenances.maintenance.nvidia.com: %w", err)
@@ -84,4 +97,64 @@ func errOrMissing(err error) any {
 		return err
 	}
 	return "missing"
+}
+
+// NodeMaintenancesServed says whether the API server serves NodeMaintenances at the
+// version the gate reads. Not served at all (no maintenance operator) is
+// false; served only at other versions (an operator upgraded past what the
+// gate knows) is an OtherVersionError, not "no maintenance": the gate
+// would miss every node the operator takes out. Any other error: discovery
+// failed.
+func NodeMaintenancesServed(disc discovery.DiscoveryInterface) (bool, error) {
+	gv := NodeMaintenanceGVK.GroupVersion().String()
+	list, err := disc.ServerResourcesForGroupVersion(gv)
+	switch {
+	case err == nil && hasNodeMaintenances(list):
+		return true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("discover %s: %w", gv, err)
+	}
+	groups, err := disc.ServerGroups()
+	if err != nil {
+		return false, fmt.Errorf("discover the API groups: %w", err)
+	}
+	var served []string
+	for _, g := range groups.Groups {
+		if g.Name != NodeMaintenanceGVK.Group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if v.GroupVersion == gv {
+				continue
+			}
+			list, err := disc.ServerResourcesForGroupVersion(v.GroupVersion)
+			switch {
+			case apierrors.IsNotFound(err):
+				// Gone since ServerGroups.
+			case err != nil:
+				return false, fmt.Errorf("discover %s: %w", v.GroupVersion, err)
+			case hasNodeMaintenances(list):
+				served = append(served, v.GroupVersion)
+			}
+		}
+	}
+	if len(served) > 0 {
+		return false, &OtherVersionError{served: served}
+	}
+	return false, nil
+}
+
+func hasNodeMaintenances(list *metav1.APIResourceList) bool {
+	return list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == NodeMaintenanceResource })
+}
+
+// OtherVersionError: the API server serves NodeMaintenances, only not at
+// the version the gate reads.
+// OtherVersionError: NodeMaintenances are served, but only at versions
+// other than the one the gate reads.
+type OtherVersionError struct{ served []string }
+
+func (e *OtherVersionError) Error() string {
+	return fmt.Sprintf("the API server serves them at %s, not at %s, the version the gate reads: a maintenance operator the gate does not know (serve %s again, or run a gate that reads %s)",
+		strings.Join(e.served, ", "), NodeMaintenanceGVK.GroupVersion(), NodeMaintenanceGVK.Version, strings.Join(e.served, " or "))
 }

@@ -194,22 +194,18 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		},
 	} {
 		t.Run(name+" without a record naming the version is refused", func(t *testing.T) {
-			before := webhookRequests(t, webhook.PathDRAPlugins)
 			err := update(alice, plugin, edit)
 			requireDeniedWith(t, err, gate.CodeRecordMissing)
-			assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent it")
 		})
 	}
 	t.Run("another DaemonSet of the driver's namespace with another image is admitted", func(t *testing.T) {
 		require.NoError(t, update(alice, other, newImage("quay.io/prometheus/node-exporter:v1.10.0")))
 	})
 	t.Run("another DaemonSet running the driver's image under another name is refused", func(t *testing.T) {
-		before := webhookRequests(t, webhook.PathDRAPlugins)
 		copyOf := daemonSet("nvidia-dra-driver-gpu-copy", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
 		err := alice.Create(ctx, copyOf)
 		requireDenied(t, err, gate.CodeDRAPluginForged)
 		assert.Contains(t, err.Error(), "the image of the DRA kubelet plugin DaemonSet "+ns+"/"+nvidiaDRA.DaemonSet+" (config draDrivers), under another name")
-		assert.Greater(t, webhookRequests(t, webhook.PathDRAPlugins), before, "the chart's match condition sent the create")
 		requireDenied(t, update(alice, other, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")), gate.CodeDRAPluginForged)
 	})
 	t.Run("the driver's own controller (a ServiceAccount of its namespace) never reaches the gate", func(t *testing.T) {
