@@ -211,6 +211,31 @@ func TestDRADriverPath(t *testing.T) {
 			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
 			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
 		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
+		// Issue 25 follow-up: a GPUCluster's CREATE (the operator creates
+		// the plugin DaemonSet later, its selector unseen) reads what is
+		// left of the driver as the DaemonSet's CREATE does (no Pod counted
+		// before).
+		{name: "a GPUCluster created with nothing of the driver left, at the release the records name", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			job := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			job.Name, job.OwnerReferences = "nvidia-dra-driver-gpu-validation", []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "validation", UID: "j", Controller: new(true)}}
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{job} // another controller's Pod: not the plugin's
+		}},
+		{name: "FactsMissing: a GPUCluster created while an orphaned plugin Pod still runs on a node", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.OwnerReferences = nil
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-01 still run there, " +
+			"and the GPUCluster does not say which version they run"},
+		{name: "FactsMissing: a GPUCluster created while the plugin DaemonSet's Pod still runs on a node", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{draPluginPod("gpu-h200-01", corev1.ConditionTrue, reachedAt)}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-h200-01 still run there"},
+		{name: "FactsMissing: a GPUCluster created while the old plugin's slices are still there", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
 		// UPDATE of the plugin DaemonSet's scheduling: the nodes it no
 		// longer selects lose the driver (an unload); those it selects
 		// only now take the version it runs.
@@ -395,6 +420,14 @@ func taintGPUWith(s *driverScenario, node string, effect corev1.TaintEffect) []c
 func createAgain(s *driverScenario, version string) {
 	s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", version
 	s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+}
+
+// createGPUCluster: a GPUCluster created naming the DRA driver version, as
+// the webhook builds its change (the configured NVIDIA driver, no selector).
+func createGPUCluster(s *driverScenario, version string) {
+	s.change.Object, s.change.DRAPath = "GPUCluster gpu-cluster", field.NewPath("spec", "draDriver", "version")
+	s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", version
+	s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA}
 }
 
 // rollbackRecords: the records that moved both kinds of hardware from DRA

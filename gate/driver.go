@@ -111,6 +111,11 @@ type DriverChange struct {
 
 // DRAPluginCreate is a DRA driver whose kubelet-plugin DaemonSet is being
 // created, and the selector of the new DaemonSet (the Pods it will adopt).
+// For a GPUCluster's CREATE, whose operator creates the DaemonSet later
+// with a selector the gate does not see, Pods is nil: the driver's Pods
+// are then those in its namespace that name its DaemonSet as controller or
+// have no controller at all (an orphan: the garbage collector strips the
+// owner of a Pod its DaemonSet's deletion orphaned).
 type DRAPluginCreate struct {
 	Driver dra.Driver
 	Pods   labels.Selector
@@ -125,7 +130,7 @@ type DRAPluginCreate struct {
 func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 	var left []string
 	for _, pod := range podsOn(cl.Proof.DRA.PluginPods, node) {
-		if pod.Namespace == p.Driver.Namespace && p.Pods != nil && !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels)) {
+		if pod.Namespace == p.Driver.Namespace && p.adopts(pod) {
 			left = append(left, "Pod "+pod.Namespace+"/"+qualification.Clip(pod.Name))
 		}
 	}
@@ -142,8 +147,21 @@ func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 		return ""
 	}
 	slices.Sort(left)
+	if p.Pods == nil {
+		return fmt.Sprintf("the DRA driver version the node runs: %s still run there, and the GPUCluster does not say which version they run; "+
+			"wait until they are gone (or delete those Pods, or the DaemonSet %s/%s that runs them) and create the GPUCluster again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
+	}
 	return fmt.Sprintf("the DRA driver version the node runs: %s still run there, and the DaemonSet %s/%s that named their version is gone; "+
 		"wait until they are gone (or delete those Pods) and create the DaemonSet again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
+}
+
+// adopts: the Pod is one of the driver's that the created DaemonSet would
+// take over (DRAPluginCreate).
+func (p *DRAPluginCreate) adopts(pod *corev1.Pod) bool {
+	if p.Pods == nil {
+		return metav1.GetControllerOfNoCopy(pod) == nil || namesPluginDaemonSet(p.Driver, pod)
+	}
+	return !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels))
 }
 
 // DRAScheduling is a DRA driver's kubelet-plugin DaemonSet before and

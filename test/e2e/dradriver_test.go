@@ -56,7 +56,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 			require.NoError(t, env.Admin.Create(ctx, o))
 		}
 	})
-	defer preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, ref)) })
+	defer preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ref))) })
 	alice, _ := as(t, "alice")
 
 	t.Run("a new DRA driver version without a record naming it is refused", func(t *testing.T) {
@@ -80,6 +80,46 @@ func TestDRADriverGPUCluster(t *testing.T) {
 		require.NoError(t, edit(t, alice, ref, set("spec.draDriver.repository", "registry.corp/nvidia")), "same version: nothing moves")
 		require.NoError(t, edit(t, alice, ref, annotate("touch", "1")), "metadata only: not sent")
 		require.Equal(t, "v25.3.0", getObj(t, ref).Object["spec"].(map[string]any)["draDriver"].(map[string]any)["version"])
+	})
+	// Issue 25 follow-up: a GPUCluster's CREATE reads what is left of the
+	// DRA driver on the nodes, as its plugin DaemonSet's CREATE does. The
+	// orphan is written as `kubectl delete --cascade=orphan` of the plugin
+	// DaemonSet leaves it (the garbage collector strips its owner; no
+	// kubelet runs here, so it is written, not scheduled).
+	t.Run("created while an orphaned DRA plugin Pod still runs on a node, the version there is unknown", func(t *testing.T) {
+		orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet + "-orphan"},
+			Spec: corev1.PodSpec{NodeName: "gpu-v100-holder", Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"}}}}
+		preGate(t, func() {
+			require.NoError(t, env.Admin.Delete(ctx, ref))
+			require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nvidiaDRA.Namespace}})))
+			require.NoError(t, env.Admin.Create(ctx, orphan))
+		})
+		t.Cleanup(func() {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, orphan, client.GracePeriodSeconds(0))))
+		})
+		// Named records, so the review reaches the nodes' facts.
+		again := func() error {
+			u := nvidiaObject("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster", map[string]any{
+				"draDriver": map[string]any{"repository": "nvcr.io/nvidia", "image": "k8s-dra-driver-gpu", "version": "v25.3.0"}})
+			annotate(gate.AnnotationQualification, "v100-driver")(u)
+			return alice.Create(ctx, u)
+		}
+		var err error
+		// Each try is refused (the gate's cache may not hold the Pod yet).
+		assert.Eventually(t, func() bool {
+			err = again()
+			return err != nil && strings.Contains(err.Error(), "still run there")
+		}, 10*time.Second, 100*time.Millisecond)
+		requireDeniedWith(t, err, gate.CodeFactsMissing)
+		assert.Contains(t, err.Error(), "Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-orphan still run there, and the GPUCluster does not say which version they run")
+		// The orphan gone, the CREATE is a fresh install again, judged
+		// against the records it names.
+		require.NoError(t, env.Admin.Delete(ctx, orphan, client.GracePeriodSeconds(0)))
+		assert.Eventually(t, func() bool {
+			err = again()
+			return err != nil && !strings.Contains(err.Error(), "still run there")
+		}, 10*time.Second, 100*time.Millisecond)
+		requireDeniedWith(t, err, gate.CodeTargetNotQualified)
 	})
 }
 
