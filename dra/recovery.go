@@ -23,6 +23,10 @@ import (
 // candidate only after it has been unready this long.
 const DefaultMinUnready = 10 * time.Minute
 
+// NVIDIADriverName is the NVIDIA DRA driver's name in ResourceSlices: the
+// driver the GPU Operator's GPUCluster deploys.
+const NVIDIADriverName = "gpu.nvidia.com"
+
 // Driver names a DRA driver and the DaemonSet that runs its kubelet
 // plugin on every GPU node.
 type Driver struct {

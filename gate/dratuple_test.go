@@ -125,6 +125,54 @@ func TestDRADriverPath(t *testing.T) {
 			s.cluster.Records["v100-dra-old"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
 		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node ran: nothing names it any more, and the records whose target tuple it runs name different versions: " +
 			"v100-dra-25-8 (v25.8.1), v100-dra-25-3 (v25.3.0)"},
+		// Issue 25 follow-up: a DRA-only upgrade leaves the record of the
+		// release before beside the record that moved it on; the move's
+		// head is the release (both expected FactsMissing before).
+		{name: "created again at the release a record moved the tuple on to (the record before it superseded)", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			rollbackRecords(s)
+			s.cluster.Records["v100-dra-before"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			s.cluster.Records["h200-dra-before"] = draRecord("h200-dra-25-3", hwH200, "v25.3.0")
+		}},
+		{name: "ComponentDowngrade: created again at the superseded release, judged from the move's head", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.3.0")
+			rollbackRecords(s)
+			s.cluster.Records["v100-dra-before"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			s.cluster.Records["h200-dra-before"] = draRecord("h200-dra-25-3", hwH200, "v25.3.0")
+			s.change.Annotations = map[string]string{AnnotationQualification: "v100-dra-before, h200-dra-before"}
+		}, want: []Code{CodeComponentDowngrade}, says: "node gpu-v100-01 runs draDriver v25.8.1 (nothing names the DRA driver version the node ran any more, so it is the one record(s) v100-dra-25-3-to-25-8 (v25.8.1) name for the tuple it runs, " +
+			"which move it on from record(s) v100-dra-25-3 (v25.3.0)) and the change moves it back to v25.3.0"},
+		{name: "an unapproved record naming another release says nothing of the node's past", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			e := draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			e.Attestation = qualification.Attestation{}
+			s.cluster.Records["v100-dra-old"] = e
+		}},
+		{name: "a record not in state qualified says nothing of the node's past", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			e := draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			e.Record.State = "draft"
+			s.cluster.Records["v100-dra-old"] = approved(e.Record)
+		}},
+		{name: "FactsMissing: two moves from the same release to different ones (heads disagree)", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			rollbackRecords(s)
+			s.cluster.Records["v100-dra-before"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
+			fork := draRecord("v100-dra-25-3-to-25-12", hwV100, "v25.12.0")
+			src := tupleSource
+			src.DRADriver = "v25.3.0"
+			fork.Record.Source = &src
+			s.cluster.Records["v100-dra-fork"] = approved(fork.Record)
+		}, want: []Code{CodeFactsMissing}, says: "name different versions: v100-dra-25-3-to-25-8 (v25.8.1), v100-dra-25-3-to-25-12 (v25.12.0)"},
+		{name: "FactsMissing: moves that only go round (no head)", mutate: func(s *driverScenario) {
+			createAgain(s, "v25.8.1")
+			rollbackRecords(s)
+			back := draRecord("v100-dra-25-8-to-25-3", hwV100, "v25.3.0")
+			src := tupleSource
+			src.DRADriver = "v25.8.1"
+			back.Record.Source = &src
+			s.cluster.Records["v100-dra-back"] = approved(back.Record)
+		}, want: []Code{CodeFactsMissing}, says: "only move it round in a cycle"},
 		{name: "records of other hardware or another tuple say nothing of the node's release", mutate: func(s *driverScenario) {
 			createAgain(s, "v25.8.1")
 			s.change.NodeSelector = map[string]string{"nvidia.com/gpu.product": "Tesla-V100-PCIE-32GB"}
@@ -161,6 +209,31 @@ func TestDRADriverPath(t *testing.T) {
 		{name: "FactsMissing: created again while the old plugin's slices are still there", mutate: func(s *driverScenario) {
 			s.change.Operation, s.change.OldDRA = OpCreate, ""
 			s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
+		// Issue 25 follow-up: a GPUCluster's CREATE (the operator creates
+		// the plugin DaemonSet later, its selector unseen) reads what is
+		// left of the driver as the DaemonSet's CREATE does (no Pod counted
+		// before).
+		{name: "a GPUCluster created with nothing of the driver left, at the release the records name", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			job := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			job.Name, job.OwnerReferences = "nvidia-dra-driver-gpu-validation", []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "validation", UID: "j", Controller: new(true)}}
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{job} // another controller's Pod: not the plugin's
+		}},
+		{name: "FactsMissing: a GPUCluster created while an orphaned plugin Pod still runs on a node", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.OwnerReferences = nil
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-01 still run there, " +
+			"and the GPUCluster does not say which version they run"},
+		{name: "FactsMissing: a GPUCluster created while the plugin DaemonSet's Pod still runs on a node", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{draPluginPod("gpu-h200-01", corev1.ConditionTrue, reachedAt)}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-h200-01 still run there"},
+		{name: "FactsMissing: a GPUCluster created while the old plugin's slices are still there", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
 			s.cluster.Proof.DRA.Slices = []*resourcev1.ResourceSlice{draSlice("gpu-h200-01", 1, 1, 8)}
 		}, want: []Code{CodeFactsMissing}, says: "node gpu-h200-01: cannot read the DRA driver version the node runs: 1 ResourceSlice(s) of gpu.nvidia.com still run there"},
 		// UPDATE of the plugin DaemonSet's scheduling: the nodes it no
@@ -347,6 +420,14 @@ func taintGPUWith(s *driverScenario, node string, effect corev1.TaintEffect) []c
 func createAgain(s *driverScenario, version string) {
 	s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", version
 	s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA, Pods: labels.SelectorFromSet(labels.Set{"app": "kubelet-plugin"})}
+}
+
+// createGPUCluster: a GPUCluster created naming the DRA driver version, as
+// the webhook builds its change (the configured NVIDIA driver, no selector).
+func createGPUCluster(s *driverScenario, version string) {
+	s.change.Object, s.change.DRAPath = "GPUCluster gpu-cluster", field.NewPath("spec", "draDriver", "version")
+	s.change.Operation, s.change.OldDRA, s.change.NewDRA = OpCreate, "", version
+	s.change.DRAPlugin = &DRAPluginCreate{Driver: nvidiaDRA}
 }
 
 // rollbackRecords: the records that moved both kinds of hardware from DRA

@@ -111,6 +111,11 @@ type DriverChange struct {
 
 // DRAPluginCreate is a DRA driver whose kubelet-plugin DaemonSet is being
 // created, and the selector of the new DaemonSet (the Pods it will adopt).
+// For a GPUCluster's CREATE, whose operator creates the DaemonSet later
+// with a selector the gate does not see, Pods is nil: the driver's Pods
+// are then those in its namespace that name its DaemonSet as controller or
+// have no controller at all (an orphan: the garbage collector strips the
+// owner of a Pod its DaemonSet's deletion orphaned).
 type DRAPluginCreate struct {
 	Driver dra.Driver
 	Pods   labels.Selector
@@ -125,7 +130,7 @@ type DRAPluginCreate struct {
 func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 	var left []string
 	for _, pod := range podsOn(cl.Proof.DRA.PluginPods, node) {
-		if pod.Namespace == p.Driver.Namespace && p.Pods != nil && !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels)) {
+		if pod.Namespace == p.Driver.Namespace && p.adopts(pod) {
 			left = append(left, "Pod "+pod.Namespace+"/"+qualification.Clip(pod.Name))
 		}
 	}
@@ -142,8 +147,21 @@ func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 		return ""
 	}
 	slices.Sort(left)
+	if p.Pods == nil {
+		return fmt.Sprintf("the DRA driver version the node runs: %s still run there, and the GPUCluster does not say which version they run; "+
+			"wait until they are gone (or delete those Pods, or the DaemonSet %s/%s that runs them) and create the GPUCluster again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
+	}
 	return fmt.Sprintf("the DRA driver version the node runs: %s still run there, and the DaemonSet %s/%s that named their version is gone; "+
 		"wait until they are gone (or delete those Pods) and create the DaemonSet again", strings.Join(left, ", "), p.Driver.Namespace, p.Driver.DaemonSet)
+}
+
+// adopts: the Pod is one of the driver's that the created DaemonSet would
+// take over (DRAPluginCreate).
+func (p *DRAPluginCreate) adopts(pod *corev1.Pod) bool {
+	if p.Pods == nil {
+		return metav1.GetControllerOfNoCopy(pod) == nil || namesPluginDaemonSet(p.Driver, pod)
+	}
+	return !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels))
 }
 
 // DRAScheduling is a DRA driver's kubelet-plugin DaemonSet before and
@@ -391,40 +409,90 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 // (its DaemonSet deleted, its Pods and slices gone) would judge a fresh
 // install there, so an older release created again would be a downgrade
 // nobody reviewed as one. The version the node ran is then the one the
-// loaded records for its hardware name whose target tuple the node runs;
-// records that disagree leave it unknown (FactsMissing), and none naming a
-// version leaves a fresh install.
+// approved, qualified records for its hardware name whose target tuple the
+// node runs (an unapproved record is anyone's claim, so it says nothing of
+// the node's past), taking each chain of moves at its head; heads that
+// disagree, or moves that only go round, leave it unknown (FactsMissing),
+// and no record naming a version leaves a fresh install.
+//
+// Why the head is safe: a record R whose source is record A's target (same
+// tuple, same DRA driver version) is an approved, canaried move from A's
+// version to R's on this hardware, so a node that ran A's version may run
+// R's. Judging from the head can therefore only err towards strictness: a
+// CREATE at the head is no move (and, for a node that ran an earlier
+// version of the chain, exactly the moves the records qualify); a CREATE
+// older than the head is a ComponentDowngrade even where the node ran that
+// older version (a proven rollback still passes). And nothing of the
+// driver is left on the node (leftOn), so no plugin state migrates from
+// the version the node ran: the source matters here only to catch a
+// release older than the node was qualified to run.
 func (r *DriverReview) recordedDRA(f NodeFacts) {
 	if r.draRecords == nil {
 		r.draRecords = []*qualification.Record{}
 		for _, name := range sortedKeys(r.cl.Records) {
-			if e := r.cl.Records[name]; e.Err == nil && e.Record != nil && strings.TrimSpace(e.Record.Target.DRADriver) != "" {
+			e := r.cl.Records[name]
+			if e.Err == nil && e.Record != nil && strings.TrimSpace(e.Record.Target.DRADriver) != "" &&
+				e.Record.State == qualification.StateQualified && r.cfg.unapproved(e.Record, e.Attestation) == "" {
 				r.draRecords = append(r.draRecords, e.Record)
 			}
 		}
 	}
 	cur := r.current[f.Name]
-	var named, versions []string
+	var matching []*qualification.Record
 	for _, rec := range r.draRecords {
-		v := strings.TrimSpace(rec.Target.DRADriver)
-		if !slices.Equal(rec.NormalizedHardware(), f.Identities) || !SameTuple(cur, rec.Target) {
-			continue
+		if slices.Equal(rec.NormalizedHardware(), f.Identities) && SameTuple(cur, rec.Target) {
+			matching = append(matching, rec)
 		}
-		named = append(named, rec.ID+" ("+qualification.Clip(v)+")")
+	}
+	var heads, superseded []*qualification.Record
+	for _, rec := range matching {
+		if slices.ContainsFunc(matching, func(next *qualification.Record) bool { return movesFrom(next, rec) }) {
+			superseded = append(superseded, rec)
+		} else {
+			heads = append(heads, rec)
+		}
+	}
+	var named, versions []string
+	for _, rec := range heads {
+		v := strings.TrimSpace(rec.Target.DRADriver)
+		named = append(named, draNamed(rec))
 		if !slices.ContainsFunc(versions, func(x string) bool { return SameComponent(ComponentDRADriver, x, v) }) {
 			versions = append(versions, v)
 		}
 	}
-	switch len(versions) {
-	case 0:
-	case 1:
+	var moved []string
+	for _, rec := range superseded {
+		moved = append(moved, draNamed(rec))
+	}
+	switch {
+	case len(matching) == 0:
+	case len(versions) == 1:
 		cur.DRADriver = versions[0]
 		r.current[f.Name] = cur
 		r.draFrom[f.Name] = fmt.Sprintf("nothing names the DRA driver version the node ran any more, so it is the one record(s) %s name for the tuple it runs", strings.Join(named, ", "))
+		if len(moved) > 0 {
+			r.draFrom[f.Name] += fmt.Sprintf(", which move it on from record(s) %s", strings.Join(moved, ", "))
+		}
+	case len(versions) == 0:
+		r.unknownDRA[f.Name] = fmt.Sprintf("the DRA driver version the node ran: nothing names it any more, and the records whose target tuple it runs only move it round in a cycle: %s; "+
+			"correct or delete the stale record(s) so that one version is the last one moved to for this tuple", strings.Join(moved, ", "))
 	default:
 		r.unknownDRA[f.Name] = fmt.Sprintf("the DRA driver version the node ran: nothing names it any more, and the records whose target tuple it runs name different versions: %s; "+
 			"correct or delete the stale record(s) so that one version is named for this tuple", strings.Join(named, ", "))
 	}
+}
+
+// movesFrom: record next moves the DRA driver on from record prev's
+// target: its source names prev's target tuple with the same DRA driver
+// version (a source that names no DRA driver moves it from nothing
+// known), and its target another version.
+func movesFrom(next, prev *qualification.Record) bool {
+	return next != prev && next.Source != nil && strings.TrimSpace(next.Source.DRADriver) != "" &&
+		SameTuple(*next.Source, prev.Target) && !SameComponent(ComponentDRADriver, next.Target.DRADriver, prev.Target.DRADriver)
+}
+
+func draNamed(rec *qualification.Record) string {
+	return rec.ID + " (" + qualification.Clip(strings.TrimSpace(rec.Target.DRADriver)) + ")"
 }
 
 // driverBase fills what the driver path's rules read of every review.

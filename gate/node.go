@@ -53,6 +53,9 @@ type NodeReview struct {
 	modeDiff []string
 	plans    []*PlanReview // GPU Plans the change pulls the node into
 	holders  []string
+	// installs are the DRA drivers the write installs on the node
+	// (draInstalls).
+	installs []draInstall
 	// changed are the label keys the write sets, changes or removes, sorted
 	// (changedLabels), worked out once for the rules that read them.
 	changed []string
@@ -71,6 +74,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		return r
 	}
 	r.changed = changedLabels(n, old)
+	r.draInstalls()
 	for _, k := range ModeLabels {
 		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)

@@ -87,11 +87,17 @@ const (
 	missingPlanAnnotation   missingProblem = iota // a Plan names no record
 	missingDriverAnnotation                       // a driver-path change names none
 	missingConfigMap                              // the named ConfigMap holds no record
+	missingDRAInstall                             // a Node write installs a DRA driver no record qualifies (rule_drainstall.go)
 )
 
-// recordMissing builds every RecordMissing blocker.
-func recordMissing(cfg *Config, path *field.Path, name string, p missingProblem) Blocker {
+// recordMissing builds every RecordMissing blocker; a missingDRAInstall's
+// args are the node, the DaemonSet, the DRA driver version and the tuple
+// the node would run.
+func recordMissing(cfg *Config, path *field.Path, name string, p missingProblem, args ...any) Blocker {
 	switch p {
+	case missingDRAInstall:
+		return forbidden(CodeRecordMissing, args[0].(string), path, "this write makes DaemonSet %[2]s schedule its DRA kubelet plugin on node %[1]s, installing DRA driver %[3]s there, so the node would run %[4]s, and no approved, qualified, fresh record for its hardware qualifies its tuple; "+
+			"qualify it on a canary first (a record whose target names DRA driver %[3]s), or keep the node out of the DaemonSet's scheduling", args...)
 	case missingPlanAnnotation:
 		return required(CodeRecordMissing, "", path, "the Plan names no qualification record; annotate it with %s=<ConfigMap in namespace %s labelled %s=true>", AnnotationQualification, cfg.Namespace, qualification.ConfigMapLabel)
 	case missingDriverAnnotation:

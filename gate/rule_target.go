@@ -49,10 +49,11 @@ func unnamedMoves(t *Transition, after, dest qualification.Tuple) []string {
 type targetProblem int
 
 const (
-	targetTuple    targetProblem = iota // the node's tuple after the change (driver path)
-	targetTyped                         // one typed target value (upgrade-check)
-	targetPlanRKE2                      // a Plan's spec.version
-	targetImageTag                      // a tag on a Plan's upgrade image
+	targetTuple      targetProblem = iota // the node's tuple after the change (driver path)
+	targetTyped                           // one typed target value (upgrade-check)
+	targetDRAInstall                      // a Node write installs a DRA driver (rule_drainstall.go)
+	targetPlanRKE2                        // a Plan's spec.version
+	targetImageTag                        // a tag on a Plan's upgrade image
 )
 
 // targetNotQualified builds every TargetNotQualified blocker; args are the
@@ -85,6 +86,10 @@ func targetNotQualified(node string, path *field.Path, value any, p targetProble
 		return invalid(CodeTargetNotQualified, node, path, value, "record %s: %s target %q is not the qualified value %q; type the record's target value", args...)
 	case targetPlanRKE2:
 		return invalid(CodeTargetNotQualified, node, path, value, "the Plan installs RKE2 %s but record %s qualifies %s; set spec.version to the qualified version or qualify this one on a canary", args...)
+	case targetDRAInstall:
+		// args: DaemonSet, version, the tuple then, the records and how they differ.
+		return forbidden(CodeTargetNotQualified, node, path, "this write makes DaemonSet %[1]s schedule its DRA kubelet plugin on node %[5]s, installing DRA driver %[2]s there, so the node would run %[3]s, which no record for its hardware qualifies: %[4]s; "+
+			"qualify that tuple on a canary first (a record whose target names DRA driver %[2]s), or keep the node out of the DaemonSet's scheduling", append(args, node)...)
 	case targetImageTag:
 		return invalid(CodeTargetNotQualified, node, path, value, "the upgrade image is pinned to %s, which SUC runs instead of spec.version %s; drop the tag so SUC uses spec.version", args...)
 	}

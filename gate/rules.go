@@ -411,6 +411,14 @@ func rules() []Rule {
 				CodePreconditionStale: {Meaning: "an alerts precondition's source (Prometheus or Alertmanager) has not answered the gate's poll in full within the precondition's `maxAge` (or not yet since the gate started); it counts as failed",
 					Example: "[PreconditionStale] precondition gpu-alerts has no fresh reading (which counts as failed) before a GPU upgrade starts (applying this Plan): http://prometheus.monitoring:9090/api/v1/alerts was last read successfully at 2026-12-01T06:00:00Z, 10m0s ago, beyond maxAge 5m0s; the latest read failed: connection refused; make the alert source reachable from the gate (its URL, NetworkPolicy), then retry"},
 			}},
+		// A Node write that makes a configured DRA plugin DaemonSet schedule on
+		// the node installs the DRA driver there (rule_drainstall.go).
+		{Name: "drainstall", Codes: []Code{CodeRecordMissing, CodeTargetNotQualified, CodeFactsMissing}, Reviews: []Review{ReviewNode}, Apply: draInstallRule,
+			Docs: map[Code]CodeDoc{
+				CodeRecordMissing:      {Meaning: "a Node write (a label added, a taint removed) makes a configured DRA driver's kubelet-plugin DaemonSet schedule on the GPU node, installing the DRA driver there, and no approved, qualified, fresh record for the node's hardware qualifies the tuple it would run"},
+				CodeTargetNotQualified: {Meaning: "a Node write makes a configured DRA driver's kubelet-plugin DaemonSet schedule on the GPU node, and the records for its hardware do not name that DRA driver version for the tuple it runs"},
+				CodeFactsMissing:       {Meaning: "a Node write of a GPU node while the DRA drivers' kubelet-plugin DaemonSets cannot be read: whether it installs one is unknown"},
+			}},
 		{Name: "identity", Codes: []Code{CodeGPUIdentityRemoved}, Reviews: []Review{ReviewNode}, Apply: identityRule,
 			Docs: map[Code]CodeDoc{
 				CodeGPUIdentityRemoved: {Meaning: "a person removes or changes a label that makes a node a GPU node (NFD PCI, `nvidia.com/gpu.present`, GFD's); NFD, GFD and the GPU Operator own them",

@@ -102,7 +102,7 @@ func pluginPods(r loader.Read) cache.ByObject {
 	return b
 }
 
-// StripDaemonSet keeps what a proof reads of a DRA driver's kubelet-plugin
+// StripDaemonSet keeps what a proof and a Node review read of a DRA driver's kubelet-plugin
 // DaemonSet: its identity (its Pods' controller references carry its UID)
 // and where its Pods may be scheduled (docs/proof.md#dra-nodes).
 func StripDaemonSet(obj any) (any, error) { return asIs(obj, stripDaemonSet) }
@@ -114,7 +114,16 @@ func stripDaemonSet(obj any) (any, error) {
 	}
 	out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}
+	if v, ok := ds.Labels[gate.LabelVersion]; ok {
+		out.Labels = map[string]string{gate.LabelVersion: v}
+	}
 	spec := &ds.Spec.Template.Spec
+	// What schedulesOn reads (nodeName, tolerations, host networking) and
+	// the release a Node write would install (the containers' images).
+	out.Spec.Template.Spec.NodeName, out.Spec.Template.Spec.Tolerations, out.Spec.Template.Spec.HostNetwork = spec.NodeName, spec.Tolerations, spec.HostNetwork
+	for _, c := range spec.Containers {
+		out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+	}
 	out.Spec.Template.Spec.NodeSelector = spec.NodeSelector
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
 		out.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{

@@ -60,7 +60,11 @@ func TestStripSlice(t *testing.T) {
 
 // TestStripDaemonSet: a cached kubelet-plugin DaemonSet keeps its UID (its
 // Pods' controller) and its Pods' nodeSelector and required node affinity
-// (the nodes it serves), not its containers or status.
+// (the nodes it serves), its tolerations, nodeName and host networking (where
+// it schedules: a Node write that widens it installs the driver, issue 25
+// follow-up) and its containers' names and images with the version label
+// (the release it installs); not the rest of its containers, labels or
+// status.
 func TestStripDaemonSet(t *testing.T) {
 	required := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 		{Key: "nvidia.com/gpu.present", Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}}}}}
@@ -69,7 +73,8 @@ func TestStripDaemonSet(t *testing.T) {
 			NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required,
 				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}}},
-			Containers: []corev1.Container{{Name: "plugin", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}}}}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "plugin", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1", Args: []string{"-v=6"}}}}}},
 		Status: appsv1.DaemonSetStatus{NumberReady: 3}}
 	out, err := StripDaemonSet(in)
 	require.NoError(t, err)
@@ -79,7 +84,8 @@ func TestStripDaemonSet(t *testing.T) {
 	assert.Equal(t, in.Spec.Template.Spec.NodeSelector, got.Spec.Template.Spec.NodeSelector)
 	assert.Equal(t, required, got.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
 	assert.Nil(t, got.Spec.Template.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
-	assert.Empty(t, got.Spec.Template.Spec.Containers)
+	assert.Equal(t, in.Spec.Template.Spec.Tolerations, got.Spec.Template.Spec.Tolerations)
+	assert.Equal(t, []corev1.Container{{Name: "plugin", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}}, got.Spec.Template.Spec.Containers)
 	assert.Zero(t, got.Status.NumberReady)
 	assert.Nil(t, got.Labels)
 }

@@ -85,6 +85,13 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		case admissionv1.Delete:
 			// Removes the DRA driver from every node: judged as an unload.
 			ch.OldDRA = ch.NewDRA
+		case admissionv1.Create:
+			// The operator then runs the NVIDIA DRA driver's kubelet plugin:
+			// what is left of it on a node (orphaned Pods, slices) is read
+			// as on its DaemonSet's CREATE, without the selector it will have.
+			if d, ok := s.draDriverNamed(dra.NVIDIADriverName); ok {
+				ch.DRAPlugin = &gate.DRAPluginCreate{Driver: d}
+			}
 		}
 		ch.NoPolicy = true
 	case daemonSetGVK.GroupKind():
@@ -269,6 +276,16 @@ func (s *Server) draDaemonSet(u *unstructured.Unstructured) (dra.Driver, bool) {
 		}
 	}
 	return dra.Driver{}, false
+}
+
+// draDriverNamed is the configured DRA driver (config draDrivers) of that
+// name in ResourceSlices.
+func (s *Server) draDriverNamed(name string) (dra.Driver, bool) {
+	i := slices.IndexFunc(s.Config.DRADrivers, func(d dra.Driver) bool { return d.Name == name })
+	if i < 0 {
+		return dra.Driver{}, false
+	}
+	return s.Config.DRADrivers[i], true
 }
 
 var pathPodContainers = field.NewPath("spec", "template", "spec", "containers")

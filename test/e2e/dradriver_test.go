@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -56,7 +57,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 			require.NoError(t, env.Admin.Create(ctx, o))
 		}
 	})
-	defer preGate(t, func() { require.NoError(t, env.Admin.Delete(ctx, ref)) })
+	defer preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ref))) })
 	alice, _ := as(t, "alice")
 
 	t.Run("a new DRA driver version without a record naming it is refused", func(t *testing.T) {
@@ -80,6 +81,46 @@ func TestDRADriverGPUCluster(t *testing.T) {
 		require.NoError(t, edit(t, alice, ref, set("spec.draDriver.repository", "registry.corp/nvidia")), "same version: nothing moves")
 		require.NoError(t, edit(t, alice, ref, annotate("touch", "1")), "metadata only: not sent")
 		require.Equal(t, "v25.3.0", getObj(t, ref).Object["spec"].(map[string]any)["draDriver"].(map[string]any)["version"])
+	})
+	// Issue 25 follow-up: a GPUCluster's CREATE reads what is left of the
+	// DRA driver on the nodes, as its plugin DaemonSet's CREATE does. The
+	// orphan is written as `kubectl delete --cascade=orphan` of the plugin
+	// DaemonSet leaves it (the garbage collector strips its owner; no
+	// kubelet runs here, so it is written, not scheduled).
+	t.Run("created while an orphaned DRA plugin Pod still runs on a node, the version there is unknown", func(t *testing.T) {
+		orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet + "-orphan"},
+			Spec: corev1.PodSpec{NodeName: "gpu-v100-holder", Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"}}}}
+		preGate(t, func() {
+			require.NoError(t, env.Admin.Delete(ctx, ref))
+			require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nvidiaDRA.Namespace}})))
+			require.NoError(t, env.Admin.Create(ctx, orphan))
+		})
+		t.Cleanup(func() {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, orphan, client.GracePeriodSeconds(0))))
+		})
+		// Named records, so the review reaches the nodes' facts.
+		again := func() error {
+			u := nvidiaObject("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster", map[string]any{
+				"draDriver": map[string]any{"repository": "nvcr.io/nvidia", "image": "k8s-dra-driver-gpu", "version": "v25.3.0"}})
+			annotate(gate.AnnotationQualification, "v100-driver")(u)
+			return alice.Create(ctx, u)
+		}
+		var err error
+		// Each try is refused (the gate's cache may not hold the Pod yet).
+		assert.Eventually(t, func() bool {
+			err = again()
+			return err != nil && strings.Contains(err.Error(), "still run there")
+		}, 10*time.Second, 100*time.Millisecond)
+		requireDeniedWith(t, err, gate.CodeFactsMissing)
+		assert.Contains(t, err.Error(), "Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-orphan still run there, and the GPUCluster does not say which version they run")
+		// The orphan gone, the CREATE is a fresh install again, judged
+		// against the records it names.
+		require.NoError(t, env.Admin.Delete(ctx, orphan, client.GracePeriodSeconds(0)))
+		assert.Eventually(t, func() bool {
+			err = again()
+			return err != nil && !strings.Contains(err.Error(), "still run there")
+		}, 10*time.Second, 100*time.Millisecond)
+		requireDeniedWith(t, err, gate.CodeTargetNotQualified)
 	})
 }
 
@@ -272,4 +313,48 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 	})
 	got := &appsv1.DaemonSet{}
 	require.True(t, apierrors.IsNotFound(env.Admin.Get(ctx, client.ObjectKeyFromObject(plugin), got)), "the refused create stored nothing")
+}
+
+// TestDRANodeInstall (issue 25 follow-up 3): a label added to a GPU node
+// that the configured DRA plugin DaemonSet's nodeSelector reads would make
+// the DaemonSet controller start the plugin there, installing the DRA
+// driver: the Node webhook refuses it while no record names that version
+// for the node's tuple; a label the DaemonSet does not read is admitted. No
+// DaemonSet controller runs here: the DaemonSet is written as the driver's
+// Helm chart would, before the gate; the writes are dry runs.
+func TestDRANodeInstall(t *testing.T) {
+	driverWorld(t)
+	ctx := context.Background()
+	const label = "e2e.gpu-upgrade-gate.io/dra-install"
+	labels := map[string]string{"app": "dra-install"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// The suite's nodes carry the not-ready NoSchedule taint (no
+				// kubelet runs): the plugin tolerates every taint.
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{label: "true"}, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}}}}}}
+	preGate(t, func() {
+		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nvidiaDRA.Namespace}})))
+		require.NoError(t, env.Admin.Create(ctx, ds))
+	})
+	t.Cleanup(func() { preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ds))) }) })
+	alice, _ := as(t, "alice")
+	write := func(labels string) func() error {
+		return func() error {
+			n := &corev1.Node{}
+			n.Name = "gpu-v100-01"
+			return alice.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{`+labels+`}}}`)), client.DryRunAll)
+		}
+	}
+	var err error
+	// Each try is refused once the gate's cache holds the DaemonSet.
+	assert.Eventually(t, func() bool {
+		err = write(`"` + label + `":"true"`)()
+		return err != nil && strings.Contains(err.Error(), "installing DRA driver v25.8.1 there")
+	}, 15*time.Second, 200*time.Millisecond)
+	requireDeniedWith(t, err)
+	assert.Contains(t, err.Error(), "this write makes DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin schedule its DRA kubelet plugin on node gpu-v100-01")
+	assert.True(t, strings.Contains(err.Error(), "["+string(gate.CodeRecordMissing)+"]") || strings.Contains(err.Error(), "["+string(gate.CodeTargetNotQualified)+"]"), err.Error())
+	require.NoError(t, write(`"team":"ml"`)(), "a label the DaemonSet does not read installs nothing")
 }
