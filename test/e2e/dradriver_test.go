@@ -144,6 +144,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // older than the records name for the nodes' tuple is a downgrade (issue
 // 25).
 func TestDRADriverKubeletPlugin(t *testing.T) {
+	const computeDomainDaemon = "computedomain-daemon-x7k2"
 	driverWorld(t)
 	ctx := context.Background()
 	ns := nvidiaDRA.Namespace
@@ -189,8 +190,9 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		return func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image }
 	}
 	// own are the test's writes of its DaemonSets from now (ownWrites).
+	// (the compute-domain daemon is the driver's controller's DaemonSet).
 	own := func() ownWrites {
-		return ownWrites{since: time.Now(), resources: []string{"daemonsets"}, names: []string{plugin.Name, other.Name}}
+		return ownWrites{since: time.Now(), resources: []string{"daemonsets"}, names: []string{plugin.Name, other.Name, computeDomainDaemon}}
 	}
 	// notSent runs write, which must succeed without the webhook being called.
 	notSent := func(t *testing.T, write func() error) {
@@ -253,7 +255,7 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		controller, err := client.New(env.CP.ConfigFor("system:serviceaccount:"+ns+":compute-domain-controller", "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated"),
 			client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
-		daemon := daemonSet("computedomain-daemon-x7k2", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
+		daemon := daemonSet(computeDomainDaemon, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
 		notSent(t, func() error { return controller.Create(ctx, daemon, client.DryRunAll) })
 	})
 	t.Run("the GPU Operator's own write never reaches the gate", func(t *testing.T) {
