@@ -165,7 +165,7 @@ func (e *scaleEnv) setup(ctx context.Context, t *testing.T) {
 	e.res.Fleet = info
 	t.Logf("fleet: %d nodes (%d GPU), %.0f labels and %.0f images a node, created in %.1fs", info.Nodes, info.GPUNodes, info.LabelsPerNode, info.ImagesPerNode, info.CreateSeconds)
 
-	bin, err := testenv.BuildServe(ctx, e.out)
+	bin, err := testenv.BuildRelease(ctx, e.out) // its RSS as shipped
 	require.NoError(t, err)
 	// --bench-noop: the admission phase's noop series, a webhook hop alone.
 	e.serve, err = testenv.StartServe(ctx, testenv.ServeOptions{Binary: bin, Kubeconfig: e.cp.Kubeconfig(), Config: f.Config, Dir: filepath.Join(e.out, "serve"),
