@@ -31,11 +31,41 @@ cache="${GUG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-upgrade-gate}"
 nfd_dir="$cache/nfd/$nfd_version"
 cm_dir="$cache/cert-manager/$cm_version"
 
+# built: every neighbour binary and chart is in the cache already.
+built() {
+	[[ -x $nfd_dir/nfd-master && -f $nfd_dir/chart/Chart.yaml && -x $cm_dir/controller && -x $cm_dir/cainjector ]]
+}
+
+# A first `make test` builds the neighbours in the background while its e2e
+# tests run (--background): those wait on their API servers, and a run keeps
+# about 40% of two cores busy. Every build holds a lock, so the
+# neighbours target waits for the one in the background instead of starting
+# its own, shows what it printed, and finds the binaries built (or builds
+# what it left missing, saying why).
+mkdir -p "$cache"
+lock="$cache/.neighbours.lock" log="$cache/.neighbours-background.log"
 case ${1:-} in
 --print-dirs) echo "NFD_DIR=$nfd_dir"; echo "CERT_MANAGER_DIR=$cm_dir"; exit 0 ;;
-"") ;;
-*) echo "usage: $0 [--print-dirs]" >&2; exit 2 ;;
+--background)
+	if ! built; then
+		echo "building the neighbours in the background while the e2e tests run (log: $log)" >&2
+		nohup "$0" --in-background >"$log" 2>&1 </dev/null &
+	fi
+	exit 0 ;;
+--in-background | "") ;;
+*) echo "usage: $0 [--print-dirs|--background]" >&2; exit 2 ;;
 esac
+
+exec 9>"$lock"
+if ! flock -n 9; then
+	echo "waiting for the neighbours' build in the background to finish..." >&2
+	flock 9
+fi
+if [[ ${1:-} != --in-background && -s $log ]]; then
+	# What the background build printed, shown once by the neighbours target.
+	sed 's/^/(background) /' "$log" >&2
+	rm -f "$log"
+fi
 
 # archive NAME SHA256 prints the archive's path, or nothing when it is absent.
 archive() {
