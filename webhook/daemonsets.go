@@ -16,8 +16,10 @@ import (
 // decideDRADaemonSet reviews a CREATE or UPDATE of a DaemonSet in a DRA
 // driver's namespace that is no configured kubelet plugin (contract:
 // dradaemonsets.md): it must not run a configured plugin's image
-// (DRAPluginForged). The plugins are read live (the cache keeps no images),
-// by a list of the namespace, which the chart's Role allows.
+// (DRAPluginForged). The plugins are read live, by a list of the namespace
+// (the chart's Role allows it): the DRA cache keeps their images too, but
+// a copy written right after the plugin's own create or image change must
+// be judged against that plugin, not the informer's older view of it.
 func (s *Server) decideDRADaemonSet(ctx context.Context, req admission.Request, obj, old *unstructured.Unstructured) (gate.Decision, error) {
 	object := "DaemonSet " + namespaced(obj)
 	if req.Operation == admissionv1.Delete || !s.draNamespace(obj.GetNamespace()) {

@@ -148,8 +148,6 @@ func hasNodeMaintenances(list *metav1.APIResourceList) bool {
 	return list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == NodeMaintenanceResource })
 }
 
-// OtherVersionError: the API server serves NodeMaintenances, only not at
-// the version the gate reads.
 // OtherVersionError: NodeMaintenances are served, but only at versions
 // other than the one the gate reads.
 type OtherVersionError struct{ served []string }
