@@ -26,15 +26,12 @@ const (
 	ComponentDRADriver    = fleet.ComponentDRADriver
 )
 
-// The parsed versions and the parsers' errors.
+// The parsed versions.
 type (
 	RKE2Version   = fleet.RKE2Version
 	KubeVersion   = fleet.KubeVersion
 	KernelVersion = fleet.KernelVersion
 )
-
-// ErrIncomparable: the versions cannot be ordered (fleet.ErrIncomparable).
-var ErrIncomparable = fleet.ErrIncomparable
 
 // The parsers (fleet's).
 func ParseRKE2(s string) (RKE2Version, error) { return fleet.ParseRKE2(s) }
@@ -97,12 +94,12 @@ func TupleValue(t qualification.Tuple, c Component) string { return fleet.TupleV
 func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTuple(a, b) }
 func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
 func SameComponent(c Component, a, b string) bool          { return fleet.SameComponent(c, a, b) }
+
+// tupleDiff (parsing without a memo) and quoteOrNone: the names halt.go
+// and the rules outside the table's transitions read fleet's by.
 func tupleDiff(have, want qualification.Tuple, exact bool) []string {
 	return fleet.TupleDiff(nil, have, want, exact)
 }
-
-// quoteOrNone and tupleDiff: the names proof.go and halt.go (another
-// helper's files this session) read fleet's by.
 func quoteOrNone(s string) string { return fleet.QuoteOrNone(s) }
 
 // Image references (fleet's).

@@ -72,7 +72,7 @@ func jobLive(j *batchv1.Job) bool {
 // cordonHolder is who cordoned a GPU node (fleet.CordonHolder).
 type cordonHolder = fleet.CordonHolder
 
-// cordonHolderOf says who cordoned n (fleet.CordonHolderOf).
+// cordonHolderOf says who cordoned n (fleet.View.CordonHolder).
 func (c *Config) cordonHolderOf(cl *Cluster, n *corev1.Node) cordonHolder {
 	return cl.fleetView().CordonHolder(&c.OutOfService, n)
 }

@@ -17,7 +17,7 @@ func (s *ComponentSpec) Parse(vs *Versions, v string) error { return s.parse(vs,
 // Required: every tuple names the component.
 func (s *ComponentSpec) Required() bool { return s.required() }
 
-// TupleDiff, QuoteOrNone, SameTrimmed, ImageTag and MatchesRepository are
+// TupleDiff, QuoteOrNone, SameTrimmed and MatchesRepository are
 // the tuple's and the image references' helpers gate's rules share.
 // TupleDiff parses through the caller's memo (nil: none).
 func TupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []string {
@@ -25,5 +25,4 @@ func TupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []strin
 }
 func QuoteOrNone(s string) string                    { return quoteOrNone(s) }
 func SameTrimmed(a, b string) bool                   { return sameTrimmed(a, b) }
-func ImageTag(image string) string                   { return imageTag(image) }
 func MatchesRepository(img Image, entry string) bool { return matchesRepository(img, entry) }

@@ -82,11 +82,12 @@ func (o *OutOfServiceConfig) NodeDown(n *corev1.Node) bool {
 	return n.Spec.Unschedulable || !IsReady(n) || o.OutTaint(n) != ""
 }
 
-// DownReasons names why the node object says it is out.
-func DownReasons(o *OutOfServiceConfig, v *View, halts map[string]Halt, n *corev1.Node) []string {
+// DownReasons names why the node object says it is out, o the configured
+// out-of-service marks.
+func (v *View) DownReasons(o *OutOfServiceConfig, n *corev1.Node) []string {
 	var why []string
 	if n.Spec.Unschedulable {
-		why = append(why, "cordoned by "+CordonHolderOf(o, v, halts, n).String())
+		why = append(why, "cordoned by "+v.CordonHolder(o, n).String())
 	}
 	if !IsReady(n) {
 		why = append(why, "NotReady")
@@ -125,14 +126,16 @@ type CordonHolder struct {
 
 func (h CordonHolder) String() string { return h.Actor }
 
-// CordonHolderOf says who cordoned n: a health agent (its configured
-// annotation or taint), the GPU Operator (a driver upgrade state in
-// progress), SUC (a Job of a Plan for this node that ran, created no later
-// than the cordon when the cordon is dated; or a recorded halt naming the
+// CordonHolder says who cordoned n: a health agent (o's annotation or
+// taint), the GPU Operator (a driver upgrade state in progress), SUC (a Job
+// of a Plan for this node that ran, created no later than the cordon when
+// the cordon is dated; or a halt of the view's halt record naming the
 // node, whose failed upgrade SUC cordoned it for), the field manager of
 // spec.unschedulable when the object carries managedFields, else someone
-// other than SUC. halts are the halt record's (HaltRecord.Halts).
-func CordonHolderOf(o *OutOfServiceConfig, v *View, halts map[string]Halt, n *corev1.Node) CordonHolder {
+// other than SUC. The halts are the view's own (ViewInputs), so they are
+// the ones it is keyed on.
+func (v *View) CordonHolder(o *OutOfServiceConfig, n *corev1.Node) CordonHolder {
+	halts := v.in.Halts
 	h := CordonHolder{HandedOver: n.Annotations[AnnotationCordonHandover]}
 	for _, a := range o.Annotations {
 		if _, ok := n.Annotations[a]; ok {

@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
@@ -100,17 +99,6 @@ func samePointers[T any](a, b []*T) bool {
 // sameMap: the very same map (a snapshot's), not one with equal entries.
 func sameMap[K comparable, V any](a, b map[K]V) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
-// CordonHolder says who cordoned n (CordonHolderOf, over the view's Jobs
-// and halts), o the configured out-of-service marks.
-func (v *View) CordonHolder(o *OutOfServiceConfig, n *corev1.Node) CordonHolder {
-	return CordonHolderOf(o, v, v.in.Halts, n)
-}
-
-// DownReasons names why the node object says it is out (DownReasons).
-func (v *View) DownReasons(o *OutOfServiceConfig, n *corev1.Node) []string {
-	return DownReasons(o, v, v.in.Halts, n)
 }
 
 // UpgradeJobsByNode are the Jobs by the node they upgrade: read only.
