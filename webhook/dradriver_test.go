@@ -353,6 +353,39 @@ func TestDRAMatchConditionSendsTemplateChanges(t *testing.T) {
 	}
 }
 
+// TestDRAMatchConditionLeavesTheNamespaceController: the namespace
+// controller's deletion of a plugin DaemonSet (its namespace's deletion was
+// judged) never reaches the gate; the garbage collector's, and the
+// namespace controller's other writes, do.
+func TestDRAMatchConditionLeavesTheNamespaceController(t *testing.T) {
+	var cond string
+	for _, w := range Webhooks {
+		for _, m := range w.MatchConditions {
+			if w.Name == WebhookDRAPlugins && m.Name == "not-the-namespace-controller" {
+				cond = m.CEL
+			}
+		}
+	}
+	require.NotEmpty(t, cond)
+	prog := celProgram(t, cond)
+	for _, tc := range []struct {
+		name, op, user string
+		sent           bool
+	}{
+		{"the namespace controller deletes", "DELETE", "system:serviceaccount:kube-system:namespace-controller", false},
+		{"the garbage collector deletes", "DELETE", "system:serviceaccount:kube-system:generic-garbage-collector", true},
+		{"kube-controller-manager deletes (no ServiceAccount credentials)", "DELETE", "system:kube-controller-manager", true},
+		{"a person deletes", "DELETE", "alice", true},
+		{"the namespace controller's identity updates", "UPDATE", "system:serviceaccount:kube-system:namespace-controller", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := prog.Eval(map[string]any{"request": map[string]any{"operation": tc.op, "userInfo": map[string]any{"username": tc.user}}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sent, out.Value())
+		})
+	}
+}
+
 // celProgram compiles a match condition in the API server's CEL
 // environment, object, oldObject and request untyped.
 func celProgram(t *testing.T, cond string) cel.Program {

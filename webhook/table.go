@@ -183,6 +183,12 @@ func nodeResources() []Resource {
 	return []Resource{resourceOf(corev1.SchemeGroupVersion, "nodes", nodeGVK), resourceOf(corev1.SchemeGroupVersion, "nodes/status", nodeGVK)}
 }
 
+// namespaceController is the namespace controller's identity, as
+// kube-controller-manager runs it with --use-service-account-credentials
+// (kubeadm's default); without it, it shares system:kube-controller-manager
+// with the garbage collector, whose deletes stay judged.
+const namespaceController = "system:serviceaccount:kube-system:namespace-controller"
+
 // celUncordon: the write uncordons the node.
 const celUncordon = "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"
 
@@ -368,6 +374,11 @@ object.metadata.?labels[?'nvidia.com/gpu-driver-upgrade-state'].orValue('') != o
 object.spec.template != oldObject.spec.template ||
 object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+		// The namespace controller deletes the plugin of a namespace whose
+		// deletion the dranamespaces webhook (rendered with this one)
+		// judged, and deletes its Pods whatever we answer: judged again, it
+		// would only hold the namespace Terminating.
+		{Name: "not-the-namespace-controller", CEL: "request.operation != 'DELETE' || request.userInfo.username != '" + namespaceController + "'"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "A DRA driver's kubelet plugin (webhook/dradaemonsets.md): the configured\n" +
@@ -380,9 +391,10 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 		"the driver's image, unless written by a ServiceAccount of that namespace\n" +
 		"(the driver's own controllers). The DaemonSet controller's status and the\n" +
 		"writes of the GPU Operator's own ServiceAccounts\n" +
-		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never\n" +
-		"reach the gate. Not rendered without config.draDrivers. Fail: while the gate\n" +
-		"is down, the plugin DaemonSet can be neither changed nor deleted.",
+		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) and the\n" +
+		"namespace controller's deletes (after the reviewed deletion of the namespace)\n" +
+		"never reach the gate. Not rendered without config.draDrivers. Fail: while the\n" +
+		"gate is down, the plugin DaemonSet can be neither changed nor deleted.",
 }, {
 	Name: WebhookDRANamespaces, Path: PathDRANamespaces, Metric: "dra-namespaces", Contract: "dranamespaces.md",
 	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},

@@ -244,7 +244,7 @@ func (e *Env) Base(ctx context.Context) error {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	operator, err := client.New(e.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:"+op.Namespace, "system:authenticated"), client.Options{Scheme: e.Scheme})
+	operator, err := e.clientAs(operatorSA, "system:serviceaccounts", "system:serviceaccounts:"+op.Namespace, "system:authenticated")
 	if err != nil {
 		return err
 	}

@@ -402,6 +402,9 @@ func TestChecksCanFail(t *testing.T) {
 			mc := wh(o, "dradaemonsets").MatchConditions
 			mc[0].Expression, _, _ = strings.Cut(mc[0].Expression, " || (request.operation != 'DELETE'")
 		}, "the DRA plugin webhook must match only"},
+		{"the namespace controller waits on the gate", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[:3]
+		}, "the DRA plugin webhook must match only"},
 		{"DRA namespaces deleted unreviewed", "ignore-node-policy-values.yaml", func(o []Object) {
 			v := vwc(o)
 			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {

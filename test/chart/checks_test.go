@@ -777,9 +777,15 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	rows := len(webhook.Webhooks)
-	if !r.e.dra {
-		rows -= 2 // the DRA plugin and namespace rows are rendered only with config.draDrivers
+	// The optional rows (the DRA plugin and namespace rows) are rendered
+	// only with config.draDrivers.
+	optional := map[string]bool{}
+	rows := 0
+	for _, w := range webhook.Webhooks {
+		optional[w.Name] = w.Optional
+		if r.e.dra || !w.Optional {
+			rows++
+		}
 	}
 	if len(v.Webhooks) != rows {
 		problems = append(problems, fmt.Sprintf("%d webhooks, expected one per row of the webhook table rendered here (%d)", len(v.Webhooks), rows))
@@ -884,7 +890,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
 	} {
 		w := hook(v, wt.name)
-		if (wt.name == "dradaemonsets.gpu-upgrade-gate.io" || wt.name == "dranamespaces.gpu-upgrade-gate.io") && !r.e.dra {
+		if optional[wt.name] && !r.e.dra {
 			if w != nil {
 				problems = append(problems, wt.name+": rendered without config.draDrivers, where no DaemonSet is the gate's")
 			}
@@ -980,13 +986,15 @@ func (r *rendered) checkWebhooks() []string {
 			// changes, but not their own namespace's ServiceAccounts'; never
 			// the GPU Operator's own ServiceAccounts' writes (its GPUCluster
 			// was the reviewed step), by name: another ServiceAccount of its
-			// namespace is judged.
-			if len(w.MatchConditions) != 3 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]"+
+			// namespace is judged; nor the namespace controller's deletes,
+			// after the namespace's reviewed deletion.
+			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]"+
 				" || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" ||
 				w.MatchConditions[1].Expression != "request.operation != 'UPDATE' || object.spec.template != oldObject.spec.template || "+
 					"object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')" ||
-				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" {
-				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but their namespace's ServiceAccounts, not the GPU Operator's own ServiceAccounts' writes, got %v", w.MatchConditions)
+				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
+				w.MatchConditions[3].Expression != "request.operation != 'DELETE' || request.userInfo.username != 'system:serviceaccount:kube-system:namespace-controller'" {
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but their namespace's ServiceAccounts, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
 			}
 		case "validatordaemonset.gpu-upgrade-gate.io":
 			// The validator DaemonSet by name, created or its Pods changed,

@@ -23,7 +23,8 @@ import (
 // node, so the chart's dranamespaces webhook judges it as the plugin
 // DaemonSet's deletion: refused while a node it serves holds GPUs (the
 // suite's gpu-v100-holder). Without the plugin DaemonSet it is admitted;
-// another namespace's deletion never reaches the webhook. The deletions
+// another namespace's deletion never reaches the webhook, nor does the
+// namespace controller's deletion of the plugin that follows. The deletions
 // are server-side dry runs (the API server calls the webhooks for them and
 // stores nothing), so the driver's namespace survives the test; the
 // plugin DaemonSet is written as the driver's Helm chart would.
@@ -45,12 +46,20 @@ func TestDRANamespaceDeletion(t *testing.T) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "namespaces-deleters"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"}}}
-	for _, o := range []client.Object{role, binding} {
+	// The namespace controller and the garbage collector may delete the
+	// plugin DaemonSet, as their bootstrap roles let them.
+	dsRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "daemonsets-deleter"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"delete"}}}}
+	dsBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "daemonsets-deleters"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: dsRole.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "namespace-controller", Namespace: "kube-system"},
+			{Kind: rbacv1.ServiceAccountKind, Name: "generic-garbage-collector", Namespace: "kube-system"}}}
+	for _, o := range []client.Object{role, binding, dsRole, dsBinding} {
 		require.NoError(t, env.Admin.Create(ctx, o))
 	}
 	t.Cleanup(func() {
 		preGate(t, func() {
-			for _, o := range []client.Object{plugin, binding, role} {
+			for _, o := range []client.Object{plugin, binding, role, dsBinding, dsRole} {
 				require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
 			}
 		})
@@ -71,6 +80,22 @@ func TestDRANamespaceDeletion(t *testing.T) {
 		requireDeniedWith(t, err, gate.CodeGPUHolders)
 		assert.Contains(t, err.Error(), "Namespace "+ns.Name+" (DRA kubelet plugin DaemonSet "+ns.Name+"/"+nvidiaDRA.DaemonSet+")")
 		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+	})
+	// The namespace controller then deletes the plugin DaemonSet (and its
+	// Pods, whatever the gate answers): after the namespace's reviewed
+	// deletion, it must not wait on the gate. The garbage collector's
+	// deletion stays judged (an owner reference is an unreviewed edit).
+	// The test plays both by their ServiceAccounts, with dry runs.
+	t.Run("the namespace controller's deletion of the plugin never reaches the gate, the garbage collector's is judged", func(t *testing.T) {
+		controller := func(name string) client.Client {
+			c, err := env.As("system:serviceaccount:kube-system:"+name, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+			require.NoError(t, err)
+			return c
+		}
+		before := webhookRequests(t, webhook.PathDRAPlugins)
+		require.NoError(t, controller("namespace-controller").Delete(ctx, plugin.DeepCopy(), client.DryRunAll))
+		assert.Equal(t, before, webhookRequests(t, webhook.PathDRAPlugins), "the namespace controller's delete reached the DRA plugin webhook")
+		requireDeniedWith(t, controller("generic-garbage-collector").Delete(ctx, plugin.DeepCopy(), client.DryRunAll), gate.CodeGPUHolders)
 	})
 	t.Run("another namespace's deletion never reaches the gate", func(t *testing.T) {
 		before := webhookRequests(t, webhook.PathDRANamespaces)

@@ -313,9 +313,10 @@ names (templates/_helpers.tpl).
 # the driver's image, unless written by a ServiceAccount of that namespace
 # (the driver's own controllers). The DaemonSet controller's status and the
 # writes of the GPU Operator's own ServiceAccounts
-# (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) never
-# reach the gate. Not rendered without config.draDrivers. Fail: while the gate
-# is down, the plugin DaemonSet can be neither changed nor deleted.
+# (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) and the
+# namespace controller's deletes (after the reviewed deletion of the namespace)
+# never reach the gate. Not rendered without config.draDrivers. Fail: while the
+# gate is down, the plugin DaemonSet can be neither changed nor deleted.
 - name: dradaemonsets.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-daemonsets") | nindent 4 }}
@@ -341,6 +342,8 @@ names (templates/_helpers.tpl).
         object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')
     - name: not-gpu-operator
       expression: {{ include "gug.notGPUOperator" . | quote }}
+    - name: not-the-namespace-controller
+      expression: "request.operation != 'DELETE' || request.userInfo.username != 'system:serviceaccount:kube-system:namespace-controller'"
   failurePolicy: Fail
   matchPolicy: Equivalent
   sideEffects: None
