@@ -290,16 +290,7 @@ func TestDRADaemonSetSchedulingChange(t *testing.T) {
 // version label; the DaemonSet's own metadata, status and update strategy
 // do not.
 func TestDRAMatchConditionSendsTemplateChanges(t *testing.T) {
-	var cond string
-	for _, w := range Webhooks {
-		for _, m := range w.MatchConditions {
-			if w.Name == WebhookDRAPlugins && m.Name == "created-deleted-or-template-changes" {
-				cond = m.CEL
-			}
-		}
-	}
-	require.NotEmpty(t, cond)
-	prog := celProgram(t, cond)
+	prog := matchConditionProgram(t, WebhookDRAPlugins, "created-deleted-or-template-changes")
 	affinity := func(values ...any) map[string]any {
 		return map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{
 			map[string]any{"matchExpressions": []any{map[string]any{"key": "nvidia.com/gpu.product", "operator": "In", "values": values}}}}}}}
@@ -358,16 +349,7 @@ func TestDRAMatchConditionSendsTemplateChanges(t *testing.T) {
 // judged) never reaches the gate; the garbage collector's, and the
 // namespace controller's other writes, do.
 func TestDRAMatchConditionLeavesTheNamespaceController(t *testing.T) {
-	var cond string
-	for _, w := range Webhooks {
-		for _, m := range w.MatchConditions {
-			if w.Name == WebhookDRAPlugins && m.Name == "not-the-namespace-controller" {
-				cond = m.CEL
-			}
-		}
-	}
-	require.NotEmpty(t, cond)
-	prog := celProgram(t, cond)
+	prog := matchConditionProgram(t, WebhookDRAPlugins, "not-the-namespace-controller")
 	for _, tc := range []struct {
 		name, op, user string
 		sent           bool
@@ -386,10 +368,20 @@ func TestDRAMatchConditionLeavesTheNamespaceController(t *testing.T) {
 	}
 }
 
-// celProgram compiles a match condition in the API server's CEL
-// environment, object, oldObject and request untyped.
-func celProgram(t *testing.T, cond string) cel.Program {
+// matchConditionProgram compiles the table's match condition name of
+// webhook in the API server's CEL environment, object, oldObject and
+// request untyped.
+func matchConditionProgram(t *testing.T, webhook, name string) cel.Program {
 	t.Helper()
+	var cond string
+	for _, w := range Webhooks {
+		for _, m := range w.MatchConditions {
+			if w.Name == webhook && m.Name == name {
+				cond = m.CEL
+			}
+		}
+	}
+	require.NotEmpty(t, cond, "%s has no match condition %s", webhook, name)
 	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType)},
@@ -408,16 +400,7 @@ func celProgram(t *testing.T, cond string) cel.Program {
 // CREATE and a change of its Pods' spec or labels; a rollout restart, the
 // DaemonSet's own metadata and its status stay away.
 func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
-	var cond string
-	for _, w := range Webhooks {
-		for _, m := range w.MatchConditions {
-			if w.Name == WebhookValidator && m.Name == "created-or-its-pods-change" {
-				cond = m.CEL
-			}
-		}
-	}
-	require.NotEmpty(t, cond)
-	prog := celProgram(t, cond)
+	prog := matchConditionProgram(t, WebhookValidator, "created-or-its-pods-change")
 	for _, tc := range []struct {
 		name string
 		op   string
