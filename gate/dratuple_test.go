@@ -25,6 +25,19 @@ func draRecord(id, hw, dra string) RecordEntry {
 	}))
 }
 
+// draMove qualifies hardware hw moving the DRA driver from one release to
+// another at the source tuple.
+func draMove(id, hw, from, to string) RecordEntry {
+	return approved(record(func(r *qualification.Record) {
+		r.ID, r.Hardware = id, []string{hw}
+		r.Target = tupleSource
+		r.Target.DRADriver = to
+		src := tupleSource
+		src.DRADriver = from
+		r.Source = &src
+	}))
+}
+
 // safeDRAScenario: a new image of the DRA driver's kubelet-plugin DaemonSet
 // (v25.3.0 -> v25.8.1), annotated with records naming v25.8.1 for both
 // hardware kinds.
@@ -158,20 +171,12 @@ func TestDRADriverPath(t *testing.T) {
 			createAgain(s, "v25.8.1")
 			rollbackRecords(s)
 			s.cluster.Records["v100-dra-before"] = draRecord("v100-dra-25-3", hwV100, "v25.3.0")
-			fork := draRecord("v100-dra-25-3-to-25-12", hwV100, "v25.12.0")
-			src := tupleSource
-			src.DRADriver = "v25.3.0"
-			fork.Record.Source = &src
-			s.cluster.Records["v100-dra-fork"] = approved(fork.Record)
+			s.cluster.Records["v100-dra-fork"] = draMove("v100-dra-25-3-to-25-12", hwV100, "v25.3.0", "v25.12.0")
 		}, want: []Code{CodeFactsMissing}, says: "name different versions: v100-dra-25-3-to-25-8 (v25.8.1), v100-dra-25-3-to-25-12 (v25.12.0)"},
 		{name: "FactsMissing: moves that only go round (no head)", mutate: func(s *driverScenario) {
 			createAgain(s, "v25.8.1")
 			rollbackRecords(s)
-			back := draRecord("v100-dra-25-8-to-25-3", hwV100, "v25.3.0")
-			src := tupleSource
-			src.DRADriver = "v25.8.1"
-			back.Record.Source = &src
-			s.cluster.Records["v100-dra-back"] = approved(back.Record)
+			s.cluster.Records["v100-dra-back"] = draMove("v100-dra-25-8-to-25-3", hwV100, "v25.8.1", "v25.3.0")
 		}, want: []Code{CodeFactsMissing}, says: "only move it round in a cycle"},
 		{name: "records of other hardware or another tuple say nothing of the node's release", mutate: func(s *driverScenario) {
 			createAgain(s, "v25.8.1")
@@ -434,11 +439,7 @@ func createGPUCluster(s *driverScenario, version string) {
 // driver v25.3.0 to v25.8.1 at the source tuple, their rollback passed.
 func rollbackRecords(s *driverScenario) {
 	for name, hw := range map[string]string{"v100-dra": hwV100, "h200-dra": hwH200} {
-		e := draRecord(name+"-25-3-to-25-8", hw, "v25.8.1")
-		src := tupleSource
-		src.DRADriver = "v25.3.0"
-		e.Record.Source = &src
-		s.cluster.Records[name] = approved(e.Record)
+		s.cluster.Records[name] = draMove(name+"-25-3-to-25-8", hw, "v25.3.0", "v25.8.1")
 	}
 }
 
