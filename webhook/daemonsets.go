@@ -27,15 +27,9 @@ func (s *Server) decideDRADaemonSet(ctx context.Context, req admission.Request, 
 		// namespaces, which the chart's namespaceSelector never sends.
 		return gate.Decision{Allowed: true, Object: object}, nil
 	}
-	r := gate.DaemonSetWriteRequest{Operation: string(req.Operation), User: userOf(req)}
-	var err error
-	if r.DaemonSet, err = typedDaemonSet(obj, "object"); err != nil {
+	r, err := daemonSetWrite(req, obj, old)
+	if err != nil {
 		return gate.Decision{}, err
-	}
-	if old != nil {
-		if r.Old, err = typedDaemonSet(old, "oldObject"); err != nil {
-			return gate.Decision{}, err
-		}
 	}
 	plugins, err := s.draPlugins(ctx, obj.GetNamespace())
 	if err != nil {
@@ -69,14 +63,21 @@ func (s *Server) decideValidator(_ context.Context, req admission.Request) (gate
 	if err != nil {
 		return gate.Decision{}, err
 	}
-	r := gate.DaemonSetWriteRequest{Operation: string(req.Operation), User: userOf(req)}
-	if r.DaemonSet, err = typedDaemonSet(obj, "object"); err != nil {
+	r, err := daemonSetWrite(req, obj, old)
+	if err != nil {
 		return gate.Decision{}, err
 	}
-	if old != nil {
-		if r.Old, err = typedDaemonSet(old, "oldObject"); err != nil {
-			return gate.Decision{}, err
-		}
-	}
 	return gate.DecideValidatorWrite(s.Config, r), nil
+}
+
+// daemonSetWrite is a DaemonSet's CREATE or UPDATE, typed (old nil for a
+// CREATE).
+func daemonSetWrite(req admission.Request, obj, old *unstructured.Unstructured) (gate.DaemonSetWriteRequest, error) {
+	r := gate.DaemonSetWriteRequest{Operation: string(req.Operation), User: userOf(req)}
+	var err error
+	if r.DaemonSet, err = typedDaemonSet(obj, "object"); err != nil || old == nil {
+		return r, err
+	}
+	r.Old, err = typedDaemonSet(old, "oldObject")
+	return r, err
 }
