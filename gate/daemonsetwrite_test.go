@@ -61,6 +61,11 @@ func TestDRAPluginForged(t *testing.T) {
 		{"safe: the configured plugin itself (judged on the driver path)", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: plugin, User: alice}, ""},
 		{"safe: the driver's own controller (a ServiceAccount of the namespace)", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: controller}, ""},
 		{"safe: an update that keeps the Pod template", DaemonSetWriteRequest{Operation: OpUpdate, Old: copyOf, DaemonSet: relabelled, User: alice}, ""},
+		{"the plugin's repository through a mirror's prefix", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "dra-driver-mirror", "harbor.corp/nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), User: alice},
+			"spec.template.spec.containers[0].image"},
+		{"the plugin's repository on another registry", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "dra-driver-ghcr", "ghcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), User: alice},
+			"spec.template.spec.containers[0].image"},
+		{"safe: another repository of the same last name", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "x", "registry.example.com/forks/k8s-dra-driver-gpu:v1"), User: alice}, ""},
 		{"safe: an image that does not parse runs nothing", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "x", "NVCR.io/Nvidia/K8s-Dra-Driver-Gpu:v1"), User: alice}, ""},
 	}
 	for _, tc := range cases {
@@ -77,6 +82,15 @@ func TestDRAPluginForged(t *testing.T) {
 			assert.Contains(t, d.Message(), "the image of the DRA kubelet plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin (config draDrivers), under another name")
 		})
 	}
+	t.Run("the plugin's digest under another name", func(t *testing.T) {
+		digest := "@sha256:" + strings.Repeat("cd", 32)
+		pinned := podDaemonSet(ns, "nvidia-dra-driver-gpu-kubelet-plugin", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"+digest)
+		d := DecideDRADaemonSetWrite(cfg, DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "agent", "registry.example.com/tools/agent"+digest), User: alice,
+			Plugins: []*appsv1.DaemonSet{pinned}})
+		require.Equal(t, []Code{CodeDRAPluginForged}, d.Codes(), d.Message())
+		assert.True(t, DecideDRADaemonSetWrite(cfg, DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "agent", "registry.example.com/tools/agent@sha256:"+strings.Repeat("ef", 32)), User: alice,
+			Plugins: []*appsv1.DaemonSet{pinned}}).Allowed, "another digest")
+	})
 	t.Run("safe: no plugin DaemonSet there names the driver's image", func(t *testing.T) {
 		assert.True(t, DecideDRADaemonSetWrite(cfg, DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: alice}).Allowed)
 	})

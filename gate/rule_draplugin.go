@@ -19,7 +19,8 @@ import (
 // draPluginForgedRule (review-level, DaemonSet writes in a DRA driver's
 // namespace): a DaemonSet that is no configured kubelet plugin runs none of
 // the images the configured plugins of its namespace run (the same
-// repository, any tag or digest).
+// repository on any registry or below a mirror's prefix, any tag or
+// digest; or the same digest under another name: Image.SameCode).
 func draPluginForgedRule(rv review, f *findings, _ *Decision) {
 	r, ok := rv.(*daemonSetReview)
 	if !ok {
@@ -34,12 +35,16 @@ func draPluginForgedRule(rv review, f *findings, _ *Decision) {
 			return // the plugin itself: judged on the driver path
 		}
 	}
-	// The drivers' repositories, from their plugins' containers.
-	driverOf := map[string]string{}
+	// The drivers' images, from their plugins' containers.
+	type pluginImage struct {
+		img    Image
+		plugin string
+	}
+	var drivers []pluginImage
 	for _, p := range r.req.Plugins {
 		for _, c := range p.Spec.Template.Spec.Containers {
 			if img, err := ParseImage(c.Image); err == nil {
-				driverOf[img.Domain+"/"+img.Path] = p.Namespace + "/" + p.Name
+				drivers = append(drivers, pluginImage{img, p.Namespace + "/" + p.Name})
 			}
 		}
 	}
@@ -51,9 +56,11 @@ func draPluginForgedRule(rv review, f *findings, _ *Decision) {
 		if err != nil {
 			return false
 		}
-		if plugin, ok := driverOf[img.Domain+"/"+img.Path]; ok {
-			f.add(draPluginForged(path, ds.Namespace, ds.Name, image, plugin, r.req.User.Name))
-			return true
+		for _, d := range drivers {
+			if img.SameCode(d.img) {
+				f.add(draPluginForged(path, ds.Namespace, ds.Name, image, d.plugin, r.req.User.Name))
+				return true
+			}
 		}
 		return false
 	}

@@ -99,7 +99,21 @@ func matchesRepository(img Image, entry string) bool {
 	if first, _, found := strings.Cut(entry, "/"); found && (strings.ContainsAny(first, ".:") || first == "localhost") {
 		return img.Domain == want.Domain && img.Path == want.Path
 	}
-	return img.Path == want.Path || strings.HasSuffix(img.Path, "/"+want.Path)
+	return img.below(want.Path)
+}
+
+// below: img's repository path is path, or path below a mirror's own
+// prefix (harbor.corp/hub/rancher/rke2-upgrade is rancher/rke2-upgrade).
+func (img Image) below(path string) bool {
+	return img.Path == path || strings.HasSuffix(img.Path, "/"+path)
+}
+
+// SameCode says whether img and o name the same repository on any
+// registry, the one below a mirror's prefix of the other too, or the same
+// digest under any name: what a runtime pulls for them is one image (a
+// pull-through cache or a copy serves it under another host).
+func (img Image) SameCode(o Image) bool {
+	return img.below(o.Path) || o.below(img.Path) || (img.Digest != "" && img.Digest == o.Digest)
 }
 
 // LabelVersion is the label a DRA driver's DaemonSet carries its release in
