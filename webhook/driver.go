@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -324,16 +323,12 @@ func draDaemonSetChange(ch *gate.DriverChange, d dra.Driver, obj, old *unstructu
 		// Its scheduling before and after: the nodes it stops selecting
 		// lose the driver (gate.DRAScheduling).
 		var sched gate.DRAScheduling
-		for _, x := range []struct {
-			u    *unstructured.Unstructured
-			into **appsv1.DaemonSet
-			what string
-		}{{old, &sched.Old, "oldObject"}, {obj, &sched.New, "object"}} {
-			ds := &appsv1.DaemonSet{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(x.u.Object, ds); err != nil {
-				return fmt.Errorf("%s spec.template.spec (nodeSelector, affinity): expected a DaemonSet's Pod template: %w", x.what, err)
-			}
-			*x.into = ds
+		var err error
+		if sched.Old, err = typedDaemonSet(old, "oldObject spec.template.spec (nodeSelector, affinity)"); err != nil {
+			return err
+		}
+		if sched.New, err = typedDaemonSet(obj, "object spec.template.spec (nodeSelector, affinity)"); err != nil {
+			return err
 		}
 		ch.DRAScheduling = &sched
 	case admissionv1.Delete:
