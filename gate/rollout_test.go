@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,6 +223,20 @@ func TestRolloutInFlightOtherPaths(t *testing.T) {
 			Labels: map[string]string{upgradev1.LabelPlan: "gpu-v100-other", upgradev1.LabelNode: "gpu-v100-02"}}}}
 		d = st.decide(nil)
 		assert.Equal(t, []Code{CodeDisruptionBudgetExceeded}, d.Codes(), d.Message())
+		// And once that Job has run to completion, the node still in
+		// status.applying and not cordoned: its upgrade started.
+		done := metav1.NewTime(testNow.Add(-time.Second))
+		st.cluster.Proof.UpgradeJobs = []*batchv1.Job{{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-other",
+			Labels: map[string]string{upgradev1.LabelPlan: "gpu-v100-other", upgradev1.LabelNode: "gpu-v100-02"}},
+			Status: batchv1.JobStatus{Succeeded: 1, CompletionTime: &done}}}
+		d = st.decide(nil)
+		assert.Contains(t, d.Codes(), CodeDisruptionBudgetExceeded, d.Message()) // and PreviousNodeUnproven: it ran
+		assert.Contains(t, d.Message(), "already out: gpu-v100-02 (in status.applying of Plan system-upgrade/gpu-v100-other)")
+		// Another Plan's Job for the node says nothing of this one's.
+		st.cluster.Proof.UpgradeJobs[0].Labels[upgradev1.LabelPlan] = "gpu-v100-third"
+		st.cluster.Proof.UpgradeJobs = slices.Clone(st.cluster.Proof.UpgradeJobs)
+		d = st.decide(nil)
+		assert.True(t, d.Allowed, "a Job of another Plan: %s", d.Message())
 		// And so is it once SUC cordoned it.
 		st.cluster.Proof.UpgradeJobs = nil
 		st.scenario.node("gpu-v100-02").Spec.Unschedulable = true

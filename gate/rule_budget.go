@@ -227,10 +227,11 @@ func (c *Config) scanFleet(cl *Cluster) *fleetScan {
 		}}
 }
 
-// jobStarted: SUC's Job of Plan p for node runs or ran.
+// jobStarted: SUC's Job of Plan p for node runs or ran (the view's Jobs
+// for the node, not a scan of every Job).
 func jobStarted(cl *Cluster, p *upgradev1.Plan, node string) bool {
-	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && j.Labels[upgradev1.LabelNode] == node && fleet.JobRan(j) {
+	for _, j := range sucJobsFor(cl, node) {
+		if j.Namespace == p.Namespace && j.Labels[upgradev1.LabelPlan] == p.Name && fleet.JobRan(j) {
 			return true
 		}
 	}
