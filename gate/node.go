@@ -74,13 +74,12 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		return r
 	}
 	r.changed = changedLabels(n, old)
-	r.draInstalls()
 	for _, k := range ModeLabels {
 		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)
 		}
 	}
-	if len(r.modeDiff) > 0 {
+	if r.draInstalls(); len(r.modeDiff) > 0 || len(r.unloads) > 0 {
 		r.holders = append(r.holders, n.Name)
 	}
 	var changed *NodeIndex // the fleet with the node as written
