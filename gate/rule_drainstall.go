@@ -20,10 +20,11 @@ import (
 // must name for the tuple it runs. And it can unload one as surely as a
 // narrowed DaemonSet: a label the scheduling selects on removed, or a
 // NoExecute taint it does not tolerate added, makes the controller delete
-// the plugin Pod, so GPU holders there block it (holdersRule). Taints
-// written alone never reach the Node webhook (its match condition sends
-// label changes and uncordons); taints written with labels are read here.
-// The exempt system controllers (NFD's labels, the GPU Operator's) never
+// the plugin Pod, so GPU holders there block it (holdersRule). The Node
+// webhook sends a taint write that can do either (a NoExecute taint added,
+// a NoSchedule or NoExecute one lifted; not the system's nor the configured
+// out-of-service taints: webhook.NodeChangeConditionFor); written alone,
+// it is judged by these rules only (ReviewNodeTaints). The exempt system controllers (NFD's labels, the GPU Operator's) never
 // reach these rules (PrepareNode returns first), so they never wait on
 // them.
 
