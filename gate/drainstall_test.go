@@ -236,7 +236,7 @@ func TestNodeTaintsAlone(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, old, n := nodeScenario(t)
+			s, old, _ := nodeScenario(t)
 			old.Labels[LabelExpectedWorkloadMode] = "vm-passthrough"
 			old.Labels[label] = "true"
 			s.holders["gpu-v100-01"] = holder
@@ -247,7 +247,7 @@ func TestNodeTaintsAlone(t *testing.T) {
 				s.cfg.DRADrivers = []dra.Driver{nvidiaDRA}
 				s.cluster.Proof.DRA.DaemonSets = []*appsv1.DaemonSet{ds}
 			}
-			n = old.DeepCopy()
+			n := old.DeepCopy()
 			tc.mutate(s, ds, old, n)
 			r := PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: s.req.User, Now: s.req.Now})
 			assert.Equal(t, kindsNodeTaints, r.kinds, "a taint write alone")

@@ -33,7 +33,7 @@ func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
 		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptions: defaultExemptions,
-		outOfService:       gate.DefaultOutOfServiceConfig().Taints,
+		outOfService:               gate.DefaultOutOfServiceConfig().Taints,
 		sucServiceAccounts:         []string{"system:serviceaccount:system-upgrade:system-upgrade"},
 		gpuOperatorServiceAccounts: []string{"system:serviceaccount:gpu-operator:gpu-operator"},
 		antiAffinity:               true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
