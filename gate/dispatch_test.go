@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -45,6 +46,13 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			r := PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: s.req.User, Now: testNow})
 			require.Len(t, r.plans, 1, "the change pulls the node into the Plan")
 			return r.Decide(nil, nil)
+		}},
+		{"node-taints: a person lifts a taint, nothing else", []Review{ReviewNodeTaints}, func(t *testing.T) Decision {
+			s := safeScenario(t)
+			n := s.node("gpu-v100-01")
+			old := n.DeepCopy()
+			old.Spec.Taints = []corev1.Taint{{Key: "example.com/dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
+			return PrepareNode(s.cfg, s.cluster, NodeRequest{Node: n, OldNode: old, User: s.req.User, Now: testNow}).Decide(nil, nil)
 		}},
 		{"mode-step: nfd-master writes a mode label", []Review{ReviewModeStep}, func(t *testing.T) Decision {
 			s := safeScenario(t)
@@ -155,7 +163,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewNodeTaints, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
 		ReviewDRADaemonSet, ReviewValidator} {
 		assert.True(t, seen[r], "no representative request of review %s", r)

@@ -430,9 +430,7 @@ func (r *DriverReview) recordedDRA(f NodeFacts) {
 	if r.draRecords == nil {
 		r.draRecords = []*qualification.Record{}
 		for _, name := range sortedKeys(r.cl.Records) {
-			e := r.cl.Records[name]
-			if e.Err == nil && e.Record != nil && strings.TrimSpace(e.Record.Target.DRADriver) != "" &&
-				e.Record.State == qualification.StateQualified && r.cfg.unapproved(e.Record, e.Attestation) == "" {
+			if e := r.cl.Records[name]; r.cfg.stands(e) && strings.TrimSpace(e.Record.Target.DRADriver) != "" {
 				r.draRecords = append(r.draRecords, e.Record)
 			}
 		}

@@ -74,13 +74,12 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 		return r
 	}
 	r.changed = changedLabels(n, old)
-	r.draInstalls()
 	for _, k := range ModeLabels {
 		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)
 		}
 	}
-	if len(r.modeDiff) > 0 {
+	if r.draInstalls(); len(r.modeDiff) > 0 || len(r.unloads) > 0 {
 		r.holders = append(r.holders, n.Name)
 	}
 	var changed *NodeIndex // the fleet with the node as written
@@ -110,7 +109,28 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	if r.step != "" && len(r.plans) == 0 {
 		r.kinds = kindsModeStep
 	}
+	if r.taintsAlone() {
+		r.kinds = kindsNodeTaints
+	}
 	return r
+}
+
+// taintsAlone: the write changes none of what the Node rules other than
+// the DRA plugin's install and unload read (labels, an uncordon, the
+// moved-by and cordon-handover annotations): it reached the gate for its
+// taints (webhook/nodes.md), which those rules alone read. A taint write
+// that never reached the gate before must not meet rules it never met.
+func (r *NodeReview) taintsAlone() bool {
+	n, old := r.req.Node, r.req.OldNode
+	if len(r.changed) > 0 || old.Spec.Unschedulable && !n.Spec.Unschedulable {
+		return false
+	}
+	for _, k := range []string{AnnotationMovedBy, AnnotationCordonHandover} {
+		if v, set := n.Annotations[k]; v != old.Annotations[k] || set != hasKey(old.Annotations, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // HolderNodes are the nodes whose GPU holders Decide needs.

@@ -159,7 +159,7 @@ var ownershipTable = []Fact{
 		Field:   "spec.taints (node.kubernetes.io/unschedulable's timeAdded; out-of-service and health taints)",
 		Owner:   "the node lifecycle controller (node.kubernetes.io/*), health agents and people",
 		Input:   true,
-		Judged:  "not reviewed: a taint change alone never reaches the Node webhook",
+		Judged:  "the system's (node.kubernetes.io/, node.cloudprovider.kubernetes.io/, node-role.kubernetes.io/) and the configured out-of-service taints never reach the Node webhook; a person's NoExecute taint added or NoSchedule/NoExecute taint lifted does, judged by the DRA plugin's install and unload alone (webhook/nodes.md)",
 		Instead: "-",
 		Source:  "kubernetes pkg/controller/nodelifecycle (TaintNodesByCondition)",
 	},

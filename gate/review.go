@@ -31,6 +31,7 @@ var (
 	kindsSUCStep        = []Review{ReviewPlan, ReviewSUCStep}
 	kindsNode           = []Review{ReviewNode}
 	kindsModeStep       = []Review{ReviewModeStep}
+	kindsNodeTaints     = []Review{ReviewNodeTaints}
 	kindsDriver         = []Review{ReviewDriver}
 	kindsDriverStep     = []Review{ReviewDriverStep}
 	kindsOperator       = []Review{ReviewOperator}

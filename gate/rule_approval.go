@@ -34,6 +34,13 @@ func (c *Config) unapproved(rec *qualification.Record, a qualification.Attestati
 	return ""
 }
 
+// stands: the entry loaded, and its record is qualified and approved
+// (unapproved): one the engine may rely on without a request naming it (what
+// a node ran, what it may run). Freshness is the caller's to add.
+func (c *Config) stands(e RecordEntry) bool {
+	return e.Err == nil && e.Record != nil && e.Record.State == qualification.StateQualified && c.unapproved(e.Record, e.Attestation) == ""
+}
+
 // approvalState is the record's approval in one phrase, for inventory,
 // check and validate-record.
 func (c *Config) approvalState(rec *qualification.Record, a qualification.Attestation) string {

@@ -17,9 +17,16 @@ import (
 // controller create its plugin Pod on the node. Judged as the widened
 // DaemonSet is (DRAScheduling.widened): the node takes the DaemonSet's
 // version, which a loaded, approved and qualified record for its hardware
-// must name for the tuple it runs. The exempt system controllers (NFD's
-// labels, the GPU Operator's) never reach this rule (PrepareNode returns
-// first), so they never wait on it.
+// must name for the tuple it runs. And it can unload one as surely as a
+// narrowed DaemonSet: a label the scheduling selects on removed, or a
+// NoExecute taint it does not tolerate added, makes the controller delete
+// the plugin Pod, so GPU holders there block it (holdersRule). The Node
+// webhook sends a taint write that can do either (a NoExecute taint added,
+// a NoSchedule or NoExecute one lifted; not the system's nor the configured
+// out-of-service taints: webhook.NodeChangeConditionFor); written alone,
+// it is judged by these rules only (ReviewNodeTaints). The exempt system controllers (NFD's labels, the GPU Operator's) never
+// reach these rules (PrepareNode returns first), so they never wait on
+// them.
 
 // draInstall is one configured DRA driver a Node write installs on the node.
 type draInstall struct {
@@ -29,12 +36,32 @@ type draInstall struct {
 
 // draInstalls: the configured DRA drivers whose cached plugin DaemonSet the
 // write makes schedule on the node (schedulesOn after, not before) and
-// that runs no plugin Pod of it there yet.
+// that runs no plugin Pod of it there yet. And the reverse: a write that
+// stops a plugin DaemonSet running on the node (runsOn before, not after: a
+// label it selects on removed, a NoExecute taint it does not tolerate
+// added) makes the DaemonSet controller delete its Pod there, unloading
+// the driver as a narrowed DaemonSet does (DRAScheduling.narrowed): an
+// unload the holders row judges.
 func (r *NodeReview) draInstalls() {
 	n, old := r.req.Node, r.req.OldNode
 	facts := &r.cl.Proof.DRA
 	for _, d := range r.cfg.DRADrivers {
 		ds := facts.DaemonSet(d.Namespace, d.DaemonSet)
+		if ds != nil && runsOn(ds, old) && !runsOn(ds, n) {
+			if len(r.modeDiff) > 0 {
+				continue // a GPU mode change holds the node's holders already (modeRules): once
+			}
+			nf := r.cfg.FactsOf(n)
+			t := newTransition(r.cfg, nf, r.cl.Current(nf), nil, false)
+			t.Path, t.Unload, t.CheckHolders = pathNodeLabels, true, true
+			what := "labels"
+			if daemonSetSelects(ds, n) { // still selected: a NoExecute taint it does not tolerate
+				t.Path, what = pathNodeTaints, "taints"
+			}
+			t.Unscheduled = "the node's " + what + " (which DaemonSet " + d.Namespace + "/" + d.DaemonSet + "'s scheduling reads)"
+			r.unloads = append(r.unloads, t)
+			continue
+		}
 		if ds == nil || !schedulesOn(ds, n) || schedulesOn(ds, old) ||
 			slices.ContainsFunc(podsOn(facts.PluginPods, n.Name), func(p *corev1.Pod) bool { return pluginOf(d, ds, p) }) {
 			continue
@@ -48,7 +75,10 @@ func (r *NodeReview) draInstalls() {
 	}
 }
 
-var pathNodeLabels = field.NewPath("metadata", "labels")
+var (
+	pathNodeLabels = field.NewPath("metadata", "labels")
+	pathNodeTaints = field.NewPath("spec", "taints")
+)
 
 // draInstallRule (ReviewNode): each DRA driver the write installs on the
 // node needs a usable record for the node's hardware whose target is the
@@ -68,7 +98,7 @@ func draInstallRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	nf := r.cfg.FactsOf(n)
-	fresh := qualification.Freshness{Now: r.now, MaxAge: r.cfg.MaxCanaryAge.Duration, ClockSkew: r.cfg.ClockSkew.Duration}
+	fresh := r.cfg.freshness(r.now)
 	for _, in := range r.installs {
 		want := r.cl.Current(nf)
 		want.DRADriver = in.version
@@ -77,8 +107,7 @@ func draInstallRule(rv review, f *findings, _ *Decision) {
 		for _, name := range sortedKeys(r.cl.Records) {
 			e := r.cl.Records[name]
 			rec := e.Record
-			if e.Err != nil || rec == nil || rec.State != qualification.StateQualified || r.cfg.unapproved(rec, e.Attestation) != "" ||
-				len(qualification.Check(rec, fresh)) > 0 || !slices.Equal(rec.NormalizedHardware(), nf.Identities) {
+			if !r.cfg.stands(e) || len(qualification.Check(rec, fresh)) > 0 || !slices.Equal(rec.NormalizedHardware(), nf.Identities) {
 				continue
 			}
 			if strings.TrimSpace(rec.Target.DRADriver) != "" && SameTuple(want, rec.Target) {

@@ -18,6 +18,13 @@ const (
 	// ReviewNode: a Node update; it also runs ReviewPlan for every Plan the
 	// change pulls the node into.
 	ReviewNode Review = "node"
+	// ReviewNodeTaints: a Node update whose only change the Node rules
+	// could read is its taints (its labels, cordon and the moved-by and
+	// cordon-handover annotations as they were): the Node webhook sends one
+	// that adds a NoExecute taint or lifts a NoSchedule or NoExecute one
+	// (webhook/nodes.md). Judged by the rules that read taints alone: the
+	// DRA kubelet plugin's install (drainstall) and unload (holders).
+	ReviewNodeTaints Review = "node-taints"
 	// ReviewModeStep: a Node write by an exempt identity (nfd-master
 	// applying a NodeFeatureRule) that changes a GPU mode label, a per-node
 	// step of a mode transition: the mode rules and the creation gates
@@ -183,7 +190,7 @@ func kindsBits(kinds []Review) uint64 {
 }
 
 // allReviews lists every review, its index its bit in rowKinds.
-var allReviews = []Review{ReviewPlan, ReviewNode, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
+var allReviews = []Review{ReviewPlan, ReviewNode, ReviewNodeTaints, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
 	ReviewDRADaemonSet, ReviewValidator}
 
@@ -413,7 +420,7 @@ func rules() []Rule {
 			}},
 		// A Node write that makes a configured DRA plugin DaemonSet schedule on
 		// the node installs the DRA driver there (rule_drainstall.go).
-		{Name: "drainstall", Codes: []Code{CodeRecordMissing, CodeTargetNotQualified, CodeFactsMissing}, Reviews: []Review{ReviewNode}, Apply: draInstallRule,
+		{Name: "drainstall", Codes: []Code{CodeRecordMissing, CodeTargetNotQualified, CodeFactsMissing}, Reviews: []Review{ReviewNode, ReviewNodeTaints}, Apply: draInstallRule,
 			Docs: map[Code]CodeDoc{
 				CodeRecordMissing:      {Meaning: "a Node write (a label added, a taint removed) makes a configured DRA driver's kubelet-plugin DaemonSet schedule on the GPU node, installing the DRA driver there, and no approved, qualified, fresh record for the node's hardware qualifies the tuple it would run"},
 				CodeTargetNotQualified: {Meaning: "a Node write makes a configured DRA driver's kubelet-plugin DaemonSet schedule on the GPU node, and the records for its hardware do not name that DRA driver version for the tuple it runs"},
@@ -555,7 +562,7 @@ func rules() []Rule {
 			}},
 		// Last, so the adapter's listing of the holders is in flight while
 		// every other row applies: the one row that waits for it.
-		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: append(slices.Clone(reloadPaths), ReviewModeStep), Apply: holdersRow,
+		{Name: "holders", Codes: []Code{CodeGPUHolders}, Reviews: append(slices.Clone(reloadPaths), ReviewModeStep, ReviewNodeTaints), Apply: holdersRow,
 			Docs: map[Code]CodeDoc{
 				CodeGPUHolders: {Meaning: "a node the change takes GPUs from (an upgrade, a GPU mode change, a driver reload or removal) runs GPU workloads",
 					Example: "[GPUHolders] node gpu-v100-02 runs 1 GPU holder(s): Job ml/train [nvidia.com/gpu]; stop or migrate them (or drain the node) before upgrading it"},

@@ -432,3 +432,58 @@ func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeMatchConditionSendsTaints: the Node webhook's change condition
+// sends a taint write that can start or stop a DaemonSet's Pod on the node
+// (a NoExecute taint added, a NoSchedule or NoExecute one lifted, by key,
+// effect and value), and keeps the system's taints and the configured
+// out-of-service ones away (the node-lifecycle controller, the cloud
+// controllers and health agents never wait on the gate for them). Seen
+// failing before: every taint write stayed away.
+func TestNodeMatchConditionSendsTaints(t *testing.T) {
+	prog := celProgram(t, NodeChangeCondition([]string{"node.kubernetes.io/out-of-service", "AggregatedNodeHealth"}))
+	taint := func(key, value, effect string) map[string]any {
+		out := map[string]any{"key": key, "effect": effect}
+		if value != "" {
+			out["value"] = value
+		}
+		return out
+	}
+	dedicated := taint("example.com/dedicated", "ml", "NoSchedule")
+	maintenance := taint("example.com/maintenance", "", "NoExecute")
+	for _, tc := range []struct {
+		name     string
+		old, cur []any
+		sent     bool
+	}{
+		{"a NoExecute taint added", nil, []any{maintenance}, true},
+		{"a NoSchedule taint lifted", []any{dedicated}, nil, true},
+		{"a NoExecute taint lifted", []any{maintenance}, nil, true},
+		{"a taint's value changes", []any{dedicated}, []any{taint("example.com/dedicated", "batch", "NoSchedule")}, true},
+		{"a taint's effect changes to NoExecute", []any{dedicated}, []any{taint("example.com/dedicated", "ml", "NoExecute")}, true},
+		{"a NoSchedule taint added: keeps every running Pod", nil, []any{dedicated}, false},
+		{"a PreferNoSchedule taint added and lifted", []any{taint("example.com/a", "", "PreferNoSchedule")}, []any{taint("example.com/b", "", "PreferNoSchedule")}, false},
+		{"the taints reordered", []any{dedicated, maintenance}, []any{maintenance, dedicated}, false},
+		{"the taint manager's timeAdded", []any{maintenance}, []any{map[string]any{"key": "example.com/maintenance", "effect": "NoExecute", "timeAdded": "2026-12-02T15:00:00Z"}}, false},
+		{"the node-lifecycle controller's unreachable taint", nil, []any{taint("node.kubernetes.io/unreachable", "", "NoExecute")}, false},
+		{"the node-lifecycle controller lifts not-ready", []any{taint("node.kubernetes.io/not-ready", "", "NoExecute")}, nil, false},
+		{"the cloud controller lifts uninitialized", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, false},
+		{"a control-plane role taint lifted", []any{taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")}, nil, false},
+		{"a health agent's configured quarantine taint", nil, []any{taint("AggregatedNodeHealth", "False", "NoExecute")}, false},
+		{"a health agent's quarantine lifted", []any{taint("AggregatedNodeHealth", "False", "NoSchedule")}, nil, false},
+		{"a person's taint beside the system's", []any{taint("node.kubernetes.io/not-ready", "", "NoSchedule")}, []any{maintenance}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := func(taints []any) map[string]any {
+				spec := map[string]any{}
+				if taints != nil {
+					spec["taints"] = taints
+				}
+				return map[string]any{"metadata": map[string]any{"name": "gpu-v100-01", "labels": map[string]any{"nvidia.com/gpu.present": "true"}}, "spec": spec}
+			}
+			out, _, err := prog.Eval(map[string]any{"object": node(tc.cur), "oldObject": node(tc.old), "request": map[string]any{"operation": "UPDATE"}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.sent, out.Value())
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -197,6 +198,58 @@ func celAnnotationChanged(key string) string {
 	return "object.metadata.?annotations.orValue({})[?'" + key + "'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'" + key + "'].orValue('')"
 }
 
+// systemTaintPrefixes are the taint keys the kubelet and the system
+// controllers manage: the node-lifecycle controller's condition taints
+// (node.kubernetes.io/not-ready, unreachable, ...; its unschedulable taint
+// follows the cordon), Kubernetes' out-of-service taint, the cloud
+// controllers' uninitialized and shutdown taints, the node roles'. Their
+// writes never reach the Node webhook for a taint (the DaemonSet
+// controller tolerates most of them for every daemon Pod anyway).
+var systemTaintPrefixes = []string{"node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "node-role.kubernetes.io/"}
+
+// NodeChangeCondition is the Node webhook's "labels-taints-or-uncordon"
+// match condition for the configured out-of-service taint keys
+// (gate.Config.OutOfService.Taints).
+func NodeChangeCondition(outOfServiceTaints []string) string {
+	q := make([]string, len(outOfServiceTaints))
+	for i, k := range outOfServiceTaints {
+		q[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(k) + "'"
+	}
+	return NodeChangeConditionFor(strings.Join(q, ", "))
+}
+
+// NodeChangeConditionFor builds it with outOfService, the body of a CEL
+// list of string literals, spliced in; the chart's generated
+// templates/_nodechange.tpl passes a Helm expression listing
+// config.outOfService.taints (test/chart writes and checks it). A write is
+// sent when it changes labels, uncordons, changes the moved-by or
+// cordon-handover annotation, or changes a taint that can start or stop a
+// DaemonSet's Pod on the node: adds a NoExecute taint (the DaemonSet
+// controller deletes a Pod that does not tolerate it) or lifts a
+// NoSchedule or NoExecute one (it creates one there), each compared as
+// key, effect and value. A NoSchedule taint added keeps every running Pod,
+// and PreferNoSchedule binds no DaemonSet Pod: never sent. Left out:
+// the system's taints (systemTaintPrefixes) and the configured
+// out-of-service taints: those are a health agent's (or the
+// non-graceful-shutdown operator's) mark that the node is out, which the
+// budget and the node's state read; its quarantine must never wait on the
+// gate, nor on its availability (the failure policy), and the taint lifted
+// returns a node the plugin ran on before.
+func NodeChangeConditionFor(outOfService string) string {
+	var system []string
+	for _, p := range systemTaintPrefixes {
+		system = append(system, "t.key.startsWith('"+p+"')")
+	}
+	person := "!(" + strings.Join(system, " || ") + " || t.key in [" + outOfService + "])"
+	in := func(obj string) string {
+		return "[t.key, t.effect, t.?value.orValue('')] in " + obj + ".spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])"
+	}
+	added := "object.spec.?taints.orValue([]).exists(t, t.effect == 'NoExecute' && " + person + " && !(" + in("oldObject") + "))"
+	lifted := "oldObject.spec.?taints.orValue([]).exists(t, t.effect in ['NoSchedule', 'NoExecute'] && " + person + " && !(" + in("object") + "))"
+	return "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || " + celUncordon + " || " + celAnnotationChanged(gate.AnnotationMovedBy) + " || " + celAnnotationChanged(gate.AnnotationCordonHandover) +
+		" || " + added + " || " + lifted
+}
+
 // Webhooks is the webhook table, in the chart's order.
 var Webhooks = []Webhook{{
 	Name: WebhookPlans, Path: PathPlans, Metric: "plans", Contract: "plans.md",
@@ -207,20 +260,21 @@ var Webhooks = []Webhook{{
 	Why: "Plans, in the SUC namespaces only; fail closed.",
 }, {
 	Name: WebhookNodes, Path: PathNodes, Metric: "nodes", Contract: "nodes.md",
-	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewModeStep, gate.ReviewPlan, gate.ReviewAdmission},
+	Reviews:    []gate.Review{gate.ReviewNode, gate.ReviewNodeTaints, gate.ReviewModeStep, gate.ReviewPlan, gate.ReviewAdmission},
 	decide:     (*Server).decideNode,
 	Resources:  nodeResources(),
 	Operations: []admissionv1.Operation{opUpdate}, Scope: admissionregistrationv1.ClusterScope,
 	MatchConditions: []MatchCondition{
 		{Name: "not-a-kubelet", CEL: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Template: "gug.gpuNodeCondition"},
-		{Name: "labels-changed-or-uncordon", CEL: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || " + celUncordon + " || " + celAnnotationChanged(gate.AnnotationMovedBy) + " || " + celAnnotationChanged(gate.AnnotationCordonHandover)},
+		{Name: "labels-taints-or-uncordon", Template: "gug.nodeChangeCondition"},
 		{Name: "not-a-system-controller", Template: "gug.nodeExemptCondition", Optional: true},
 	},
 	FailurePolicy: admissionregistrationv1.Fail, FailurePolicyValue: "webhook.nodeFailurePolicy",
-	Why: "Label changes and uncordons of GPU nodes by people (nodes/status too: a label changed\n" +
-		"through the status subresource is reviewed like one changed through the Node);\n" +
-		"kubelets and the exempt system controllers never reach it. Failure policy a value.",
+	Why: "Label changes, uncordons and taint changes that can start or stop a DaemonSet's Pod\n" +
+		"of GPU nodes by people (nodes/status too: a label changed through the status\n" +
+		"subresource is reviewed like one changed through the Node); kubelets, the exempt\n" +
+		"system controllers and the system's own taints never reach it. Failure policy a value.",
 }, {
 	Name: WebhookCompletions, Path: PathCompletions, Metric: "completions", Contract: "completions.md",
 	Reviews:    []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},

@@ -33,6 +33,7 @@ func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
 		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptions: defaultExemptions,
+		outOfService:               gate.DefaultOutOfServiceConfig().Taints,
 		sucServiceAccounts:         []string{"system:serviceaccount:system-upgrade:system-upgrade"},
 		gpuOperatorServiceAccounts: []string{"system:serviceaccount:gpu-operator:gpu-operator"},
 		antiAffinity:               true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
@@ -51,6 +52,7 @@ var variants = map[string]func(e *expect){
 		e.nodePolicy, e.timeout = admissionregistrationv1.Ignore, 3
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
+		e.outOfService = []string{"node.kubernetes.io/out-of-service", "AggregatedNodeHealth"}
 		e.dra = true
 		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
 		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
@@ -384,6 +386,14 @@ func TestChecksCanFail(t *testing.T) {
 		{"GPU-node condition not the engine's", "", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions
 			mc[1].Expression = strings.Replace(mc[1].Expression, "'nvidia.com/gpu.product', ", "", 2)
+		}, "match conditions"},
+		{"taint changes never sent", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[2].Expression, _, _ = strings.Cut(mc[2].Expression, " || object.spec.?taints")
+		}, "match conditions"},
+		{"out-of-service taints sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[2].Expression = strings.ReplaceAll(mc[2].Expression, ", 'AggregatedNodeHealth'", "")
 		}, "match conditions"},
 		{"GPU-node condition on the new object only", "", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions

@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
-var update = goflag.Bool("update", false, "rewrite the chart's generated templates (_gpunode.tpl and _ownership.tpl from gate, _webhooks.tpl from the webhook table)")
+var update = goflag.Bool("update", false, "rewrite the chart's generated templates (_gpunode.tpl and _ownership.tpl from gate, _webhooks.tpl and _nodechange.tpl from the webhook table)")
 
 // vendorsAction is the Helm expression the generated template splices where
 // gate.GPUNodeConditionFor takes the vendor alternation: config.gpuVendors
@@ -59,4 +60,39 @@ func requireGenerated(t *testing.T, file, want, source, test string) {
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, want, string(got), "%s is not what %s generates: run go test ./test/chart -run %s -update", path, source, test)
+}
+
+// outOfServiceAction is the Helm expression the generated template splices
+// where webhook.NodeChangeConditionFor takes the out-of-service taint keys:
+// config.outOfService.taints as a CEL list body, as
+// webhook.NodeChangeCondition quotes them.
+const outOfServiceAction = `{{ include "gug.celList" (.Values.config.outOfService.taints | default list) }}`
+
+// nodeChangeTemplate is the chart's templates/_nodechange.tpl as the
+// webhook table defines it.
+func nodeChangeTemplate(t *testing.T) string {
+	expr := webhook.NodeChangeConditionFor("OUTOFSERVICE")
+	require.NotContains(t, expr, "{{", "the condition would break the Helm template")
+	require.NotContains(t, expr, "}}", "the condition would break the Helm template")
+	require.Equal(t, 2, strings.Count(expr, "OUTOFSERVICE"), "the condition names the out-of-service taints once per object")
+	return `{{- /*
+Generated from webhook/table.go (NodeChangeConditionFor) by
+go test ./test/chart -run TestNodeChangeTemplateIsGenerated -update
+Do not edit: change webhook/table.go and regenerate. The Node webhook's
+labels-taints-or-uncordon match condition: labels, an uncordon, the moved-by
+and cordon-handover annotations, or a taint that starts or stops a DaemonSet's
+Pod (not the system's nor config.outOfService.taints).
+*/ -}}
+{{- define "gug.nodeChangeCondition" -}}
+` + strings.ReplaceAll(expr, "OUTOFSERVICE", outOfServiceAction) + `
+{{- end }}
+`
+}
+
+// TestNodeChangeTemplateIsGenerated: the chart's Node change condition is
+// the one the webhook table builds; change it without regenerating and this
+// fails (checkNodeMatchConditions then checks every rendered variant against
+// webhook.NodeChangeCondition for its own out-of-service taints).
+func TestNodeChangeTemplateIsGenerated(t *testing.T) {
+	requireGenerated(t, "_nodechange.tpl", nodeChangeTemplate(t), "webhook/table.go", "TestNodeChangeTemplateIsGenerated")
 }

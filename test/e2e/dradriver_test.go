@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,4 +360,132 @@ func TestDRANodeInstall(t *testing.T) {
 	assert.Contains(t, err.Error(), "this write makes DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin schedule its DRA kubelet plugin on node gpu-v100-01")
 	assert.True(t, strings.Contains(err.Error(), "["+string(gate.CodeRecordMissing)+"]") || strings.Contains(err.Error(), "["+string(gate.CodeTargetNotQualified)+"]"), err.Error())
 	require.NoError(t, write(`"team":"ml"`)(), "a label the DaemonSet does not read installs nothing")
+}
+
+// TestDRANodeUnloadAndTaints (issue 25): a Node write that stops the
+// configured DRA plugin DaemonSet running on a GPU node (a label its
+// nodeSelector reads removed, or a NoExecute taint it does not tolerate
+// added) makes the DaemonSet controller delete the plugin Pod there,
+// unloading the driver under the node's GPU holders: refused with
+// GPUHolders while the node holds GPUs, allowed on a node without. And a
+// taint write alone now reaches the Node webhook when it can start or stop
+// the plugin: lifting a NoSchedule taint the plugin does not tolerate
+// installs it (refused without a record naming its version), the same lift
+// of a taint it tolerates is allowed, and the node-lifecycle controller's
+// node.kubernetes.io/ taints never reach the webhook (counted from the
+// audit log). No DaemonSet controller nor node-lifecycle controller runs
+// here: the DaemonSet is written as the driver's Helm chart would, the
+// test writes the node-lifecycle controller's taint as its ServiceAccount
+// would, and the refused writes are dry runs.
+func TestDRANodeUnloadAndTaints(t *testing.T) {
+	driverWorld(t)
+	ctx := context.Background()
+	const label = "e2e.gpu-upgrade-gate.io/dra-unload"
+	dedicated := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
+	tolerated := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/tolerated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	maintenance := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/maintenance", Effect: corev1.TaintEffectNoExecute}
+	labels := map[string]string{"app": "dra-unload"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// The suite's nodes carry the not-ready NoSchedule taint (no
+				// kubelet runs): the plugin tolerates it, and tolerated.
+				Spec: corev1.PodSpec{NodeSelector: map[string]string{label: "true"}, Tolerations: []corev1.Toleration{
+					{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists}, {Key: tolerated.Key, Operator: corev1.TolerationOpExists}},
+					Containers: []corev1.Container{{Name: "gpus", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"}}}}}}
+	// gpu-v100-holder (a GPU holder) and gpu-v100-02 run the plugin;
+	// gpu-v100-04 is selected but tainted dedicated, gpu-v100-02 also
+	// tolerated: the plugin is scheduled on neither by those taints' lift
+	// before it lands.
+	nodes := []string{"gpu-v100-holder", "gpu-v100-02", "gpu-v100-04"}
+	editTaints := func(c client.Client, name string, f func([]corev1.Taint) []corev1.Taint, opts ...client.UpdateOption) error {
+		for {
+			n := &corev1.Node{}
+			require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: name}, n))
+			n.Spec.Taints = f(n.Spec.Taints)
+			if err := c.Update(ctx, n, opts...); !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	}
+	add := func(ts ...corev1.Taint) func([]corev1.Taint) []corev1.Taint {
+		return func(cur []corev1.Taint) []corev1.Taint { return append(cur, ts...) }
+	}
+	lift := func(keys ...string) func([]corev1.Taint) []corev1.Taint {
+		return func(cur []corev1.Taint) []corev1.Taint {
+			var out []corev1.Taint
+			for _, tt := range cur {
+				if !slices.Contains(keys, tt.Key) {
+					out = append(out, tt)
+				}
+			}
+			return out
+		}
+	}
+	preGate(t, func() {
+		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nvidiaDRA.Namespace}})))
+		require.NoError(t, env.Admin.Create(ctx, ds))
+		for _, n := range nodes {
+			require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+label+`":"true"}}}`))
+		}
+		require.NoError(t, editTaints(env.Admin, "gpu-v100-04", add(dedicated)))
+		require.NoError(t, editTaints(env.Admin, "gpu-v100-02", add(tolerated)))
+	})
+	t.Cleanup(func() {
+		preGate(t, func() {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ds)))
+			for _, n := range nodes {
+				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+label+`":null}}}`))
+				require.NoError(t, editTaints(env.Admin, n, lift(dedicated.Key, tolerated.Key, maintenance.Key, corev1.TaintNodeUnreachable)))
+			}
+		})
+	})
+	alice, _ := as(t, "alice")
+	unlabel := func(node string) error {
+		n := &corev1.Node{}
+		n.Name = node
+		return alice.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":null}}}`)), client.DryRunAll)
+	}
+	var err error
+	// Each try is refused once the gate's cache holds the DaemonSet.
+	assert.Eventually(t, func() bool {
+		err = unlabel("gpu-v100-holder")
+		return err != nil && strings.Contains(err.Error(), "["+string(gate.CodeGPUHolders)+"]")
+	}, 15*time.Second, 200*time.Millisecond)
+	t.Run("GPUHolders: the label the plugin selects on removed from a node with a GPU holder", func(t *testing.T) {
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s)")
+		assert.Contains(t, err.Error(), "this change of the node's labels (which DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin's scheduling reads) no longer selects the node")
+	})
+	t.Run("the same label removed from a node without holders", func(t *testing.T) {
+		require.NoError(t, unlabel("gpu-v100-02"))
+	})
+	t.Run("GPUHolders: a NoExecute taint the plugin does not tolerate, alone", func(t *testing.T) {
+		err := editTaints(alice, "gpu-v100-holder", add(maintenance), client.DryRunAll)
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "this change of the node's taints")
+	})
+	t.Run("lifting a taint the plugin does not tolerate installs it: refused", func(t *testing.T) {
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{"gpu-v100-04"}}
+		err := editTaints(alice, "gpu-v100-04", lift(dedicated.Key), client.DryRunAll)
+		requireDeniedWith(t, err)
+		assert.Contains(t, err.Error(), "this write makes DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin schedule its DRA kubelet plugin on node gpu-v100-04, installing DRA driver v25.8.1 there")
+		assert.True(t, strings.Contains(err.Error(), "["+string(gate.CodeRecordMissing)+"]") || strings.Contains(err.Error(), "["+string(gate.CodeTargetNotQualified)+"]"), err.Error())
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "the taint's lift alone reached the Node webhook")
+	})
+	t.Run("lifting a taint the plugin tolerates: allowed", func(t *testing.T) {
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{"gpu-v100-02"}}
+		require.NoError(t, editTaints(alice, "gpu-v100-02", lift(tolerated.Key)))
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "judged, and allowed")
+	})
+	t.Run("the node-lifecycle controller's taints never reach the webhook", func(t *testing.T) {
+		const nodeController = "system:serviceaccount:kube-system:node-controller"
+		c, err := client.New(env.CP.ConfigFor(nodeController, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"), client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{nodeController}, names: []string{"gpu-v100-holder"}}
+		unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
+		require.NoError(t, editTaints(c, "gpu-v100-holder", add(unreachable)))
+		require.NoError(t, editTaints(c, "gpu-v100-holder", lift(unreachable.Key)))
+		assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 2), "a system taint's add and lift reached the Node webhook")
+	})
 }

@@ -28,9 +28,10 @@ names (templates/_helpers.tpl).
   sideEffects: None
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
-# Label changes and uncordons of GPU nodes by people (nodes/status too: a label changed
-# through the status subresource is reviewed like one changed through the Node);
-# kubelets and the exempt system controllers never reach it. Failure policy a value.
+# Label changes, uncordons and taint changes that can start or stop a DaemonSet's Pod
+# of GPU nodes by people (nodes/status too: a label changed through the status
+# subresource is reviewed like one changed through the Node); kubelets, the exempt
+# system controllers and the system's own taints never reach it. Failure policy a value.
 - name: nodes.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/nodes") | nindent 4 }}
@@ -45,8 +46,8 @@ names (templates/_helpers.tpl).
       expression: "!('system:nodes' in request.userInfo.groups)"
     - name: gpu-node
       expression: {{ include "gug.gpuNodeCondition" . | quote }}
-    - name: labels-changed-or-uncordon
-      expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')"
+    - name: labels-taints-or-uncordon
+      expression: {{ include "gug.nodeChangeCondition" . | quote }}
 {{- with include "gug.nodeExemptCondition" . }}
     - name: not-a-system-controller
       expression: {{ . | quote }}
