@@ -382,6 +382,13 @@ func matchConditionProgram(t *testing.T, webhook, name string) cel.Program {
 		}
 	}
 	require.NotEmpty(t, cond, "%s has no match condition %s", webhook, name)
+	return celProgram(t, cond)
+}
+
+// celProgram compiles a match condition in the API server's CEL
+// environment, object, oldObject and request untyped.
+func celProgram(t *testing.T, cond string) cel.Program {
+	t.Helper()
 	set, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType)},
