@@ -73,6 +73,14 @@ type DriverChange struct {
 	// kubelet plugin), not by the operator's driver upgrade controller, so
 	// the ClusterPolicy's upgrade policy says nothing about it.
 	NoPolicy bool
+	// OperatorNamespace is set on the DELETE of the GPU Operator's
+	// namespace: the namespace controller then deletes every operand in it
+	// at once (the driver DaemonSets, the device plugin, the validator, a
+	// DRA driver's plugin, the operator) and nothing is created again in a
+	// terminating namespace, so every GPU node loses its driver. Held as a
+	// DRA driver's deletion is: by the nodes' GPU holders and by a rollout
+	// in flight, whose proofs read what goes (pullsDevices).
+	OperatorNamespace bool
 	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
 	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
 	// adopts. Its version before is what the nodes still run of that
@@ -558,13 +566,14 @@ func (r *DriverReview) draOnly() bool {
 	return (ch.OldDRA != ch.NewDRA && !ch.Reload || ch.Reload && ch.NoPolicy) && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && ch.Operation != OpDelete
 }
 
-// draUnload: the change removes a driver from the nodes that a rollout in
-// flight on them waits for, as any driver change does: a DELETE of a DRA
-// driver's kubelet-plugin DaemonSet or of a GPUCluster, or an UPDATE
-// narrowing an NVIDIADriver's nodeSelector or the DRA DaemonSet's
-// scheduling.
-func (r *DriverReview) draUnload() bool {
-	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy || len(r.narrowed) > 0
+// pullsDevices: the change removes a driver from the nodes that a rollout
+// in flight on them waits for, as any driver change does: a DELETE of a
+// DRA driver's kubelet-plugin DaemonSet or of a GPUCluster, of the GPU
+// Operator's namespace (every operand at once), or an UPDATE narrowing an
+// NVIDIADriver's nodeSelector or the DRA DaemonSet's scheduling.
+func (r *DriverReview) pullsDevices() bool {
+	ch := r.req.Change
+	return ch.Operation == OpDelete && (ch.NoPolicy || ch.OperatorNamespace) || len(r.narrowed) > 0
 }
 
 // review is the engine review this one runs as.

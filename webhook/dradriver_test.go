@@ -135,14 +135,19 @@ func TestDRAOtherDaemonSetRunsTheDriver(t *testing.T) {
 	}
 }
 
-// TestDRANamespaceDeletion: the DELETE of a namespace that is no DRA
+// TestNamespaceDeletion: the DELETE of a namespace that is no GPU
 // driver's is admitted unread; a DRA driver's namespace whose plugins
 // cannot be read is FactsMissing; one with no plugin DaemonSet unloads
-// nothing the gate knows. (A plugin there is judged as its DELETE:
-// test/e2e TestDRANamespaceDeletion.)
-func TestDRANamespaceDeletion(t *testing.T) {
+// nothing the gate knows. The GPU Operator's namespace (and its
+// validator's, configured apart) is judged as the unload of every GPU
+// node's driver, whatever DaemonSets it holds: without the cluster's facts
+// it is FactsMissing, never allowed. (A plugin there, and the operator's
+// namespace on the real fleet: test/e2e TestDRANamespaceDeletion,
+// TestGPUOperatorNamespaceDeletion.)
+func TestNamespaceDeletion(t *testing.T) {
 	cfg := gate.DefaultConfig()
 	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	cfg.Proof.Validator.Namespace = "nvidia-validator"
 	failing := liveObjects{fail: map[string]bool{"list/*unstructured.UnstructuredList": true}}
 	review := func(name string) admission.Request {
 		b := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
@@ -157,10 +162,12 @@ func TestDRANamespaceDeletion(t *testing.T) {
 		{"another namespace, not even read", "ml", failing, ""},
 		{"the driver's, unreadable", "nvidia-dra-driver-gpu", failing, gate.CodeFactsMissing},
 		{"the driver's, without its plugin DaemonSet", "nvidia-dra-driver-gpu", fake.NewClientBuilder().Build(), ""},
+		{"the GPU Operator's, without its DaemonSets: judged all the same", "gpu-operator", fake.NewClientBuilder().Build(), gate.CodeFactsMissing},
+		{"the validator's, configured apart", "nvidia-validator", fake.NewClientBuilder().Build(), gate.CodeFactsMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: tc.live}}
-			d, err := s.decideDRANamespace(context.Background(), review(tc.ns))
+			d, err := s.decideNamespace(context.Background(), review(tc.ns))
 			require.NoError(t, err)
 			if tc.code == "" {
 				assert.True(t, d.Allowed, d.Message())
