@@ -81,6 +81,11 @@ type DriverChange struct {
 	// DRA driver's deletion is: by the nodes' GPU holders and by a rollout
 	// in flight, whose proofs read what goes (pullsDevices).
 	OperatorNamespace bool
+	// DRAUnconfigured names the DRA driver (its ResourceSlices'
+	// spec.driver) a GPUCluster write deploys that config.draDrivers has
+	// no entry for: what is left of it on the nodes, and their DRA proof,
+	// cannot be read (draConfigRule: FactsMissing naming the entry to add).
+	DRAUnconfigured string
 	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
 	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
 	// adopts. Its version before is what the nodes still run of that
@@ -339,7 +344,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
 	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator || ch.OldDRA != ch.NewDRA ||
-		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete || ch.DRAScheduling.changed()
+		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete || ch.DRAScheduling.changed() || ch.DRAUnconfigured != ""
 	if !r.changed {
 		return r
 	}
@@ -595,8 +600,9 @@ func (r *DriverReview) review() Review {
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
 	d := Decision{Object: ch.Object, Nodes: names(r.pending)}
-	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged) {
-		// Nothing reloads: no reached node would change.
+	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged && ch.DRAUnconfigured == "") {
+		// Nothing reloads: no reached node would change (a DRA driver
+		// switched on that the gate cannot read is judged all the same).
 		d.Allowed = true
 		return d
 	}

@@ -456,3 +456,61 @@ func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUClusterUnconfiguredDRA: a GPUCluster write that rolls the NVIDIA
+// DRA driver out (created, switched on, a new version) while
+// config.draDrivers has no gpu.nvidia.com entry is marked for the gate's
+// FactsMissing (DRAUnconfigured); a write that deploys no DRA driver, or
+// leaves it where it is, is not, nor is any write once the entry is there.
+func TestGPUClusterUnconfiguredDRA(t *testing.T) {
+	cluster := func(dra map[string]any) *unstructured.Unstructured {
+		spec := map[string]any{"dcgmExporter": map[string]any{"version": "4.5.3-4.8.2-distroless"}}
+		if dra != nil {
+			spec["draDriver"] = dra
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster",
+			"metadata": map[string]any{"name": "gpu-cluster"}, "spec": spec}}
+	}
+	on := map[string]any{"version": "v25.8.1"}
+	older := map[string]any{"version": "v25.3.0"}
+	off := map[string]any{"version": "v25.8.1", "enabled": false}
+	unreadable := map[string]any{"version": "v25.8.1", "enabled": "false"}
+	nvidia := []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "gpu-operator", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	for _, tc := range []struct {
+		name     string
+		op       admissionv1.Operation
+		obj, old *unstructured.Unstructured
+		drivers  []dra.Driver
+		marked   bool
+	}{
+		{"created with the DRA driver", admissionv1.Create, cluster(on), nil, nil, true},
+		{"created with an enabled flag the gate cannot read", admissionv1.Create, cluster(unreadable), nil, nil, true},
+		{"created with the DRA driver switched off", admissionv1.Create, cluster(off), nil, nil, false},
+		{"created without a DRA driver section", admissionv1.Create, cluster(nil), nil, nil, false},
+		{"the DRA driver switched on", admissionv1.Update, cluster(on), cluster(off), nil, true},
+		{"the DRA driver section added", admissionv1.Update, cluster(on), cluster(nil), nil, true},
+		{"a new DRA driver version", admissionv1.Update, cluster(on), cluster(older), nil, true},
+		{"another field, the DRA driver where it is", admissionv1.Update, cluster(on), cluster(on), nil, false},
+		{"the DRA driver switched off", admissionv1.Update, cluster(off), cluster(on), nil, false},
+		{"deleted", admissionv1.Delete, cluster(on), cluster(on), nil, false},
+		{"created with the DRA driver, gpu.nvidia.com configured", admissionv1.Create, cluster(on), nil, nvidia, false},
+		{"a new DRA driver version, gpu.nvidia.com configured", admissionv1.Update, cluster(on), cluster(older), nvidia, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := gate.DefaultConfig()
+			cfg.DRADrivers = tc.drivers
+			s := &Server{Config: cfg}
+			var ch gate.DriverChange
+			s.gpuClusterChange(&ch, tc.obj, tc.old, tc.op)
+			if tc.marked {
+				assert.Equal(t, "gpu.nvidia.com", ch.DRAUnconfigured)
+				return
+			}
+			assert.Empty(t, ch.DRAUnconfigured)
+			if tc.drivers != nil && tc.op == admissionv1.Create {
+				require.NotNil(t, ch.DRAPlugin, "what is left of it is read")
+				assert.Equal(t, "gpu.nvidia.com", ch.DRAPlugin.Driver.Name)
+			}
+		})
+	}
+}
