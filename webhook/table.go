@@ -399,9 +399,9 @@ object.spec.template != oldObject.spec.template ||
 object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
 		// The namespace controller deletes the plugin of a namespace whose
-		// deletion the namespaces webhook
-		// judged, and deletes its Pods whatever we answer: judged again, it
-		// would only hold the namespace Terminating.
+		// deletion the namespaces webhook judged, and deletes its Pods
+		// whatever we answer: judged again, it would only hold the
+		// namespace Terminating.
 		{Name: "not-the-namespace-controller", CEL: "request.operation != 'DELETE' || request.userInfo.username != '" + namespaceController + "'"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
