@@ -226,6 +226,18 @@ func TestDRADriverPath(t *testing.T) {
 			job.Name, job.OwnerReferences = "nvidia-dra-driver-gpu-validation", []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "validation", UID: "j", Controller: new(true)}}
 			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{job} // another controller's Pod: not the plugin's
 		}},
+		// A GPUCluster that deploys the NVIDIA DRA driver while
+		// config.draDrivers has no gpu.nvidia.com entry reads nothing of
+		// it (webhook: DRAUnconfigured): refused, naming the entry.
+		{name: "FactsMissing: a GPUCluster deploying the DRA driver with no gpu.nvidia.com entry in config.draDrivers", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.change.DRAPlugin, s.change.DRAUnconfigured = nil, "gpu.nvidia.com"
+		}, want: []Code{CodeFactsMissing}, says: "[FactsMissing] this write makes the GPU Operator deploy the DRA driver gpu.nvidia.com, but config.draDrivers has no entry named gpu.nvidia.com"},
+		{name: "FactsMissing: a GPUCluster switching the DRA driver on at the version it names, unconfigured", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.change.Operation, s.change.OldDRA, s.change.Annotations = OpUpdate, "v25.8.1", nil
+			s.change.DRAPlugin, s.change.DRAUnconfigured = nil, "gpu.nvidia.com"
+		}, want: []Code{CodeFactsMissing}, says: "add to config.draDrivers {name: gpu.nvidia.com"},
 		{name: "FactsMissing: a GPUCluster created while an orphaned plugin Pod still runs on a node", mutate: func(s *driverScenario) {
 			createGPUCluster(s, "v25.8.1")
 			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)

@@ -73,6 +73,19 @@ type DriverChange struct {
 	// kubelet plugin), not by the operator's driver upgrade controller, so
 	// the ClusterPolicy's upgrade policy says nothing about it.
 	NoPolicy bool
+	// OperatorNamespace is set on the DELETE of the GPU Operator's
+	// namespace: the namespace controller then deletes every operand in it
+	// at once (the driver DaemonSets, the device plugin, the validator, a
+	// DRA driver's plugin, the operator) and nothing is created again in a
+	// terminating namespace, so every GPU node loses its driver. Held as a
+	// DRA driver's deletion is: by the nodes' GPU holders and by a rollout
+	// in flight, whose proofs read what goes (pullsDevices).
+	OperatorNamespace bool
+	// DRAUnconfigured names the DRA driver (its ResourceSlices'
+	// spec.driver) a GPUCluster write deploys that config.draDrivers has
+	// no entry for: what is left of it on the nodes, and their DRA proof,
+	// cannot be read (draConfigRule: FactsMissing naming the entry to add).
+	DRAUnconfigured string
 	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
 	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
 	// adopts. Its version before is what the nodes still run of that
@@ -331,7 +344,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 	r.driverBase(cfg, cl)
 	selectorChanged := ch.OldNodeSelector != nil && !maps.Equal(ch.OldNodeSelector, ch.NodeSelector)
 	r.changed = ch.OldDriver != ch.NewDriver || ch.OldDCGM != ch.NewDCGM || ch.OldOperator != ch.NewOperator || ch.OldDRA != ch.NewDRA ||
-		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete || ch.DRAScheduling.changed()
+		ch.Reload || ch.PolicyChanged || selectorChanged || ch.Operation == OpCreate || ch.Operation == OpDelete || ch.DRAScheduling.changed() || ch.DRAUnconfigured != ""
 	if !r.changed {
 		return r
 	}
@@ -556,13 +569,14 @@ func (r *DriverReview) draOnly() bool {
 	return (ch.OldDRA != ch.NewDRA && !ch.Reload || ch.Reload && ch.NoPolicy) && ch.OldDriver == ch.NewDriver && ch.OldDCGM == ch.NewDCGM && ch.Operation != OpDelete
 }
 
-// draUnload: the change removes a driver from the nodes that a rollout in
-// flight on them waits for, as any driver change does: a DELETE of a DRA
-// driver's kubelet-plugin DaemonSet or of a GPUCluster, or an UPDATE
-// narrowing an NVIDIADriver's nodeSelector or the DRA DaemonSet's
-// scheduling.
-func (r *DriverReview) draUnload() bool {
-	return r.req.Change.Operation == OpDelete && r.req.Change.NoPolicy || len(r.narrowed) > 0
+// pullsDevices: the change removes a driver from the nodes that a rollout
+// in flight on them waits for, as any driver change does: a DELETE of a
+// DRA driver's kubelet-plugin DaemonSet or of a GPUCluster, of the GPU
+// Operator's namespace (every operand at once), or an UPDATE narrowing an
+// NVIDIADriver's nodeSelector or the DRA DaemonSet's scheduling.
+func (r *DriverReview) pullsDevices() bool {
+	ch := r.req.Change
+	return ch.Operation == OpDelete && (ch.NoPolicy || ch.OperatorNamespace) || len(r.narrowed) > 0
 }
 
 // review is the engine review this one runs as.
@@ -584,8 +598,9 @@ func (r *DriverReview) review() Review {
 func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Decision {
 	ch := r.req.Change
 	d := Decision{Object: ch.Object, Nodes: names(r.pending)}
-	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged) {
-		// Nothing reloads: no reached node would change.
+	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged && ch.DRAUnconfigured == "") {
+		// Nothing reloads: no reached node would change (a DRA driver
+		// switched on that the gate cannot read is judged all the same).
 		d.Allowed = true
 		return d
 	}

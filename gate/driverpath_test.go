@@ -148,6 +148,66 @@ func TestDriverPathFields(t *testing.T) {
 	}
 }
 
+// TestOperatorNamespaceDeletion (issue 25): deleting the GPU Operator's
+// namespace unloads every GPU node's driver at once (the namespace
+// controller deletes every operand there): held by any GPU node's holders,
+// named, and by a rollout in flight, which a ClusterPolicy's deletion is
+// not; allowed on idle nodes with nothing in flight, or as a rollback.
+func TestOperatorNamespaceDeletion(t *testing.T) {
+	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"nvidia.com/gpu"}}}
+	deleteNamespace := func(s *driverScenario) {
+		s.change = DriverChange{Object: "Namespace gpu-operator", Operation: OpDelete, OperatorNamespace: true}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*driverScenario)
+		want   []Code
+		says   string
+	}{
+		{name: "no GPU holders, nothing in flight: allowed without a record", mutate: deleteNamespace},
+		{name: "GPUHolders: a GPU node runs a holder", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.holders["gpu-h200-01"] = holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-h200-01 runs 1 GPU holder(s): Job ml/train [nvidia.com/gpu]; deleting this object removes the driver from the node"},
+		{name: "GPUHolders: every busy node named", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.holders["gpu-h200-01"], s.holders["gpu-v100-02"] = holder, holder
+		}, want: []Code{CodeGPUHolders}, says: "node gpu-v100-02 runs 1 GPU holder(s)"},
+		{name: "GPUHolders: the upgrade policy's drain drains nothing here", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.change.Policy = DriverUpgradePolicy{Present: true, AutoUpgrade: true, MaxParallelUpgrades: 1, DrainEnabled: true}
+			s.holders["gpu-v100-01"] = holder
+		}, want: []Code{CodeGPUHolders}},
+		{name: "RolloutInFlight: the operator's driver rollout", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}, want: []Code{CodeRolloutInFlight}, says: "the GPU Operator's driver rollout is in flight on GPU node(s) gpu-v100-01 (upgrade-required)"},
+		{name: "a ClusterPolicy's deletion is not held by the rollout (the neighbour)", mutate: func(s *driverScenario) {
+			s.change.Operation, s.change.Annotations = OpDelete, nil
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}},
+		{name: "a rollback is not held by the rollout", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.change.Annotations = map[string]string{AnnotationRollback: "true"}
+			s.node("gpu-v100-01").Labels[LabelDriverUpgradeState] = "upgrade-required"
+		}},
+		{name: "FactsMissing: the holders cannot be listed", mutate: func(s *driverScenario) {
+			deleteNamespace(s)
+			s.holdersErr = errors.New("connection refused")
+		}, want: []Code{CodeFactsMissing}, says: "the GPU holders on node gpu-h200-01"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDriverScenario(t)
+			tc.mutate(s)
+			r := s.prepareDriver(DriverRequest{Change: s.change, User: s.req.User, Now: s.req.Now})
+			d := r.Decide(s.listed(r), s.holdersErr)
+			assert.ElementsMatch(t, tc.want, d.Codes(), d.Message())
+			assert.Equal(t, len(tc.want) == 0, d.Allowed, d.Message())
+			assert.Contains(t, d.Message(), tc.says)
+		})
+	}
+}
+
 // operatorRecord qualifies hw on the source tuple with GPU Operator v26.6.0.
 func operatorRecord(id, hw string) RecordEntry {
 	return approved(record(func(r *qualification.Record) {

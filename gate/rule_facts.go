@@ -68,6 +68,9 @@ const (
 	// fromMaintenance: the maintenance operator's NodeMaintenances, which
 	// the budget counts (what: the GPU nodes the move takes out).
 	fromMaintenance
+	// fromConfig: a driver the gate is not configured to read (what: the
+	// DRA driver a GPUCluster deploys with no config.draDrivers entry).
+	fromConfig
 )
 
 // factsMissing builds every FactsMissing blocker.
@@ -77,11 +80,23 @@ func factsMissing(node string, path *field.Path, what string, src factSource, ca
 		return required(CodeFactsMissing, node, path, "no value for %s; type every current and target version", what)
 	case fromAPI:
 		return forbidden(CodeFactsMissing, node, path, "%s cannot be read (%v); the gate never allows what it cannot check: retry when the API server answers", what, cause)
+	case fromConfig:
+		return forbidden(CodeFactsMissing, node, path, "this write makes the GPU Operator deploy the DRA driver %[1]s, but config.draDrivers has no entry named %[1]s, so what is left of that driver on each GPU node (kubelet-plugin Pods, ResourceSlices) and, after the rollout, the nodes' DRA proof cannot be read; "+
+			"add to config.draDrivers {name: %[1]s, namespace: <the GPU Operator's namespace>, daemonSet: <the kubelet-plugin DaemonSet the operator creates>} and retry", what)
 	case fromMaintenance:
 		return forbidden(CodeFactsMissing, node, path, "the disruption budget cannot count the GPU nodes out before taking GPU node(s) %s out: the maintenance operator's NodeMaintenances (maintenance.nvidia.com) cannot be read (%s), and another requestor's maintenance may have GPU nodes out; fix what the error names (the gate's watch of nodemaintenances, its RBAC, or the malformed object), then retry (writes that take no GPU node out, SUC's completions among them, are not held by it)",
 			what, qualification.Clip(fmt.Sprint(cause)))
 	}
 	return forbidden(CodeFactsMissing, node, path, "node %s: cannot read %s; the gate decides only on facts it can read: make sure those sources publish them", node, what)
+}
+
+// draConfigRule (driver path, review-level): a GPUCluster write that
+// deploys a DRA driver the gate has no config.draDrivers entry for reads
+// nothing of that driver on the nodes; fail closed.
+func draConfigRule(rv review, f *findings, _ *Decision) {
+	if r, ok := rv.(*DriverReview); ok && r.req.Change.DRAUnconfigured != "" {
+		f.add(factsMissing("", r.req.Change.DRAPath, r.req.Change.DRAUnconfigured, fromConfig, nil))
+	}
 }
 
 // FactsUnavailable is the decision when the cluster facts cannot be read at

@@ -148,11 +148,12 @@ func rolloutInFlightBlocker(r rolloutInFlight) Blocker {
 // A review that moves nothing is not held, nor a rollback (the way out of a
 // failed rollout), nor a per-node step (the budget holds those), nor a
 // driver object's deletion, but a DRA driver's (its plugin DaemonSet or its
-// GPUCluster), which pulls the devices a rollout's proofs read.
+// GPUCluster) or the GPU Operator's namespace's, which pull the devices a
+// rollout's proofs read.
 func rolloutRule(rv review, f *findings, _ *Decision) {
 	b := rv.base()
 	dr, isDriver := rv.(*DriverReview)
-	if len(b.pending) == 0 || (b.unloading && !(isDriver && dr.draUnload())) || b.perNode || b.rollback {
+	if len(b.pending) == 0 || (b.unloading && !(isDriver && dr.pullsDevices())) || b.perNode || b.rollback {
 		return
 	}
 	var self *upgradev1.Plan

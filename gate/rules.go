@@ -325,9 +325,9 @@ func rules() []Rule {
 				CodeHardwareNotQualified: {Meaning: "a node's GPU identity set differs from the record's, or no record the object names covers its hardware",
 					Example: "[HardwareNotQualified] node gpu-h200-01 has GPU hardware 10de:2335/10de:18bf but record v100-r580-canary-1 qualifies 10de:1db6/10de:124a; select only nodes of the qualified hardware, or qualify this hardware on its own canary"},
 			}},
-		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule,
+		{Name: "facts", Codes: []Code{CodeFactsMissing}, Reviews: append(slices.Clone(movePaths), ReviewCompletion), Judge: factsRule, Apply: draConfigRule,
 			Docs: map[Code]CodeDoc{
-				CodeFactsMissing: {Meaning: "a fact the rules need cannot be read (names the node and the fact, or the failed read), including while the caches are not ready; in `upgrade-check`, a version not typed",
+				CodeFactsMissing: {Meaning: "a fact the rules need cannot be read (names the node and the fact, or the failed read), including while the caches are not ready; in `upgrade-check`, a version not typed; a GPUCluster write that deploys the NVIDIA DRA driver (`gpu.nvidia.com`) while `config.draDrivers` has no entry of that name, naming the entry to add",
 					Example: "[FactsMissing] node gpu-v100-01: cannot read driver (label nvidia.com/cuda.driver-version.full from GPU Feature Discovery); the gate decides only on facts it can read: make sure those sources publish them",
 					Fix:     "make the source the message names publish the fact (NFD, GFD, the GPU Operator's workloads, the node's status), or retry when the API server answers; the gate never allows what it cannot check"},
 			}},

@@ -135,14 +135,19 @@ func TestDRAOtherDaemonSetRunsTheDriver(t *testing.T) {
 	}
 }
 
-// TestDRANamespaceDeletion: the DELETE of a namespace that is no DRA
+// TestNamespaceDeletion: the DELETE of a namespace that is no GPU
 // driver's is admitted unread; a DRA driver's namespace whose plugins
 // cannot be read is FactsMissing; one with no plugin DaemonSet unloads
-// nothing the gate knows. (A plugin there is judged as its DELETE:
-// test/e2e TestDRANamespaceDeletion.)
-func TestDRANamespaceDeletion(t *testing.T) {
+// nothing the gate knows. The GPU Operator's namespace (and its
+// validator's, configured apart) is judged as the unload of every GPU
+// node's driver, whatever DaemonSets it holds: without the cluster's facts
+// it is FactsMissing, never allowed. (A plugin there, and the operator's
+// namespace on the real fleet: test/e2e TestDRANamespaceDeletion,
+// TestGPUOperatorNamespaceDeletion.)
+func TestNamespaceDeletion(t *testing.T) {
 	cfg := gate.DefaultConfig()
 	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	cfg.Proof.Validator.Namespace = "nvidia-validator"
 	failing := liveObjects{fail: map[string]bool{"list/*unstructured.UnstructuredList": true}}
 	review := func(name string) admission.Request {
 		b := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
@@ -157,10 +162,12 @@ func TestDRANamespaceDeletion(t *testing.T) {
 		{"another namespace, not even read", "ml", failing, ""},
 		{"the driver's, unreadable", "nvidia-dra-driver-gpu", failing, gate.CodeFactsMissing},
 		{"the driver's, without its plugin DaemonSet", "nvidia-dra-driver-gpu", fake.NewClientBuilder().Build(), ""},
+		{"the GPU Operator's, without its DaemonSets: judged all the same", "gpu-operator", fake.NewClientBuilder().Build(), gate.CodeFactsMissing},
+		{"the validator's, configured apart", "nvidia-validator", fake.NewClientBuilder().Build(), gate.CodeFactsMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: tc.live}}
-			d, err := s.decideDRANamespace(context.Background(), review(tc.ns))
+			d, err := s.decideNamespace(context.Background(), review(tc.ns))
 			require.NoError(t, err)
 			if tc.code == "" {
 				assert.True(t, d.Allowed, d.Message())
@@ -491,6 +498,64 @@ func TestNodeMatchConditionSendsTaints(t *testing.T) {
 			out, _, err := prog.Eval(map[string]any{"object": node(tc.cur), "oldObject": node(tc.old), "request": map[string]any{"operation": "UPDATE"}})
 			require.NoError(t, err)
 			assert.Equal(t, tc.sent, out.Value())
+		})
+	}
+}
+
+// TestGPUClusterUnconfiguredDRA: a GPUCluster write that rolls the NVIDIA
+// DRA driver out (created, switched on, a new version) while
+// config.draDrivers has no gpu.nvidia.com entry is marked for the gate's
+// FactsMissing (DRAUnconfigured); a write that deploys no DRA driver, or
+// leaves it where it is, is not, nor is any write once the entry is there.
+func TestGPUClusterUnconfiguredDRA(t *testing.T) {
+	cluster := func(dra map[string]any) *unstructured.Unstructured {
+		spec := map[string]any{"dcgmExporter": map[string]any{"version": "4.5.3-4.8.2-distroless"}}
+		if dra != nil {
+			spec["draDriver"] = dra
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster",
+			"metadata": map[string]any{"name": "gpu-cluster"}, "spec": spec}}
+	}
+	on := map[string]any{"version": "v25.8.1"}
+	older := map[string]any{"version": "v25.3.0"}
+	off := map[string]any{"version": "v25.8.1", "enabled": false}
+	unreadable := map[string]any{"version": "v25.8.1", "enabled": "false"}
+	nvidia := []dra.Driver{{Name: "gpu.nvidia.com", Namespace: "gpu-operator", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	for _, tc := range []struct {
+		name     string
+		op       admissionv1.Operation
+		obj, old *unstructured.Unstructured
+		drivers  []dra.Driver
+		marked   bool
+	}{
+		{"created with the DRA driver", admissionv1.Create, cluster(on), nil, nil, true},
+		{"created with an enabled flag the gate cannot read", admissionv1.Create, cluster(unreadable), nil, nil, true},
+		{"created with the DRA driver switched off", admissionv1.Create, cluster(off), nil, nil, false},
+		{"created without a DRA driver section", admissionv1.Create, cluster(nil), nil, nil, false},
+		{"the DRA driver switched on", admissionv1.Update, cluster(on), cluster(off), nil, true},
+		{"the DRA driver section added", admissionv1.Update, cluster(on), cluster(nil), nil, true},
+		{"a new DRA driver version", admissionv1.Update, cluster(on), cluster(older), nil, true},
+		{"another field, the DRA driver where it is", admissionv1.Update, cluster(on), cluster(on), nil, false},
+		{"the DRA driver switched off", admissionv1.Update, cluster(off), cluster(on), nil, false},
+		{"deleted", admissionv1.Delete, cluster(on), cluster(on), nil, false},
+		{"created with the DRA driver, gpu.nvidia.com configured", admissionv1.Create, cluster(on), nil, nvidia, false},
+		{"a new DRA driver version, gpu.nvidia.com configured", admissionv1.Update, cluster(on), cluster(older), nvidia, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := gate.DefaultConfig()
+			cfg.DRADrivers = tc.drivers
+			s := &Server{Config: cfg}
+			var ch gate.DriverChange
+			s.gpuClusterChange(&ch, tc.obj, tc.old, tc.op)
+			if tc.marked {
+				assert.Equal(t, "gpu.nvidia.com", ch.DRAUnconfigured)
+				return
+			}
+			assert.Empty(t, ch.DRAUnconfigured)
+			if tc.drivers != nil && tc.op == admissionv1.Create {
+				require.NotNil(t, ch.DRAPlugin, "what is left of it is read")
+				assert.Equal(t, "gpu.nvidia.com", ch.DRAPlugin.Driver.Name)
+			}
 		})
 	}
 }

@@ -76,24 +76,7 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		}
 		ch.PolicyPath = pathCPUpgradePolicy
 	case GPUClusterGVK.GroupKind():
-		// The DRA driver section; the GPU Operator's GPUCluster reference
-		// documents the DRA driver as one of its operands.
-		ch.NewDRA, ch.DRAPath = imageVersion(obj, "spec", "draDriver")
-		switch req.Operation {
-		case admissionv1.Update:
-			ch.OldDRA, _ = imageVersion(old, "spec", "draDriver")
-		case admissionv1.Delete:
-			// Removes the DRA driver from every node: judged as an unload.
-			ch.OldDRA = ch.NewDRA
-		case admissionv1.Create:
-			// The operator then runs the NVIDIA DRA driver's kubelet plugin:
-			// what is left of it on a node (orphaned Pods, slices) is read
-			// as on its DaemonSet's CREATE, without the selector it will have.
-			if d, ok := s.draDriverNamed(dra.NVIDIADriverName); ok {
-				ch.DRAPlugin = &gate.DRAPluginCreate{Driver: d}
-			}
-		}
-		ch.NoPolicy = true
+		s.gpuClusterChange(&ch, obj, old, req.Operation)
 	case daemonSetGVK.GroupKind():
 		d, ok := s.draDaemonSet(obj)
 		if !ok {
@@ -108,6 +91,35 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 		return gate.Decision{}, fmt.Errorf("kind %s is not a GPU Operator driver resource", obj.GroupVersionKind())
 	}
 	return s.judgeDriverChange(ctx, req, ch)
+}
+
+// gpuClusterChange fills ch from a write of a GPUCluster: its DRA driver
+// section (the GPU Operator's GPUCluster reference documents the DRA driver
+// as one of its operands), with no upgrade policy.
+func (s *Server) gpuClusterChange(ch *gate.DriverChange, obj, old *unstructured.Unstructured, op admissionv1.Operation) {
+	ch.NewDRA, ch.DRAPath = imageVersion(obj, "spec", "draDriver")
+	ch.NoPolicy = true
+	d, configured := s.draDriverNamed(dra.NVIDIADriverName)
+	switch op {
+	case admissionv1.Update:
+		ch.OldDRA, _ = imageVersion(old, "spec", "draDriver")
+	case admissionv1.Delete:
+		// Removes the DRA driver from every node: judged as an unload.
+		ch.OldDRA = ch.NewDRA
+		return
+	case admissionv1.Create:
+		// The operator then runs the NVIDIA DRA driver's kubelet plugin:
+		// what is left of it on a node (orphaned Pods, slices) is read
+		// as on its DaemonSet's CREATE, without the selector it will have.
+		if configured {
+			ch.DRAPlugin = &gate.DRAPluginCreate{Driver: d}
+		}
+	}
+	// Rolling the DRA driver out (created, switched on, a new version)
+	// with no driver configured to read it by: fail closed.
+	if !configured && deploysDRA(obj) && (op == admissionv1.Create || !deploysDRA(old) || ch.OldDRA != ch.NewDRA) {
+		ch.DRAUnconfigured = dra.NVIDIADriverName
+	}
 }
 
 // draPluginChange fills ch from a write of driver d's kubelet-plugin
@@ -286,6 +298,23 @@ func (s *Server) draDriverNamed(name string) (dra.Driver, bool) {
 		return dra.Driver{}, false
 	}
 	return s.Config.DRADrivers[i], true
+}
+
+// deploysDRA: the GPUCluster has the operator run the DRA driver: its
+// spec.draDriver section is there and not switched off (enabled: false, the
+// operand convention of ClusterPolicy sections). A section the gate cannot
+// read counts as deployed.
+func deploysDRA(u *unstructured.Unstructured) bool {
+	if u == nil {
+		return false
+	}
+	sec, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "draDriver")
+	if !found || sec == nil {
+		return false
+	}
+	m, _ := sec.(map[string]any)
+	on, isBool := m["enabled"].(bool)
+	return !isBool || on
 }
 
 var pathPodContainers = field.NewPath("spec", "template", "spec", "containers")

@@ -24,36 +24,36 @@ import (
 // as "<name>/<key>" and prefixes denials with `admission webhook "<name>"
 // denied the request`.
 const (
-	WebhookPlans         = "plans.gpu-upgrade-gate.io"
-	WebhookNodes         = "nodes.gpu-upgrade-gate.io"
-	WebhookCompletions   = "completions.gpu-upgrade-gate.io"
-	WebhookRecords       = "records.gpu-upgrade-gate.io"
-	WebhookHalts         = "halts.gpu-upgrade-gate.io"
-	WebhookDriver        = "driver.gpu-upgrade-gate.io"
-	WebhookDriverStep    = "driverstep.gpu-upgrade-gate.io"
-	WebhookOperator      = "operator.gpu-upgrade-gate.io"
-	WebhookJobs          = "jobs.gpu-upgrade-gate.io"
-	WebhookPlanStatus    = "planstatus.gpu-upgrade-gate.io"
-	WebhookDRAPlugins    = "dradaemonsets.gpu-upgrade-gate.io"
-	WebhookDRANamespaces = "dranamespaces.gpu-upgrade-gate.io"
-	WebhookValidator     = "validatordaemonset.gpu-upgrade-gate.io"
+	WebhookPlans       = "plans.gpu-upgrade-gate.io"
+	WebhookNodes       = "nodes.gpu-upgrade-gate.io"
+	WebhookCompletions = "completions.gpu-upgrade-gate.io"
+	WebhookRecords     = "records.gpu-upgrade-gate.io"
+	WebhookHalts       = "halts.gpu-upgrade-gate.io"
+	WebhookDriver      = "driver.gpu-upgrade-gate.io"
+	WebhookDriverStep  = "driverstep.gpu-upgrade-gate.io"
+	WebhookOperator    = "operator.gpu-upgrade-gate.io"
+	WebhookJobs        = "jobs.gpu-upgrade-gate.io"
+	WebhookPlanStatus  = "planstatus.gpu-upgrade-gate.io"
+	WebhookDRAPlugins  = "dradaemonsets.gpu-upgrade-gate.io"
+	WebhookNamespaces  = "namespaces.gpu-upgrade-gate.io"
+	WebhookValidator   = "validatordaemonset.gpu-upgrade-gate.io"
 )
 
 // Paths the handlers are served on.
 const (
-	PathPlans         = "/validate/plans"
-	PathNodes         = "/validate/nodes"
-	PathCompletions   = "/validate/completions"
-	PathRecords       = "/validate/records"
-	PathHalts         = "/validate/halts"
-	PathDriver        = "/validate/driver"
-	PathDriverStep    = "/validate/driver-step"
-	PathOperator      = "/validate/operator"
-	PathJobs          = "/validate/jobs"
-	PathPlanStatus    = "/validate/plan-status"
-	PathDRAPlugins    = "/validate/dra-daemonsets"
-	PathDRANamespaces = "/validate/dra-namespaces"
-	PathValidator     = "/validate/validator-daemonset"
+	PathPlans       = "/validate/plans"
+	PathNodes       = "/validate/nodes"
+	PathCompletions = "/validate/completions"
+	PathRecords     = "/validate/records"
+	PathHalts       = "/validate/halts"
+	PathDriver      = "/validate/driver"
+	PathDriverStep  = "/validate/driver-step"
+	PathOperator    = "/validate/operator"
+	PathJobs        = "/validate/jobs"
+	PathPlanStatus  = "/validate/plan-status"
+	PathDRAPlugins  = "/validate/dra-daemonsets"
+	PathNamespaces  = "/validate/namespaces"
+	PathValidator   = "/validate/validator-daemonset"
 )
 
 // Webhook is one row of the webhook table: what the API server sends to one
@@ -112,6 +112,11 @@ const (
 	// DRADriverNamespaces are the namespaces of the configured DRA drivers'
 	// kubelet-plugin DaemonSets (config draDrivers), each once.
 	DRADriverNamespaces Namespaces = "config.draDrivers"
+	// DriverNamespaces are the namespaces GPU drivers run in, each once:
+	// the GPU Operator's (config gpuOperator.namespace, and its validator's,
+	// config proof.validator.namespace, the same unless configured apart)
+	// and the DRA drivers' (DRADriverNamespaces).
+	DriverNamespaces Namespaces = "config.gpuOperator.namespace, config.proof.validator.namespace and config.draDrivers"
 	// ValidatorNamespace is the GPU Operator's validator DaemonSet's
 	// (config proof.validator.namespace).
 	ValidatorNamespace Namespaces = "config.proof.validator.namespace"
@@ -136,8 +141,27 @@ func (n Namespaces) Of(cfg *gate.Config) []string {
 			}
 		}
 		return ns
+	case DriverNamespaces:
+		ns := OperatorNamespaces(cfg)
+		for _, d := range DRADriverNamespaces.Of(cfg) {
+			if !slices.Contains(ns, d) {
+				ns = append(ns, d)
+			}
+		}
+		return ns
 	}
 	return nil
+}
+
+// OperatorNamespaces are the GPU Operator's namespaces, each once: its
+// own and its validator's (where the operator runs its operands); an
+// unset validator namespace adds none.
+func OperatorNamespaces(cfg *gate.Config) []string {
+	ns := []string{cfg.GPUOperator.Namespace}
+	if v := cfg.Proof.Validator.Namespace; v != "" && v != ns[0] {
+		ns = append(ns, v)
+	}
+	return ns
 }
 
 // Rendered says whether the chart renders the row's entry for cfg.
@@ -429,9 +453,9 @@ object.spec.template != oldObject.spec.template ||
 object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('')`},
 		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
 		// The namespace controller deletes the plugin of a namespace whose
-		// deletion the dranamespaces webhook (rendered with this one)
-		// judged, and deletes its Pods whatever we answer: judged again, it
-		// would only hold the namespace Terminating.
+		// deletion the namespaces webhook judged, and deletes its Pods
+		// whatever we answer: judged again, it would only hold the
+		// namespace Terminating.
 		{Name: "not-the-namespace-controller", CEL: "request.operation != 'DELETE' || request.userInfo.username != '" + namespaceController + "'"},
 	},
 	FailurePolicy: admissionregistrationv1.Fail,
@@ -450,19 +474,22 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 		"never reach the gate. Not rendered without config.draDrivers. Fail: while the\n" +
 		"gate is down, the plugin DaemonSet can be neither changed nor deleted.",
 }, {
-	Name: WebhookDRANamespaces, Path: PathDRANamespaces, Metric: "dra-namespaces", Contract: "dranamespaces.md",
+	Name: WebhookNamespaces, Path: PathNamespaces, Metric: "namespaces", Contract: "namespaces.md",
 	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
-	decide:    (*Server).decideDRANamespace,
+	decide:    (*Server).decideNamespace,
 	Resources: []Resource{resourceOf(corev1.SchemeGroupVersion, "namespaces", namespaceGVK)}, Operations: []admissionv1.Operation{opDelete},
 	// A Namespace's own labels are what a namespaceSelector matches (its
 	// kubernetes.io/metadata.name is its name), a DELETE's too.
-	Scope: admissionregistrationv1.ClusterScope, Namespaces: DRADriverNamespaces, Optional: true,
+	Scope: admissionregistrationv1.ClusterScope, Namespaces: DriverNamespaces,
 	FailurePolicy: admissionregistrationv1.Fail,
-	Why: "The deletion of a DRA driver's namespace (webhook/dranamespaces.md): the\n" +
-		"namespace controller then deletes the kubelet-plugin Pods on every node, so\n" +
-		"it is judged as the plugin DaemonSet's deletion (held while its nodes hold\n" +
-		"GPUs or a rollout is in flight). Only the namespaces of config.draDrivers;\n" +
-		"not rendered without them. Fail: while the gate is down, they stay.",
+	Why: "The deletion of a namespace GPU drivers run in (webhook/namespaces.md): the\n" +
+		"namespace controller then deletes every Pod there on every node, and nothing\n" +
+		"is created again in a terminating namespace. The GPU Operator's namespace\n" +
+		"(config.gpuOperator.namespace, config.proof.validator.namespace) is judged\n" +
+		"as the unload of every GPU node's driver, a DRA driver's (config.draDrivers)\n" +
+		"as its plugin DaemonSet's deletion: held while their nodes hold GPUs or a\n" +
+		"rollout is in flight. No other namespace's deletion reaches the gate. Fail:\n" +
+		"while the gate is down, they stay.",
 }, {
 	Name: WebhookValidator, Path: PathValidator, Metric: "validator-daemonset", Contract: "validatordaemonset.md",
 	Reviews:   []gate.Review{gate.ReviewValidator, gate.ReviewAdmission},

@@ -418,12 +418,21 @@ func TestChecksCanFail(t *testing.T) {
 		{"DRA namespaces deleted unreviewed", "ignore-node-policy-values.yaml", func(o []Object) {
 			v := vwc(o)
 			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
-				return w.Name == "dranamespaces.gpu-upgrade-gate.io"
+				return w.Name == "namespaces.gpu-upgrade-gate.io"
 			})
-		}, "no webhook dranamespaces.gpu-upgrade-gate.io"},
+		}, "no webhook namespaces.gpu-upgrade-gate.io"},
 		{"every namespace's deletion sent", "ignore-node-policy-values.yaml", func(o []Object) {
-			wh(o, "dranamespaces").NamespaceSelector = nil
-		}, "dranamespaces.gpu-upgrade-gate.io: namespaces [], expected"},
+			wh(o, "namespaces").NamespaceSelector = nil
+		}, "namespaces.gpu-upgrade-gate.io: namespaces [], expected"},
+		{"the GPU Operator's namespace deleted unreviewed", "", func(o []Object) {
+			wh(o, "namespaces").NamespaceSelector.MatchExpressions[0].Values = []string{"nvidia-dra-driver-gpu"}
+		}, "namespaces.gpu-upgrade-gate.io: namespaces [nvidia-dra-driver-gpu], expected [gpu-operator]"},
+		{"the namespaces webhook left out without DRA drivers", "", func(o []Object) {
+			v := vwc(o)
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "namespaces.gpu-upgrade-gate.io"
+			})
+		}, "no webhook namespaces.gpu-upgrade-gate.io"},
 		{"the GPU Operator's validator write sent", "", func(o []Object) {
 			wh(o, "validatordaemonset").MatchConditions = wh(o, "validatordaemonset").MatchConditions[:2]
 		}, "the validator webhook must match only"},

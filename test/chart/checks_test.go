@@ -778,8 +778,8 @@ func (r *rendered) checkWebhooks() []string {
 	if v == nil {
 		return problems
 	}
-	// The optional rows (the DRA plugin and namespace rows) are rendered
-	// only with config.draDrivers.
+	// The optional row (the DRA plugin row) is rendered only with
+	// config.draDrivers.
 	optional := map[string]bool{}
 	rows := 0
 	for _, w := range webhook.Webhooks {
@@ -839,9 +839,10 @@ func (r *rendered) checkWebhooks() []string {
 				// Deleting the halt record would drop its halts: reviewed too.
 				// Deleting a DRA driver's plugin DaemonSet unloads it, and
 				// creating it again must not be judged from nothing.
-				// Deleting a DRA driver's namespace deletes its plugin Pods.
+				// Deleting the GPU Operator's or a DRA driver's namespace
+				// deletes its driver Pods.
 				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" ||
-					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "dranamespaces.gpu-upgrade-gate.io") {
+					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "namespaces.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -885,9 +886,11 @@ func (r *rendered) checkWebhooks() []string {
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"planstatus.gpu-upgrade-gate.io", []rule{{"upgrade.cattle.io", "v1", "plans/status", namespaced, u}}, admissionregistrationv1.Fail, r.e.sucNamespaces},
 		{"dradaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cud}}, admissionregistrationv1.Fail, r.e.draNamespaces},
-		// A Namespace's own labels are what the namespaceSelector matches.
-		{"dranamespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
-			admissionregistrationv1.Fail, r.e.draNamespaces},
+		// A Namespace's own labels are what the namespaceSelector matches:
+		// the GPU Operator's (its validator's is the same) always, the DRA
+		// drivers' when configured.
+		{"namespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
+			admissionregistrationv1.Fail, append([]string{r.e.gpuOperator[0]}, r.e.draNamespaces...)},
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
 	} {
 		w := hook(v, wt.name)

@@ -101,6 +101,8 @@ func TestCoherence(t *testing.T) {
 				assert.Equal(t, webhook.DRADriverNamespaces.Of(cfg), ns, "DRA plugin webhook namespaces vs config draDrivers")
 				assert.Equal(t, r.e.draNamespaces, ns, "each namespace once")
 			}
+			deletions, _ := namespacesSelected(hook(v, webhook.WebhookNamespaces).NamespaceSelector)
+			assert.Equal(t, webhook.DriverNamespaces.Of(cfg), deletions, "namespaces webhook namespaces vs config gpuOperator, proof.validator and draDrivers")
 			jobs, _ := namespacesSelected(hook(v, webhook.WebhookJobs).NamespaceSelector)
 			assert.Equal(t, cfg.SUCNamespaces, jobs, "Job webhook namespaces vs config sucNamespaces")
 			assert.Equal(t, expectedJobMatchConditions(cfg.SUCNamespaces), hook(v, webhook.WebhookJobs).MatchConditions,

@@ -23,6 +23,7 @@ var namespaceValue = map[webhook.Namespaces]string{
 	webhook.ReleaseNamespace:     "$root.Release.Namespace",
 	webhook.GPUOperatorNamespace: "$root.Values.config.gpuOperator.namespace",
 	webhook.ValidatorNamespace:   "$root.Values.config.proof.validator.namespace",
+	webhook.DriverNamespaces:     "$root.Values.config.gpuOperator.namespace",
 	// The release namespace when no DRA driver is configured: the path is
 	// served all the same, only the chart sends it nothing.
 	webhook.DRADriverNamespaces: "(first (default (list (dict \"namespace\" $root.Release.Namespace)) $root.Values.config.draDrivers)).namespace",

@@ -24,6 +24,7 @@ var namespaceValues = map[webhook.Namespaces]string{
 	webhook.ReleaseNamespace:     "- {{ .Release.Namespace }}",
 	webhook.GPUOperatorNamespace: "- {{ .Values.config.gpuOperator.namespace }}",
 	webhook.DRADriverNamespaces:  "{{- include \"gug.draDriverNamespaces\" . | nindent 10 }}",
+	webhook.DriverNamespaces:     "{{- include \"gug.driverNamespaces\" . | nindent 10 }}",
 	webhook.ValidatorNamespace:   "- {{ .Values.config.proof.validator.namespace }}",
 }
 

@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/internal/testenv"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/webhook"
 )
 
 // TestDRANamespaceDeletion (issue 25): deleting a DRA driver's namespace
 // makes the namespace controller delete its kubelet-plugin Pods on every
-// node, so the chart's dranamespaces webhook judges it as the plugin
+// node, so the chart's namespaces webhook judges it as the plugin
 // DaemonSet's deletion: refused while a node it serves holds GPUs (the
 // suite's gpu-v100-holder). Without the plugin DaemonSet it is admitted;
 // another namespace's deletion never reaches the webhook, nor does the
@@ -70,9 +71,9 @@ func TestDRANamespaceDeletion(t *testing.T) {
 	}
 
 	t.Run("without its plugin DaemonSet it is admitted, judged", func(t *testing.T) {
-		before := webhookRequests(t, webhook.PathDRANamespaces)
+		before := webhookRequests(t, webhook.PathNamespaces)
 		require.NoError(t, deleteNS(ns.Name))
-		assert.Greater(t, webhookRequests(t, webhook.PathDRANamespaces), before, "the chart's namespaceSelector sent it")
+		assert.Greater(t, webhookRequests(t, webhook.PathNamespaces), before, "the chart's namespaceSelector sent it")
 	})
 	t.Run("while a node its plugin serves holds GPUs it is refused", func(t *testing.T) {
 		preGate(t, func() { require.NoError(t, env.Admin.Create(ctx, plugin)) })
@@ -98,12 +99,71 @@ func TestDRANamespaceDeletion(t *testing.T) {
 		requireDeniedWith(t, controller("generic-garbage-collector").Delete(ctx, plugin.DeepCopy(), client.DryRunAll), gate.CodeGPUHolders)
 	})
 	t.Run("another namespace's deletion never reaches the gate", func(t *testing.T) {
-		before := webhookRequests(t, webhook.PathDRANamespaces)
+		before := webhookRequests(t, webhook.PathNamespaces)
 		require.NoError(t, deleteNS(scratch.Name))
-		assert.Equal(t, before, webhookRequests(t, webhook.PathDRANamespaces))
+		assert.Equal(t, before, webhookRequests(t, webhook.PathNamespaces))
 	})
 	got := &corev1.Namespace{}
 	require.NoError(t, env.Admin.Get(ctx, client.ObjectKeyFromObject(ns), got))
+	assert.Nil(t, got.DeletionTimestamp, "dry runs only")
+}
+
+// TestGPUOperatorNamespaceDeletion (issue 25): deleting the GPU Operator's
+// namespace makes the namespace controller delete every operand in it (the
+// driver DaemonSets, device plugin, validator, DCGM exporter) from every
+// GPU node at once, and nothing is created again there: the chart's
+// namespaces webhook, rendered without any DRA driver too, judges it as
+// the unload of every GPU node's driver. Refused while a GPU node runs a
+// holder (the suite's gpu-v100-holder, named with its Pod) or a rollout is
+// in flight; admitted once no node holds GPUs and nothing is in flight.
+// The deletions are server-side dry runs (the API server calls the
+// webhooks and stores nothing); the test plays the GPU Operator's upgrade
+// controller writing a node's driver upgrade state, and removes and
+// creates again the suite's holder Pod as its owner would.
+func TestGPUOperatorNamespaceDeletion(t *testing.T) {
+	driverWorld(t)
+	ctx := context.Background()
+	ns := env.Config.GPUOperator.Namespace
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "operator-namespace-deleter"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "delete"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "operator-namespace-deleters"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"}}}
+	for _, o := range []client.Object{role, binding} {
+		require.NoError(t, env.Admin.Create(ctx, o))
+	}
+	op, err := client.New(env.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"), client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = patchNode(op, "gpu-v100-01", `{"metadata":{"labels":{"`+gate.LabelDriverUpgradeState+`":null}}}`) // the operator's own label
+		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, testenv.Holder("train-0", "gpu-v100-holder"))))
+		for _, o := range []client.Object{binding, role} {
+			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))
+		}
+	})
+	alice, _ := as(t, "alice")
+	deleteNS := func() error {
+		return alice.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.DryRunAll)
+	}
+
+	t.Run("while a GPU node runs a holder it is refused, the node and holder named", func(t *testing.T) {
+		before := webhookRequests(t, webhook.PathNamespaces)
+		err := deleteNS()
+		requireDenied(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "Namespace "+ns+" is denied")
+		assert.Contains(t, err.Error(), "node gpu-v100-holder runs 1 GPU holder(s): Pod ml/train-0 [nvidia.com/gpu]")
+		assert.Greater(t, webhookRequests(t, webhook.PathNamespaces), before, "the chart's namespaceSelector sent it")
+	})
+	require.NoError(t, env.Admin.Delete(ctx, testenv.Holder("train-0", "gpu-v100-holder"), client.GracePeriodSeconds(0)))
+	t.Run("with no GPU holder and nothing in flight it is admitted", func(t *testing.T) {
+		eventuallyWrite(t, deleteNS)
+	})
+	t.Run("while the operator's driver rollout is in flight it is refused", func(t *testing.T) {
+		require.NoError(t, operatorStep(t, op, "gpu-v100-01", "upgrade-required"))
+		eventuallyWrite(t, deleteNS, gate.CodeRolloutInFlight)
+	})
+	got := &corev1.Namespace{}
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Name: ns}, got))
 	assert.Nil(t, got.DeletionTimestamp, "dry runs only")
 }
 

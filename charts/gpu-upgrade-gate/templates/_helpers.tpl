@@ -161,6 +161,14 @@ others' writes that change neither labels nor start stay away. */}}
 {{- toYaml (uniq $ns) }}
 {{- end }}
 
+{{/* Namespaces webhook: the namespaces GPU drivers run in, each once (webhook.DriverNamespaces): the GPU Operator's, its validator's, the DRA drivers'. */}}
+{{- define "gug.driverNamespaces" -}}
+{{- $ns := list .Values.config.gpuOperator.namespace }}
+{{- with .Values.config.proof.validator.namespace }}{{ $ns = append $ns . }}{{ end }}
+{{- range .Values.config.draDrivers }}{{ $ns = append $ns .namespace }}{{ end }}
+{{- toYaml (uniq $ns) }}
+{{- end }}
+
 {{/* DRA plugin webhook: the configured kubelet-plugin DaemonSets, by namespace/name (a DELETE has no object, only its oldObject). */}}
 {{- define "gug.draKubeletPlugin" -}}
 {{- $names := list }}

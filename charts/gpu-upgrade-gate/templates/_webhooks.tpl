@@ -351,15 +351,17 @@ names (templates/_helpers.tpl).
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
 {{- end }}
-{{- if .Values.config.draDrivers }}
-# The deletion of a DRA driver's namespace (webhook/dranamespaces.md): the
-# namespace controller then deletes the kubelet-plugin Pods on every node, so
-# it is judged as the plugin DaemonSet's deletion (held while its nodes hold
-# GPUs or a rollout is in flight). Only the namespaces of config.draDrivers;
-# not rendered without them. Fail: while the gate is down, they stay.
-- name: dranamespaces.gpu-upgrade-gate.io
+# The deletion of a namespace GPU drivers run in (webhook/namespaces.md): the
+# namespace controller then deletes every Pod there on every node, and nothing
+# is created again in a terminating namespace. The GPU Operator's namespace
+# (config.gpuOperator.namespace, config.proof.validator.namespace) is judged
+# as the unload of every GPU node's driver, a DRA driver's (config.draDrivers)
+# as its plugin DaemonSet's deletion: held while their nodes hold GPUs or a
+# rollout is in flight. No other namespace's deletion reaches the gate. Fail:
+# while the gate is down, they stay.
+- name: namespaces.gpu-upgrade-gate.io
   clientConfig:
-    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-namespaces") | nindent 4 }}
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/namespaces") | nindent 4 }}
   rules:
     - apiGroups: [""]
       apiVersions: ["v1"]
@@ -371,13 +373,12 @@ names (templates/_helpers.tpl).
       - key: kubernetes.io/metadata.name
         operator: In
         values:
-          {{- include "gug.draDriverNamespaces" . | nindent 10 }}
+          {{- include "gug.driverNamespaces" . | nindent 10 }}
   failurePolicy: Fail
   matchPolicy: Equivalent
   sideEffects: None
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
-{{- end }}
 # The GPU Operator's validator DaemonSet (webhook/validatordaemonset.md): a
 # validator Pod proves a node when that DaemonSet's UID controls it, so only
 # the GPU Operator creates it or changes what its Pods run. Anyone else's

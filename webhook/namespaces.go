@@ -14,18 +14,25 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate"
 )
 
-// decideDRANamespace reviews the DELETE of a configured DRA driver's
-// namespace (contract: dranamespaces.md): the namespace controller then
-// deletes the kubelet-plugin Pods on every node (its DaemonSet's own
-// deletion may be refused, the Pods go regardless), so each plugin
-// DaemonSet there is judged as its DELETE is. A plugin DaemonSet that is
-// not there unloads nothing the gate knows.
-func (s *Server) decideDRANamespace(ctx context.Context, req admission.Request) (gate.Decision, error) {
+// decideNamespace reviews the DELETE of a namespace GPU drivers run in
+// (contract: namespaces.md). The namespace controller then deletes every
+// Pod in it on every node (a DaemonSet's own deletion may be refused, the
+// Pods go regardless) and nothing is created again there. The GPU
+// Operator's namespace is judged as the unload of every GPU node's driver
+// (gate.DriverChange.OperatorNamespace); a DRA driver's, each plugin
+// DaemonSet there as its DELETE is (a plugin DaemonSet that is not there
+// unloads nothing the gate knows). A namespace that is both is the
+// operator's: every GPU node covers the plugin's.
+func (s *Server) decideNamespace(ctx context.Context, req admission.Request) (gate.Decision, error) {
 	ns, _, err := decodePair(req)
 	if err != nil {
 		return gate.Decision{}, err
 	}
 	object := "Namespace " + ns.GetName()
+	if slices.Contains(OperatorNamespaces(s.Config), ns.GetName()) {
+		return s.judgeDriverChange(ctx, req, gate.DriverChange{Object: object, Annotations: ns.GetAnnotations(),
+			Operation: string(admissionv1.Delete), OperatorNamespace: true, PolicyPath: pathUpgradePolicy})
+	}
 	if !s.draNamespace(ns.GetName()) {
 		return gate.Decision{Allowed: true, Object: object}, nil // the chart sends no other
 	}
