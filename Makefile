@@ -26,11 +26,15 @@ help: ## Show the targets
 build: ## Build bin/gpu-upgrade-gate (static, trimmed; the Dockerfile uses the same flags)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/gpu-upgrade-gate ./cmd/gpu-upgrade-gate
 
-lint: staticcheck ## gofmt, go vet and staticcheck (with the e2e build tag too)
+# One vet and one staticcheck pass over every file: the build tags only add
+# files (none is excluded by a tag), and each tag set is a pass of its own
+# over all ~860 dependencies' vet facts (about 80 s on a fresh machine).
+LINT_TAGS := e2e,scale
+
+lint: staticcheck ## gofmt, go vet and staticcheck (every file: the e2e and scale build tags too)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/... ./internal/... ./cmd/...
-	$(STATICCHECK) -tags e2e ./...
+	$(GO) vet -tags $(LINT_TAGS) ./...
+	$(STATICCHECK) -tags $(LINT_TAGS) ./...
 
 unit: ## Unit, golden and fuzz-seed tests (no cluster); every benchmark once, so none rots
 	$(GO) test -count=1 ./...
