@@ -61,7 +61,7 @@ func (cl *Cluster) indexedCluster(cfg *Config) *Cluster {
 	view := *cl
 	view.Index = cl.nodeIndex(cfg)
 	view.Nodes = view.Index.Nodes()
-	view.View = cl.fleetView()
+	view.View = view.fleetView() // of its own index (and Plans: withPlan)
 	return &view
 }
 
@@ -77,15 +77,13 @@ func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(viewInputs(cl),
 // view of them: an adapter that keeps its last view (the webhook, whose
 // parts are snapshots per informer event) builds one per event.
 func FleetViewFor(cl *Cluster, prev *FleetView) *FleetView {
-	if prev != nil && prev.BuiltFrom(viewInputs(cl)) {
-		return prev
-	}
-	return NewFleetView(cl)
+	return fleet.NextView(prev, viewInputs(cl), jobLive)
 }
 
 // viewInputs are the parts of cl a fleet view is built from.
 func viewInputs(cl *Cluster) fleet.ViewInputs {
-	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts}
+	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts, Index: cl.Index, Plans: cl.Plans, PlanSelectors: cl.PlanSelectors,
+		Records: cl.Records, GPUOperatorImage: cl.GPUOperatorImage, DCGMExporterImage: cl.DCGMExporterImage}
 }
 
 // fleetView is the adapter's view when it was built from these objects,
@@ -98,6 +96,7 @@ func (cl *Cluster) withNodes(cfg *Config, ns ...*corev1.Node) *Cluster {
 	view := *cl
 	view.Index = cl.nodeIndex(cfg).WithNodes(ns...)
 	view.Nodes = view.Index.Nodes()
+	view.View = view.fleetView()
 	return &view
 }
 

@@ -50,6 +50,17 @@ type ViewInputs struct {
 	UpgradeJobs []*batchv1.Job
 	// Halts are the halt record's halts by hardware key (HaltRecord.Halts).
 	Halts map[string]Halt
+	// Index is the adapter's node index (nil when it keeps none), and
+	// Plans, PlanSelectors, Records and the two workload images the
+	// Cluster's: halt detection's scope (HaltScope) is worked out from
+	// them, so a view is reused only while they are the same too.
+	Index         *NodeIndex
+	Plans         []*upgradev1.Plan
+	PlanSelectors []*PlanSelector
+	Records       map[string]RecordEntry
+	// GPUOperatorImage and DCGMExporterImage are the images the tuples'
+	// cluster-wide versions are read from.
+	GPUOperatorImage, DCGMExporterImage string
 }
 
 // NewView works the view out from the loaded objects, live saying which
@@ -74,10 +85,35 @@ func NewView(in ViewInputs, live JobLive) *View {
 }
 
 // BuiltFrom says whether the view was built from exactly these objects
-// (the Jobs pointer for pointer, the same map of halts): a review whose
-// objects differ builds its own.
+// (the Jobs, Plans and selectors pointer for pointer, the same maps of
+// halts and records, the same index and images): a review whose objects
+// differ builds its own (NextView).
 func (v *View) BuiltFrom(in ViewInputs) bool {
+	return v.sameJobs(in) && v.in.Index == in.Index && samePointers(v.in.Plans, in.Plans) &&
+		samePointers(v.in.PlanSelectors, in.PlanSelectors) && sameMap(v.in.Records, in.Records) &&
+		v.in.GPUOperatorImage == in.GPUOperatorImage && v.in.DCGMExporterImage == in.DCGMExporterImage
+}
+
+// sameJobs: built from these very Jobs and halt record, what NewView works
+// out at once.
+func (v *View) sameJobs(in ViewInputs) bool {
 	return samePointers(v.in.UpgradeJobs, in.UpgradeJobs) && sameMap(v.in.Halts, in.Halts)
+}
+
+// NextView is prev when it was built from in, else the view of in: one
+// that shares prev's Jobs and parse memo when only the parts worked out
+// lazily differ (a review's own Plan or node swapped in, a node event), or
+// a new one.
+func NextView(prev *View, in ViewInputs, live JobLive) *View {
+	switch {
+	case prev == nil:
+		return NewView(in, live)
+	case prev.BuiltFrom(in):
+		return prev
+	case prev.sameJobs(in):
+		return &View{in: in, jobsByNode: prev.jobsByNode, sucJobs: prev.sucJobs, liveJobs: prev.liveJobs, liveSUC: prev.liveSUC, versions: prev.versions}
+	}
+	return NewView(in, live)
 }
 
 // samePointers: the same list, or equal pointer for pointer.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
@@ -47,7 +48,10 @@ func TestViewBuiltFrom(t *testing.T) {
 	a, b := job("a", "gpu-a", "p"), job("b", "gpu-b", "p")
 	jobs := []*batchv1.Job{a, b}
 	halts := map[string]Halt{"10de:1db5": {Node: "gpu-a", Signal: "Job failed"}}
-	v := NewView(ViewInputs{UpgradeJobs: jobs, Halts: halts}, neverLive)
+	in := func(jobs []*batchv1.Job, halts map[string]Halt) ViewInputs {
+		return ViewInputs{UpgradeJobs: jobs, Halts: halts}
+	}
+	v := NewView(in(jobs, halts), neverLive)
 	for _, tc := range []struct {
 		name  string
 		jobs  []*batchv1.Job
@@ -63,11 +67,60 @@ func TestViewBuiltFrom(t *testing.T) {
 		{"no halt record", jobs, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, v.BuiltFrom(ViewInputs{UpgradeJobs: tc.jobs, Halts: tc.halts}))
+			assert.Equal(t, tc.want, v.BuiltFrom(in(tc.jobs, tc.halts)))
 		})
 	}
 	assert.True(t, NewView(ViewInputs{}, neverLive).BuiltFrom(ViewInputs{}))
 }
+
+// TestViewBuiltFromHaltScopeInputs: what halt detection's scope reads (the
+// index, Plans, selectors, records, images) keys the view too; a view of
+// other such parts shares the Jobs and the parse memo (NextView), one of
+// other Jobs shares nothing.
+func TestViewBuiltFromHaltScopeInputs(t *testing.T) {
+	plan := &upgradev1.Plan{}
+	sel, err := NewPlanSelector(plan)
+	assert.NoError(t, err)
+	base := ViewInputs{UpgradeJobs: []*batchv1.Job{job("a", "gpu-a", "p")}, Index: NewNodeIndex(basisOnly{}, nil, nil), Plans: []*upgradev1.Plan{plan},
+		PlanSelectors: []*PlanSelector{sel}, Records: map[string]RecordEntry{}, GPUOperatorImage: "op:v25.3.0", DCGMExporterImage: "dcgm:4.2.3"}
+	v := NewView(base, neverLive)
+	for _, tc := range []struct {
+		name   string
+		change func(in *ViewInputs)
+	}{
+		{"another index", func(in *ViewInputs) { in.Index = NewNodeIndex(basisOnly{}, nil, nil) }},
+		{"another Plan object", func(in *ViewInputs) { in.Plans = []*upgradev1.Plan{{}} }},
+		{"a Plan fewer", func(in *ViewInputs) { in.Plans = nil }},
+		{"another selector", func(in *ViewInputs) { in.PlanSelectors = []*PlanSelector{nil} }},
+		{"another record map, the same records", func(in *ViewInputs) { in.Records = map[string]RecordEntry{} }},
+		{"another GPU Operator image", func(in *ViewInputs) { in.GPUOperatorImage = "op:v25.10.0" }},
+		{"another DCGM exporter image", func(in *ViewInputs) { in.DCGMExporterImage = "dcgm:4.3.0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base
+			tc.change(&in)
+			assert.False(t, v.BuiltFrom(in))
+			next := NextView(v, in, neverLive)
+			assert.NotSame(t, v, next)
+			assert.True(t, next.BuiltFrom(in))
+			assert.Same(t, v.Versions(), next.Versions(), "the Jobs are the same: their parts and the memo are shared")
+			assert.Equal(t, v.SUCJobsFor("gpu-a"), next.SUCJobsFor("gpu-a"))
+		})
+	}
+	assert.Same(t, v, NextView(v, base, neverLive), "built from these: itself")
+	other := base
+	other.UpgradeJobs = nil
+	assert.NotSame(t, v.Versions(), NextView(v, other, neverLive).Versions(), "other Jobs: a new view")
+}
+
+// basisOnly classifies nothing as GPU: the index of these tests is empty.
+type basisOnly struct{}
+
+func (basisOnly) IsGPUNode(*corev1.Node) bool    { return false }
+func (basisOnly) FactsOf(*corev1.Node) NodeFacts { return NodeFacts{} }
+func (basisOnly) NodeMayHalt(*corev1.Node) bool  { return false }
+func (basisOnly) NodeDown(*corev1.Node) bool     { return false }
+func (basisOnly) IndexBasis() Basis              { return Basis{} }
 
 func neverLive(*batchv1.Job) bool { return false }
 
