@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -27,181 +27,73 @@ func DetectHalts(cfg *Config, cl *Cluster, now time.Time) []Halt {
 }
 
 // detectHalts is DetectHalts for the hardware keys in only (every hardware
-// when only is nil): a decision looks at its own hardware. It looks at each
-// hardware's GPU nodes once (from the node index, whose GPU class and facts
-// are worked out once per node list) and keeps those that may halt
-// (mayHalt); only those are matched against the hardware's Plans, so a
-// quiet fleet costs one pass over the hardware's nodes, not Plans × nodes.
+// when only is nil): a decision looks at its own hardware. Where a halt can
+// show (the forward Plans, the nodes each may halt on, the stranded nodes)
+// is the fleet view's, worked out once per view (fleet.HaltScope); here
+// each is judged at now.
 func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) []Halt {
-	out, plansOf := planHalts(cfg, cl, now, only)
-	return append(out, strandedHalts(cfg, cl, now, only, plansOf, out)...)
-}
-
-// forward is a stored forward GPU Plan with its selector and record.
-type forward struct {
-	plan *upgradev1.Plan
-	sel  *PlanSelector
-	rec  *qualification.Record
-}
-
-// planHalts are the halts of the nodes the stored forward Plans move, and
-// those Plans by hardware key.
-func planHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) ([]Halt, map[string][]forward) {
-	var keys []string
-	hwOf, plansOf := map[string][]string{}, map[string][]forward{}
-	for i, p := range cl.Plans {
-		e, ok := cl.Records[p.Annotations[AnnotationQualification]]
-		if !ok || e.Err != nil || e.Record == nil || p.Annotations[AnnotationRollback] == "true" {
-			continue
-		}
-		hw := e.Record.NormalizedHardware()
-		key := HardwareKey(hw)
-		sel, err := cl.planSelector(i)
-		if err != nil || (only != nil && !only[key]) {
-			continue
-		}
-		if _, ok := hwOf[key]; !ok {
-			keys = append(keys, key)
-			hwOf[key] = hw
-		}
-		plansOf[key] = append(plansOf[key], forward{p, sel, e.Record})
-	}
-	if len(keys) == 0 {
-		return nil, plansOf
-	}
-	idx, jobs := cl.nodeIndex(cfg), upgradeJobsByNode(cl)
-	op, dcgm := clusterVersions(cl)
+	scope := haltScope(cfg, cl)
 	var out []Halt
-	for _, key := range keys {
-		hw, plans := hwOf[key], plansOf[key]
-		var recs []*qualification.Record
-		for _, f := range plans {
-			if !slices.Contains(recs, f.rec) {
-				recs = append(recs, f.rec)
-			}
+	halted := map[string]bool{}
+	for _, key := range scope.Keys() {
+		if only != nil && !only[key] {
+			continue
 		}
-		var suspects []int32
-		idx.WithTrue(identityLabels(hw), func(i int32) {
-			if !idx.IsGPU(cfg, i) {
-				return
+		plans := scope.Plans(key)
+		for _, w := range scope.Watched(key) {
+			f := plans[w.Plan]
+			signal, at := haltSignal(cfg, cl, f.Plan, f.Record, w.Node, w.Jobs, w.Tuple, now)
+			if signal == "" {
+				continue
 			}
-			facts := idx.FactsOf(cfg, i)
-			if !slices.Equal(facts.Identities, hw) {
-				return
-			}
-			// A suspect: its Jobs, its own signals (worked out once per node
-			// object, the index keeps them: a label lookup and the health
-			// conditions were most of a quiet fleet's cost), its tuple.
-			cur := facts.Tuple(op, dcgm)
-			if len(jobs[idx.Node(i).Name]) > 0 || idx.MayHalt(cfg, i) || slices.ContainsFunc(recs, func(rec *qualification.Record) bool { return tupleMayHalt(cur, rec) }) {
-				suspects = append(suspects, i)
-			}
-		})
-		slices.SortFunc(suspects, func(a, b int32) int { return strings.Compare(idx.Node(a).Name, idx.Node(b).Name) })
-	plans:
-		for _, f := range plans {
-			for _, i := range suspects {
-				n := idx.Node(i)
-				// A node the Plan no longer selects (opted out, relabelled)
-				// whose Job of the Plan ran is still the Plan's (issue 22).
-				if !f.sel.Selects(n) && !slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
-					return j.Namespace == f.plan.Namespace && j.Labels[upgradev1.LabelPlan] == f.plan.Name && jobRan(j)
-				}) {
-					continue
-				}
-				signal, at := haltSignal(cfg, cl, f.plan, f.rec, n, jobs[n.Name], idx.FactsOf(cfg, i).Tuple(op, dcgm), now)
-				if signal == "" {
-					continue
-				}
-				out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: f.plan.Namespace + "/" + f.plan.Name, Record: f.rec.ID,
-					RequestedBy: f.plan.Annotations[AnnotationRequestedBy], MovedBy: n.Annotations[AnnotationMovedBy]})
-				break plans
-			}
+			out = append(out, Halt{Hardware: scope.Hardware(key), Node: w.Node.Name, Signal: signal, SeenAt: at, Plan: f.Plan.Namespace + "/" + f.Plan.Name, Record: f.Record.ID,
+				RequestedBy: f.Plan.Annotations[AnnotationRequestedBy], MovedBy: w.Node.Annotations[AnnotationMovedBy]})
+			halted[key] = true
+			break
 		}
 	}
-	return out, plansOf
+	return append(out, strandedHalts(cfg, scope, now, only, halted)...)
 }
 
-// strandedHalts: a GPU node stopped half way (issue 22 item 2) that no
-// stored forward Plan moves any more (its Plan deleted, or it opted out and
-// its Job is gone) is a failure too: cordoned, no live SUC Job for it, on a
-// tuple between a loaded record's source and target for its hardware, and
-// the recovery timeout passed since its upgrade last moved (its last SUC
-// Job, its cordon; undated counts as passed, as for a Plan's node). The
+// haltScope is where halts can show in cl: its view's, shared by the
+// reviews of the view when cl's index is the view's own.
+func haltScope(cfg *Config, cl *Cluster) *fleet.HaltScope {
+	op, dcgm := clusterVersions(cl)
+	return cl.fleetView().HaltScope(cfg, cl.nodeIndex(cfg), op, dcgm)
+}
+
+// strandedHalts: a stranded node (fleet.HaltScope.Stranded: stopped half
+// way, issue 22 item 2, and no stored forward Plan moves it) is a failure
+// once the recovery timeout passed since its upgrade last moved (its last
+// SUC Job, its cordon; undated counts as passed, as for a Plan's node). The
 // halt names the Plan of its last SUC Job, if one is left, and the record;
 // no requester is known, so only the break-glass group clears it. Hardware
-// already halted (found) is skipped: one halt per hardware.
-func strandedHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool, plansOf map[string][]forward, found []Halt) []Halt {
-	if len(cl.Records) == 0 {
-		return nil
-	}
-	// Only cordoned GPU nodes can be stranded: the fleet view keeps them, so
-	// a quiet fleet costs nothing more here.
-	idx := cl.nodeIndex(cfg)
-	cordoned := idx.CordonedGPU(cfg)
-	if len(cordoned) == 0 {
-		return nil
-	}
-	jobs := upgradeJobsByNode(cl)
-	op, dcgm := clusterVersions(cl)
-	halted := map[string]bool{}
-	for _, h := range found {
-		halted[h.HardwareKey()] = true
-	}
+// already halted is skipped: one halt per hardware.
+func strandedHalts(cfg *Config, scope *fleet.HaltScope, now time.Time, only, halted map[string]bool) []Halt {
 	var out []Halt
-	for _, name := range sortedKeys(cl.Records) {
-		rec := cl.Records[name].Record
-		if cl.Records[name].Err != nil || rec == nil || rec.Source == nil {
+	for ri, r := range scope.StrandedRecords() {
+		if halted[r.Key] || (only != nil && !only[r.Key]) {
 			continue
 		}
-		hw := rec.NormalizedHardware()
-		key := HardwareKey(hw)
-		if halted[key] || (only != nil && !only[key]) {
-			continue
-		}
-		var stranded []*corev1.Node
-		facts := map[*corev1.Node]NodeFacts{}
-	nodes:
-		for _, n := range cordoned {
-			if slices.ContainsFunc(jobs[n.Name], jobLive) {
+		for _, s := range scope.Stranded(r.Key) {
+			if s.Record != ri {
 				continue
 			}
-			f, ok := idx.FactsByName(cfg, n)
-			if !ok || !slices.Equal(f.Identities, hw) || !betweenTuples(f.Tuple(op, dcgm), *rec.Source, rec.Target) {
-				continue
-			}
-			for _, p := range plansOf[key] {
-				if p.sel.Selects(n) || slices.ContainsFunc(jobs[n.Name], func(j *batchv1.Job) bool {
-					return j.Namespace == p.plan.Namespace && j.Labels[upgradev1.LabelPlan] == p.plan.Name && jobRan(j)
-				}) {
-					continue nodes // its Plan's halt detection judges it
-				}
-			}
-			stranded, facts[n] = append(stranded, n), f
-		}
-		slices.SortFunc(stranded, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-		for _, n := range stranded {
-			var last *batchv1.Job
-			for _, j := range jobs[n.Name] {
-				if last == nil || j.CreationTimestamp.After(last.CreationTimestamp.Time) {
-					last = j
-				}
-			}
-			start := upgradeStart(last, n)
+			start := upgradeStart(s.Last, s.Node)
 			if !start.IsZero() && now.Sub(start) < cfg.Halts.RecoveryTimeout.Duration {
 				continue
 			}
 			plan, at := "(none stored)", now
-			if last != nil {
-				plan = last.Namespace + "/" + last.Labels[upgradev1.LabelPlan]
+			if s.Last != nil {
+				plan = s.Last.Namespace + "/" + s.Last.Labels[upgradev1.LabelPlan]
 			}
 			if !start.IsZero() {
 				at = start.Add(cfg.Halts.RecoveryTimeout.Duration)
 			}
 			signal := fmt.Sprintf("tuple half applied and no stored Plan moves it (its Plan deleted or opted out): neither record %s's source nor its target (%s), cordoned and not back within %s",
-				rec.ID, strings.Join(tupleDiff(facts[n].Tuple(op, dcgm), rec.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
-			out = append(out, Halt{Hardware: hw, Node: n.Name, Signal: signal, SeenAt: at, Plan: plan, Record: rec.ID, MovedBy: n.Annotations[AnnotationMovedBy]})
-			halted[key] = true
+				r.Record.ID, strings.Join(tupleDiff(s.Tuple, r.Record.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
+			out = append(out, Halt{Hardware: r.Hardware, Node: s.Node.Name, Signal: signal, SeenAt: at, Plan: plan, Record: r.Record.ID, MovedBy: s.Node.Annotations[AnnotationMovedBy]})
+			halted[r.Key] = true
 			break
 		}
 	}
@@ -210,10 +102,10 @@ func strandedHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool
 
 // nodeMayHalt: the node's own signals, whatever the record: its driver
 // upgrade failed, or a GPU-health condition is unhealthy. A node is a
-// suspect of detectHalts unless haltSignal surely finds nothing on it: no
-// SUC Job, not nodeMayHalt, and on the record's source tuple
-// (tupleMayHalt: neither half applied nor at the target, where Ready and
-// the validator are awaited).
+// suspect of halt detection unless haltSignal surely finds nothing on it:
+// no SUC Job, not nodeMayHalt, and on the record's source tuple (neither
+// half applied nor at the target, where Ready and the validator are
+// awaited).
 func (c *Config) nodeMayHalt(n *corev1.Node) bool {
 	if n.Labels[LabelDriverUpgradeState] == "upgrade-failed" {
 		return true
@@ -226,31 +118,11 @@ func (c *Config) nodeMayHalt(n *corev1.Node) bool {
 	return false
 }
 
-// tupleMayHalt: the node is not on rec's source tuple, or already at its
-// target (or the record has no source).
-func tupleMayHalt(cur qualification.Tuple, rec *qualification.Record) bool {
-	if rec.Source == nil {
-		return true
-	}
-	// Equal spellings first: SameTuple parses versions.
-	atSource := cur == *rec.Source || SameTuple(cur, *rec.Source)
-	return !atSource || SameTuple(cur, rec.Target)
-}
-
-// upgradeJobsByNode are SUC's Jobs by the node they upgrade (the fleet
-// view's). Read only.
-func upgradeJobsByNode(cl *Cluster) map[string][]*batchv1.Job {
-	return cl.fleetView().UpgradeJobsByNode()
-}
-
-// haltSignal is the first failure the node shows, "" for none; nodeJobs
-// are its SUC Jobs.
-func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.Record, n *corev1.Node, nodeJobs []*batchv1.Job, cur qualification.Tuple, now time.Time) (string, time.Time) {
+// haltSignal is the first failure the node shows, "" for none; planJobs
+// are its Jobs of p (fleet.Watched).
+func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.Record, n *corev1.Node, planJobs []*batchv1.Job, cur qualification.Tuple, now time.Time) (string, time.Time) {
 	var job *batchv1.Job
-	for _, j := range nodeJobs {
-		if j.Labels[upgradev1.LabelPlan] != p.Name || j.Namespace != p.Namespace {
-			continue
-		}
+	for _, j := range planJobs {
 		job = j
 		for _, c := range j.Status.Conditions {
 			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
@@ -342,13 +214,5 @@ func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (str
 	return "", time.Time{}
 }
 
-// complete: every component is known (a missing fact is FactsMissing's
-// business, not a half-applied tuple).
-func complete(t qualification.Tuple) bool {
-	for i := range componentTable {
-		if componentTable[i].required() && strings.TrimSpace(componentTable[i].get(t)) == "" {
-			return false
-		}
-	}
-	return true
-}
+// complete: every component is known (fleet.CompleteTuple).
+func complete(t qualification.Tuple) bool { return fleet.CompleteTuple(t) }

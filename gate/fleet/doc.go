@@ -51,19 +51,21 @@
 //     is down and why, its destination, ...). What also depends on the
 //     clock (a proof's soak, a halt's recovery timeout, a window) is worked
 //     out from the view at the review's time, never stored in it: a view
-//     outlives the instant it was built at. So far it is keyed on SUC's
-//     Jobs and the halt record (ViewInputs): the webhook builds it from the
-//     assembled snapshots (Facts.Cluster, gate.FleetViewFor) and the CLI's
-//     loader once it has read every part. It holds SUC's Jobs by node,
-//     which are live (a node with a live SUC Job is upgrading), and answers
-//     who cordoned a node and why a node is down. Left: key it on the
-//     nodes (the index), Plans and records too, and move in what those
-//     alone say: the nodes at a stored Plan's destination (nodesAt) and
-//     the half-applied nodes (halfApplied), both worked out per review
-//     today. A review that judges the fleet with a node swapped in
-//     (withNodes: SUC's step on a newer Node, a Node write) then needs a
-//     view of its own; build those parts lazily, or per node, so that it
-//     costs no more than today.
+//     outlives the instant it was built at. It is keyed on SUC's Jobs, the
+//     halt record, the node index, the Plans and their selectors, the
+//     records and the workload images (ViewInputs): the webhook builds it
+//     from the assembled snapshots (Facts.Cluster, gate.FleetViewFor) and
+//     the CLI's loader once it has read every part. It holds SUC's Jobs by
+//     node, which are live (a node with a live SUC Job is upgrading),
+//     answers who cordoned a node and why a node is down, and works out
+//     halt detection's scope (HaltScope: the forward Plans, the nodes each
+//     may halt on, the stranded nodes) lazily, per hardware, once per view;
+//     gate's halt rule judges it at the review's time. A review that
+//     judges the fleet with a node or its own Plan swapped in (withNodes,
+//     withPlan) gets a view of its own that shares the Jobs' parts
+//     (NextView) and works out only its own hardware's scope. Left: move
+//     in the nodes at a stored Plan's destination (nodesAt) and the
+//     half-applied nodes (halfApplied), both worked out per review today.
 //  5. No package-level caches. Done: the version parsers' memo (Versions)
 //     is the view's (View.Versions): a review's transitions parse through
 //     it, so the reviews of one set of objects share it and it goes with

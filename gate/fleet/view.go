@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"reflect"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 
@@ -15,9 +16,10 @@ import (
 // answer that depends on the clock.
 //
 // It holds SUC's Jobs by node and which of them are live (a node with a
-// live SUC Job is upgrading), and answers who cordoned a node from those
-// Jobs and the halt record; the rest of node state, proof, halts and the
-// budget's counts join it as they move here.
+// live SUC Job is upgrading), answers who cordoned a node from those Jobs
+// and the halt record, and works out halt detection's scope (HaltScope)
+// once; the rest of node state, proof and the budget's counts join it as
+// they move here.
 type View struct {
 	// in is what it was built from (BuiltFrom).
 	in ViewInputs
@@ -30,6 +32,13 @@ type View struct {
 	// node's first live SUC Job (LiveSUCJob).
 	liveJobs []*batchv1.Job
 	liveSUC  map[string]*batchv1.Job
+	// liveOn: the nodes with a live Job, SUC's or not (a stranded node has
+	// none).
+	liveOn map[string]bool
+	// halts is halt detection's scope over the view's own index, worked
+	// out on first use (HaltScope).
+	haltOnce sync.Once
+	halts    *HaltScope
 	// versions is the version parsers' memo of every review of this view
 	// (Versions): the one cache that fills after the view is built, which
 	// changes none of its answers.
@@ -66,13 +75,14 @@ type ViewInputs struct {
 // NewView works the view out from the loaded objects, live saying which
 // Jobs run.
 func NewView(in ViewInputs, live JobLive) *View {
-	v := &View{in: in, jobsByNode: make(map[string][]*batchv1.Job, len(in.UpgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, versions: NewVersions()}
+	v := &View{in: in, jobsByNode: make(map[string][]*batchv1.Job, len(in.UpgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, liveOn: map[string]bool{}, versions: NewVersions()}
 	for _, j := range in.UpgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]
 		v.jobsByNode[node] = append(v.jobsByNode[node], j)
 		isLive := live(j)
 		if isLive {
 			v.liveJobs = append(v.liveJobs, j)
+			v.liveOn[node] = true
 		}
 		if j.Labels[upgradev1.LabelPlan] != "" {
 			v.sucJobs[node] = append(v.sucJobs[node], j)
@@ -111,7 +121,7 @@ func NextView(prev *View, in ViewInputs, live JobLive) *View {
 	case prev.BuiltFrom(in):
 		return prev
 	case prev.sameJobs(in):
-		return &View{in: in, jobsByNode: prev.jobsByNode, sucJobs: prev.sucJobs, liveJobs: prev.liveJobs, liveSUC: prev.liveSUC, versions: prev.versions}
+		return &View{in: in, jobsByNode: prev.jobsByNode, sucJobs: prev.sucJobs, liveJobs: prev.liveJobs, liveSUC: prev.liveSUC, liveOn: prev.liveOn, versions: prev.versions}
 	}
 	return NewView(in, live)
 }
