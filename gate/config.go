@@ -137,7 +137,7 @@ type Config struct {
 	// Windows are the maintenance windows (rule_window.go).
 	Windows WindowsConfig `json:"windows"`
 	// Halts says where halts are kept and when a node that has not come
-	// back halts its rollout (halt.go).
+	// back halts its rollout (rule_halt.go).
 	Halts HaltConfig `json:"halts"`
 	// OutOfService names the marks that take a GPU node out besides its
 	// cordon (nodestate.go).

@@ -27,6 +27,24 @@ var _ fleet.Classifier = (*Config)(nil)
 // NodeMayHalt: the node shows a halt signal of its own (nodeMayHalt).
 func (c *Config) NodeMayHalt(n *corev1.Node) bool { return c.nodeMayHalt(n) }
 
+// nodeMayHalt: the node's own signals, whatever the record: its driver
+// upgrade failed, or a GPU-health condition is unhealthy. A node is a
+// suspect of halt detection unless haltSignal surely finds nothing on it:
+// no SUC Job, not nodeMayHalt, and on the record's source tuple (neither
+// half applied nor at the target, where Ready and the validator are
+// awaited).
+func (c *Config) nodeMayHalt(n *corev1.Node) bool {
+	if n.Labels[LabelDriverUpgradeState] == "upgrade-failed" {
+		return true
+	}
+	for _, h := range c.Proof.HealthConditions {
+		if condition(n, corev1.NodeConditionType(h.Type)).Status == h.UnhealthyStatus {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeDown: cordoned, NotReady or with an out-of-service taint (nodeDown).
 func (c *Config) NodeDown(n *corev1.Node) bool { return c.nodeDown(n) }
 

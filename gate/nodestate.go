@@ -199,6 +199,9 @@ func (c *Config) halfApplied(cl *Cluster) []*corev1.Node {
 	return out
 }
 
+// complete: every component is known (fleet.CompleteTuple).
+func complete(t qualification.Tuple) bool { return fleet.CompleteTuple(t) }
+
 // betweenTuples: cur is neither src nor dst, each of its components is
 // src's or dst's, and it is complete (fleet.BetweenTuples).
 func betweenTuples(cur, src, dst qualification.Tuple) bool { return fleet.BetweenTuples(cur, src, dst) }

@@ -488,19 +488,8 @@ func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod {
 	return out
 }
 
-// jobCompletion is when SUC's Job finished (its Complete condition, as SUC
-// reads it), zero when it has not.
-func jobCompletion(j *batchv1.Job) time.Time {
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	if j.Status.CompletionTime != nil {
-		return j.Status.CompletionTime.Time
-	}
-	return time.Time{}
-}
+// jobCompletion is when SUC's Job finished (fleet.JobCompletion).
+func jobCompletion(j *batchv1.Job) time.Time { return fleet.JobCompletion(j) }
 
 func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
 	var out corev1.NodeCondition

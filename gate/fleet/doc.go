@@ -11,9 +11,9 @@
 //     and image references (gate/tuple.go, gate/image.go); gate keeps their
 //     names as aliases (gate/fleetnames.go) until callers read them here.
 //     The rules read the component table's methods (Value, Same, Compare,
-//     Parse) directly; get, required, tupleDiff, quoteOrNone and orNone
-//     stay in gate only while halt.go and proof.go read them, and go when
-//     those move.
+//     Parse) directly; tupleDiff, quoteOrNone and orNone stay in gate
+//     only while the halt rule's messages and proof.go read them, and go
+//     when proof.go moves.
 //     The config sections the derivations read follow as fleet types that
 //     gate.Config holds (outOfService, here since the move; proof, halts,
 //     budget next), or reach fleet through small interfaces as the
@@ -38,11 +38,17 @@
 //     states, NodeDown, the cordon holder, DownReasons, JobRan). Left in
 //     gate/nodestate.go, which git therefore keeps as a modified file
 //     rather than a rename: NodeStates (it reads Prove and DetectHalts,
-//     which move with proof.go and halt.go), jobLive (jobCompletion,
-//     jobFailed: proof.go, rule_proof.go), halfApplied and betweenTuples
-//     (complete: halt.go), and the budget's out facts (addOutFacts,
+//     which move with proof.go; halt detection's judgement stays in gate),
+//     jobLive (jobFailed: rule_proof.go), halfApplied (nodesAt's kin; its
+//     betweenTuples is fleet's), and the budget's out facts (addOutFacts,
 //     outNodes), which move with the budget.
-//     Until proof.go moves, Stamp (halt.go here) and gate's stamp
+//     Halt detection: done for what the objects alone say (haltscope.go:
+//     the forward Plans by hardware, the nodes each may halt on with their
+//     Plan's Jobs and when their upgrade last moved, the stranded nodes;
+//     JobCompletion, UpgradeStart, BetweenTuples). gate/halt.go is gone:
+//     the judgement at the review's time (the recovery timeout, Ready, the
+//     validators, the checks) and the messages are rule_halt.go's.
+//     Until proof.go moves, Stamp (fleet/halt.go) and gate's stamp
 //     (proof.go) spell a time twice, identically.
 //  4. One immutable View per set of loaded objects: built once per informer
 //     event in the webhook (keyed, as the node index and the Plan selectors

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,9 +59,16 @@ type Watched struct {
 	// Plan is the index of the Plan in Plans(key).
 	Plan int
 	Node *corev1.Node
-	// Jobs are the node's Jobs of the Plan, in list order.
+	// Jobs are the node's Jobs of the Plan, in list order; Job is the last
+	// of them (nil for none).
 	Jobs  []*batchv1.Job
+	Job   *batchv1.Job
 	Tuple qualification.Tuple
+	// Start is when its upgrade last moved (UpgradeStart of Job).
+	Start time.Time
+	// Upgrading: mid-upgrade, it passes through tuples in between: its Job
+	// has not completed, or it is cordoned before its Job.
+	Upgrading bool
 }
 
 // StrandedRecord is a loaded record with a source tuple, which a node
@@ -80,6 +88,8 @@ type Stranded struct {
 	// Last is its last SUC Job by creation (nil for none).
 	Last  *batchv1.Job
 	Tuple qualification.Tuple
+	// Start is when its upgrade last moved (UpgradeStart of Last).
+	Start time.Time
 }
 
 // hardwareScope is one hardware's nodes, worked out on first use: a
@@ -232,7 +242,13 @@ func (s *HaltScope) watched(key string) []Watched {
 			if !f.Selector.Selects(n) && !ran {
 				continue
 			}
-			out = append(out, Watched{Plan: pi, Node: n, Jobs: jobs, Tuple: sp.cur})
+			w := Watched{Plan: pi, Node: n, Jobs: jobs, Tuple: sp.cur}
+			if len(jobs) > 0 {
+				w.Job = jobs[len(jobs)-1]
+			}
+			w.Start = UpgradeStart(w.Job, n)
+			w.Upgrading = (w.Job != nil && JobCompletion(w.Job).IsZero()) || (w.Job == nil && n.Spec.Unschedulable)
+			out = append(out, w)
 		}
 	}
 	return out
@@ -287,12 +303,45 @@ func (s *HaltScope) stranded(key string) []Stranded {
 					last = j
 				}
 			}
-			found = append(found, Stranded{Record: ri, Node: n, Last: last, Tuple: cur})
+			found = append(found, Stranded{Record: ri, Node: n, Last: last, Tuple: cur, Start: UpgradeStart(last, n)})
 		}
 		slices.SortFunc(found, func(a, b Stranded) int { return strings.Compare(a.Node.Name, b.Node.Name) })
 		out = append(out, found...)
 	}
 	return out
+}
+
+// UpgradeStart is when the node's upgrade last moved, by the objects' own
+// timestamps: its Job's completion (else its creation) and its cordon (the
+// unschedulable taint's timeAdded).
+func UpgradeStart(job *batchv1.Job, n *corev1.Node) time.Time {
+	var at time.Time
+	if job != nil {
+		at = JobCompletion(job)
+		if at.IsZero() {
+			at = job.CreationTimestamp.Time
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnschedulable && t.TimeAdded != nil && t.TimeAdded.After(at) {
+			at = t.TimeAdded.Time
+		}
+	}
+	return at
+}
+
+// JobCompletion is when the Job completed (its Complete condition, else
+// status.completionTime), zero when it has not.
+func JobCompletion(j *batchv1.Job) time.Time {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	if j.Status.CompletionTime != nil {
+		return j.Status.CompletionTime.Time
+	}
+	return time.Time{}
 }
 
 // BetweenTuples: cur is neither src nor dst, each of its components is
