@@ -149,7 +149,7 @@ func detectHalts(cfg *Config, cl *Cluster, now time.Time, only map[string]bool) 
 			if signal == "" {
 				continue
 			}
-			out = append(out, Halt{Hardware: scope.Hardware(key), Node: w.Node.Name, Signal: signal, SeenAt: at, Plan: f.Plan.Namespace + "/" + f.Plan.Name, Record: f.Record.ID,
+			out = append(out, Halt{Hardware: slices.Clone(scope.Hardware(key)), Node: w.Node.Name, Signal: signal, SeenAt: at, Plan: f.Plan.Namespace + "/" + f.Plan.Name, Record: f.Record.ID,
 				RequestedBy: f.Plan.Annotations[AnnotationRequestedBy], MovedBy: w.Node.Annotations[AnnotationMovedBy]})
 			halted[key] = true
 			break
@@ -195,7 +195,7 @@ func strandedHalts(cfg *Config, scope *fleet.HaltScope, now time.Time, only, hal
 			}
 			signal := fmt.Sprintf("tuple half applied and no stored Plan moves it (its Plan deleted or opted out): neither record %s's source nor its target (%s), cordoned and not back within %s",
 				r.Record.ID, strings.Join(tupleDiff(s.Tuple, r.Record.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
-			out = append(out, Halt{Hardware: r.Hardware, Node: s.Node.Name, Signal: signal, SeenAt: at, Plan: plan, Record: r.Record.ID, MovedBy: s.Node.Annotations[AnnotationMovedBy]})
+			out = append(out, Halt{Hardware: slices.Clone(r.Hardware), Node: s.Node.Name, Signal: signal, SeenAt: at, Plan: plan, Record: r.Record.ID, MovedBy: s.Node.Annotations[AnnotationMovedBy]})
 			halted[r.Key] = true
 			break
 		}

@@ -161,7 +161,7 @@ func (v *View) planSelector(i int) (*PlanSelector, error) {
 // Keys are the hardware keys of the forward Plans, in the Plans' order.
 func (s *HaltScope) Keys() []string { return s.keys }
 
-// Hardware is the identity set of the key.
+// Hardware is the identity set of the key (the scope's: read only).
 func (s *HaltScope) Hardware(key string) []string { return s.hardware[key] }
 
 // Plans are the forward Plans of the hardware key, in list order.
