@@ -101,7 +101,8 @@ func FleetViewFor(cl *Cluster, prev *FleetView) *FleetView {
 // viewInputs are the parts of cl a fleet view is built from.
 func viewInputs(cl *Cluster) fleet.ViewInputs {
 	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts, Index: cl.Index, Plans: cl.Plans, PlanSelectors: cl.PlanSelectors,
-		Records: cl.Records, GPUOperatorImage: cl.GPUOperatorImage, DCGMExporterImage: cl.DCGMExporterImage}
+		Records: cl.Records, GPUOperatorImage: cl.GPUOperatorImage, DCGMExporterImage: cl.DCGMExporterImage,
+		Validators: cl.Proof.Validators, Unowned: cl.Proof.Unowned, AllocationChecks: cl.Proof.AllocationChecks}
 }
 
 // fleetView is the adapter's view when it was built from these objects,

@@ -244,7 +244,7 @@ func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
 	if cl.Proof.ValidatorDaemonSetUnreadable != "" {
 		return nil
 	}
-	return podsOn(cl.Proof.Validators, node)
+	return cl.fleetView().PodsOn(fleet.ValidatorPods, node)
 }
 
 // controls says whether the validator DaemonSet is the Pod's controller:
@@ -319,7 +319,7 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		}
 	}
 	validators := cl.ownValidatorsOn(n.Name)
-	for _, u := range podsOn(cl.Proof.Unowned, n.Name) {
+	for _, u := range cl.fleetView().PodsOn(fleet.UnownedPods, n.Name) {
 		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, cl.Proof.ValidatorDaemonSet))
 	}
 	for _, v := range validators {
@@ -363,9 +363,9 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	}
 	if p.on(ProofAllocation) {
 		if len(draNodes) > 0 {
-			c.draAllocationProof(cl, n, draNodes, podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+			c.draAllocationProof(cl, n, draNodes, cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		} else {
-			c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+			c.allocationProof(cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		}
 	}
 	if len(p.Checks) > 0 {

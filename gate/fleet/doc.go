@@ -69,9 +69,14 @@
 //     gate's halt rule judges it at the review's time. A review that
 //     judges the fleet with a node or its own Plan swapped in (withNodes,
 //     withPlan) gets a view of its own that shares the Jobs' parts
-//     (NextView) and works out only its own hardware's scope. Left: move
-//     in the nodes at a stored Plan's destination (nodesAt) and the
-//     half-applied nodes (halfApplied), both worked out per review today.
+//     (NextView) and works out only its own hardware's scope. The proof
+//     facts' validator, unowned and allocation-check Pods key it too: it
+//     holds them by node (PodsOn), which a proof read by a scan of every
+//     list per node. Left: the rest of proof's clock-independent part
+//     (when a node reached its tuple, ReachedAt, still scans every SUC Job
+//     per node), and move in the nodes at a stored Plan's destination
+//     (nodesAt) and the half-applied nodes (halfApplied), both worked out
+//     per review today.
 //  5. No package-level caches. Done: the version parsers' memo (Versions)
 //     is the view's (View.Versions): a review's transitions parse through
 //     it, so the reviews of one set of objects share it and it goes with

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 )
@@ -39,6 +40,9 @@ type View struct {
 	// out on first use (HaltScope).
 	haltOnce sync.Once
 	halts    *HaltScope
+	// pods are the proof facts' Pods by node, worked out on first use
+	// (PodsOn), shared by the views of the same Pods (NextView).
+	pods *podIndex
 	// versions is the version parsers' memo of every review of this view
 	// (Versions): the one cache that fills after the view is built, which
 	// changes none of its answers.
@@ -70,12 +74,15 @@ type ViewInputs struct {
 	// GPUOperatorImage and DCGMExporterImage are the images the tuples'
 	// cluster-wide versions are read from.
 	GPUOperatorImage, DCGMExporterImage string
+	// Validators, Unowned and AllocationChecks are the proof facts' Pods
+	// (ProofFacts): a proof reads each node's (PodsOn).
+	Validators, Unowned, AllocationChecks []*corev1.Pod
 }
 
 // NewView works the view out from the loaded objects, live saying which
 // Jobs run.
 func NewView(in ViewInputs, live JobLive) *View {
-	v := &View{in: in, jobsByNode: make(map[string][]*batchv1.Job, len(in.UpgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, liveOn: map[string]bool{}, versions: NewVersions()}
+	v := &View{in: in, jobsByNode: make(map[string][]*batchv1.Job, len(in.UpgradeJobs)), sucJobs: map[string][]*batchv1.Job{}, liveSUC: map[string]*batchv1.Job{}, liveOn: map[string]bool{}, versions: NewVersions(), pods: &podIndex{}}
 	for _, j := range in.UpgradeJobs {
 		node := j.Labels[upgradev1.LabelNode]
 		v.jobsByNode[node] = append(v.jobsByNode[node], j)
@@ -101,7 +108,8 @@ func NewView(in ViewInputs, live JobLive) *View {
 func (v *View) BuiltFrom(in ViewInputs) bool {
 	return v.sameJobs(in) && v.in.Index == in.Index && samePointers(v.in.Plans, in.Plans) &&
 		samePointers(v.in.PlanSelectors, in.PlanSelectors) && sameMap(v.in.Records, in.Records) &&
-		v.in.GPUOperatorImage == in.GPUOperatorImage && v.in.DCGMExporterImage == in.DCGMExporterImage
+		v.in.GPUOperatorImage == in.GPUOperatorImage && v.in.DCGMExporterImage == in.DCGMExporterImage &&
+		samePods(v.in, in)
 }
 
 // sameJobs: built from these very Jobs and halt record, what NewView works
@@ -121,7 +129,11 @@ func NextView(prev *View, in ViewInputs, live JobLive) *View {
 	case prev.BuiltFrom(in):
 		return prev
 	case prev.sameJobs(in):
-		return &View{in: in, jobsByNode: prev.jobsByNode, sucJobs: prev.sucJobs, liveJobs: prev.liveJobs, liveSUC: prev.liveSUC, liveOn: prev.liveOn, versions: prev.versions}
+		pods := &podIndex{}
+		if samePods(prev.in, in) {
+			pods = prev.pods
+		}
+		return &View{in: in, jobsByNode: prev.jobsByNode, sucJobs: prev.sucJobs, liveJobs: prev.liveJobs, liveSUC: prev.liveSUC, liveOn: prev.liveOn, versions: prev.versions, pods: pods}
 	}
 	return NewView(in, live)
 }
@@ -164,6 +176,45 @@ func (v *View) LiveJobs() []*batchv1.Job { return v.liveJobs }
 // LiveSUCJob is the node's first live SUC Job (SUCJobsFor), nil for none:
 // the node is upgrading.
 func (v *View) LiveSUCJob(node string) *batchv1.Job { return v.liveSUC[node] }
+
+// ProofPods names one of the proof facts' Pod lists (ViewInputs).
+type ProofPods int
+
+const (
+	ValidatorPods ProofPods = iota
+	UnownedPods
+	AllocationCheckPods
+)
+
+// PodsOn are the Pods of the list on the node that are not being deleted,
+// in list order: a proof of each of a wide Plan's nodes looked through
+// every list once per node. Read only.
+func (v *View) PodsOn(which ProofPods, node string) []*corev1.Pod {
+	x := v.pods
+	x.once.Do(func() {
+		for i, pods := range [3][]*corev1.Pod{v.in.Validators, v.in.Unowned, v.in.AllocationChecks} {
+			m := map[string][]*corev1.Pod{}
+			for _, p := range pods {
+				if p.DeletionTimestamp == nil {
+					m[p.Spec.NodeName] = append(m[p.Spec.NodeName], p)
+				}
+			}
+			x.byNode[i] = m
+		}
+	})
+	return x.byNode[which][node]
+}
+
+// podIndex is the proof facts' Pods by node.
+type podIndex struct {
+	once   sync.Once
+	byNode [3]map[string][]*corev1.Pod
+}
+
+// samePods: the same proof facts' Pods, pointer for pointer.
+func samePods(a, b ViewInputs) bool {
+	return samePointers(a.Validators, b.Validators) && samePointers(a.Unowned, b.Unowned) && samePointers(a.AllocationChecks, b.AllocationChecks)
+}
 
 // Versions is the memo of parsed versions the reviews of this view share
 // (package doc, step 5).

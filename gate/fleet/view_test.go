@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,4 +144,45 @@ func TestViewLiveJobs(t *testing.T) {
 			assert.Same(t, tc.want, v.LiveSUCJob(tc.node))
 		})
 	}
+}
+
+// TestViewPodsOn: the proof facts' Pods by node, in list order, without
+// those being deleted; a view of other Pods is another view, one of the
+// same Pods shares the index (NextView).
+func TestViewPodsOn(t *testing.T) {
+	pod := func(name, node string, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+		if deleting {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
+	}
+	v1, v2, gone, v3 := pod("v1", "gpu-a", false), pod("v2", "gpu-a", false), pod("v-gone", "gpu-a", true), pod("v3", "gpu-b", false)
+	u, c := pod("u", "gpu-a", false), pod("c", "gpu-b", false)
+	in := ViewInputs{Validators: []*corev1.Pod{v2, gone, v3, v1}, Unowned: []*corev1.Pod{u}, AllocationChecks: []*corev1.Pod{c}}
+	v := NewView(in, neverLive)
+	for _, tc := range []struct {
+		which ProofPods
+		node  string
+		want  []*corev1.Pod
+	}{
+		{ValidatorPods, "gpu-a", []*corev1.Pod{v2, v1}},
+		{ValidatorPods, "gpu-b", []*corev1.Pod{v3}},
+		{ValidatorPods, "gpu-c", nil},
+		{UnownedPods, "gpu-a", []*corev1.Pod{u}},
+		{UnownedPods, "gpu-b", nil},
+		{AllocationCheckPods, "gpu-b", []*corev1.Pod{c}},
+		{AllocationCheckPods, "gpu-a", nil},
+	} {
+		t.Run(fmt.Sprintf("%d on %s", tc.which, tc.node), func(t *testing.T) {
+			assert.Equal(t, tc.want, v.PodsOn(tc.which, tc.node))
+		})
+	}
+	other := in
+	other.Validators = []*corev1.Pod{v1}
+	assert.False(t, v.BuiltFrom(other), "other validators: not this view")
+	assert.Equal(t, []*corev1.Pod{v1}, NextView(v, other, neverLive).PodsOn(ValidatorPods, "gpu-a"))
+	samePods := in
+	samePods.Plans = []*upgradev1.Plan{{}}
+	assert.Same(t, v.pods, NextView(v, samePods, neverLive).pods, "the same Pods: the index is shared")
 }
