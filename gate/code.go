@@ -48,7 +48,7 @@ const (
 	CodeRolloutInFlight          Code = "RolloutInFlight"
 	CodeWindowInvalid            Code = "WindowInvalid"
 	CodeOutsideWindow            Code = "OutsideWindow"
-	// CodeRolloutHalted: a failure halted the hardware's rollout (halt.go).
+	// CodeRolloutHalted: a failure halted the hardware's rollout (rule_halt.go).
 	CodeRolloutHalted     Code = "RolloutHalted"
 	CodeRequesterMismatch Code = "RequesterMismatch"
 	// CodeRequesterMissing: a GPU Plan CREATE, or an UPDATE that changes its

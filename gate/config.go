@@ -28,13 +28,13 @@ import (
 // Well-known names the rules read.
 const (
 	// AnnotationQualification on a Plan names the record ConfigMap.
-	AnnotationQualification = "gpu-upgrade-gate.io/qualification"
+	AnnotationQualification = fleet.AnnotationQualification
 	// AnnotationBreakGlass on a Plan or Node carries the reason for an
 	// emergency override; honoured only for the break-glass group.
 	AnnotationBreakGlass = "gpu-upgrade-gate.io/break-glass"
 	// AnnotationRollback on a Plan says it moves nodes from the record's
 	// target back to its source (a proven rollback).
-	AnnotationRollback = "gpu-upgrade-gate.io/rollback"
+	AnnotationRollback = fleet.AnnotationRollback
 
 	LabelZone = fleet.LabelZone
 )
@@ -137,7 +137,7 @@ type Config struct {
 	// Windows are the maintenance windows (rule_window.go).
 	Windows WindowsConfig `json:"windows"`
 	// Halts says where halts are kept and when a node that has not come
-	// back halts its rollout (halt.go).
+	// back halts its rollout (rule_halt.go).
 	Halts HaltConfig `json:"halts"`
 	// OutOfService names the marks that take a GPU node out besides its
 	// cordon (nodestate.go).

@@ -61,11 +61,6 @@ func ComponentTable() []ComponentSpec { return append([]ComponentSpec(nil), comp
 // Components are the tuple members' names in record order.
 var Components = fleet.Components
 
-// get and required: halt.go's names (another helper's file this session)
-// for Value and Required; every other caller reads fleet's.
-func (s *ComponentSpec) get(t qualification.Tuple) string { return s.Value(t) }
-func (s *ComponentSpec) required() bool                   { return s.Required() }
-
 // fact names where the gate reads the component, with the configured
 // workload for cluster-wide components.
 func (s *ComponentSpec) fact(cfg *Config) string {
@@ -95,8 +90,8 @@ func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTu
 func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
 func SameComponent(c Component, a, b string) bool          { return fleet.SameComponent(c, a, b) }
 
-// tupleDiff (parsing without a memo) and quoteOrNone: the names halt.go
-// and the rules outside the table's transitions read fleet's by.
+// tupleDiff (parsing without a memo) and quoteOrNone: the names the halt
+// rule and the rules outside the table's transitions read fleet's by.
 func tupleDiff(have, want qualification.Tuple, exact bool) []string {
 	return fleet.TupleDiff(nil, have, want, exact)
 }

@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,4 +306,59 @@ func TestHaltSignalsFollowTheConfig(t *testing.T) {
 	assert.Empty(t, DetectHalts(s.cfg, s.cluster, testNow), "the condition is no longer configured")
 	assert.Empty(t, DetectHalts(s.cfg, &Cluster{Nodes: s.cluster.Nodes, Plans: s.cluster.Plans, Records: s.cluster.Records, Proof: s.cluster.Proof,
 		Index: NewNodeIndex(s.cfg, s.cluster.Nodes, s.cluster.Index)}, testNow), "an index carried over from other conditions starts afresh")
+}
+
+// TestHaltScopeOncePerView: where halts can show is worked out once per
+// fleet view and shared by the reviews of it; a Cluster whose Plans,
+// records or nodes differ from the view's (an adapter's next event, a
+// review's own Plan) reads a scope of its own, never the view's stale one.
+func TestHaltScopeOncePerView(t *testing.T) {
+	s := safeScenario(t)
+	cl := s.cluster
+	cl.Plans = []*upgradev1.Plan{s.req.Plan}
+	cl.Proof.UpgradeJobs = []*batchv1.Job{upgradeJob("gpu-v100-01", batchv1.JobFailed, testNow.Add(-time.Hour))}
+	cl.Index = NewNodeIndex(s.cfg, cl.Nodes, nil)
+	cl.View = NewFleetView(cl)
+	// Concurrent reviews of one view work it out once (go test -race).
+	var wg sync.WaitGroup
+	counts := make([]int, 8)
+	for i := range counts {
+		wg.Go(func() { counts[i] = len(DetectHalts(s.cfg, cl, testNow)) })
+	}
+	wg.Wait()
+	assert.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1}, counts)
+	scope := haltScope(s.cfg, cl)
+	assert.Same(t, scope, haltScope(s.cfg, cl), "once per view")
+	require.Len(t, DetectHalts(s.cfg, cl, testNow), 1, "the failed Job halts")
+	assert.Same(t, scope, haltScope(s.cfg, cl))
+	without := func(nodes []*corev1.Node, name string) []*corev1.Node {
+		return slices.DeleteFunc(slices.Clone(nodes), func(n *corev1.Node) bool { return n.Name == name })
+	}
+	cases := []struct {
+		name   string
+		change func(cl *Cluster)
+		halts  int
+		same   bool // the very same objects: the view's scope
+	}{
+		{"the Plan deleted", func(cl *Cluster) { cl.Plans = nil }, 0, false},
+		{"the Plan is a rollback now", func(cl *Cluster) {
+			p := s.req.Plan.DeepCopy()
+			p.Annotations[AnnotationRollback] = "true"
+			cl.Plans = []*upgradev1.Plan{p}
+		}, 0, false},
+		{"the record gone", func(cl *Cluster) { cl.Records = map[string]RecordEntry{} }, 0, false},
+		{"the node gone (a node event's index)", func(cl *Cluster) {
+			cl.Nodes = without(cl.Nodes, "gpu-v100-01")
+			cl.Index = NewNodeIndex(s.cfg, cl.Nodes, nil)
+		}, 0, false},
+		{"the same Plans in another list", func(cl *Cluster) { cl.Plans = slices.Clone(cl.Plans) }, 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			next := *cl // the adapter's view stays the previous one
+			tc.change(&next)
+			assert.Equal(t, tc.same, scope == haltScope(s.cfg, &next))
+			assert.Len(t, DetectHalts(s.cfg, &next, testNow), tc.halts)
+		})
+	}
 }

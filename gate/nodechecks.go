@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -87,7 +88,7 @@ type CheckFailure struct {
 // the change record).
 func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
 	var pods []*corev1.Pod
-	for _, p := range podsOn(cl.Proof.AllocationChecks, n.Name) {
+	for _, p := range cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name) {
 		if p.Labels[LabelCheck] != "" {
 			pods = append(pods, p)
 		}

@@ -27,6 +27,24 @@ var _ fleet.Classifier = (*Config)(nil)
 // NodeMayHalt: the node shows a halt signal of its own (nodeMayHalt).
 func (c *Config) NodeMayHalt(n *corev1.Node) bool { return c.nodeMayHalt(n) }
 
+// nodeMayHalt: the node's own signals, whatever the record: its driver
+// upgrade failed, or a GPU-health condition is unhealthy. A node is a
+// suspect of halt detection unless haltSignal surely finds nothing on it:
+// no SUC Job, not nodeMayHalt, and on the record's source tuple (neither
+// half applied nor at the target, where Ready and the validator are
+// awaited).
+func (c *Config) nodeMayHalt(n *corev1.Node) bool {
+	if n.Labels[LabelDriverUpgradeState] == "upgrade-failed" {
+		return true
+	}
+	for _, h := range c.Proof.HealthConditions {
+		if condition(n, corev1.NodeConditionType(h.Type)).Status == h.UnhealthyStatus {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeDown: cordoned, NotReady or with an out-of-service taint (nodeDown).
 func (c *Config) NodeDown(n *corev1.Node) bool { return c.nodeDown(n) }
 
@@ -61,7 +79,7 @@ func (cl *Cluster) indexedCluster(cfg *Config) *Cluster {
 	view := *cl
 	view.Index = cl.nodeIndex(cfg)
 	view.Nodes = view.Index.Nodes()
-	view.View = cl.fleetView()
+	view.View = view.fleetView() // of its own index (and Plans: withPlan)
 	return &view
 }
 
@@ -77,15 +95,14 @@ func NewFleetView(cl *Cluster) *FleetView { return fleet.NewView(viewInputs(cl),
 // view of them: an adapter that keeps its last view (the webhook, whose
 // parts are snapshots per informer event) builds one per event.
 func FleetViewFor(cl *Cluster, prev *FleetView) *FleetView {
-	if prev != nil && prev.BuiltFrom(viewInputs(cl)) {
-		return prev
-	}
-	return NewFleetView(cl)
+	return fleet.NextView(prev, viewInputs(cl), jobLive)
 }
 
 // viewInputs are the parts of cl a fleet view is built from.
 func viewInputs(cl *Cluster) fleet.ViewInputs {
-	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts}
+	return fleet.ViewInputs{UpgradeJobs: cl.Proof.UpgradeJobs, Halts: cl.Halts.Halts, Index: cl.Index, Plans: cl.Plans, PlanSelectors: cl.PlanSelectors,
+		Records: cl.Records, GPUOperatorImage: cl.GPUOperatorImage, DCGMExporterImage: cl.DCGMExporterImage,
+		Validators: cl.Proof.Validators, Unowned: cl.Proof.Unowned, AllocationChecks: cl.Proof.AllocationChecks}
 }
 
 // fleetView is the adapter's view when it was built from these objects,
@@ -98,6 +115,7 @@ func (cl *Cluster) withNodes(cfg *Config, ns ...*corev1.Node) *Cluster {
 	view := *cl
 	view.Index = cl.nodeIndex(cfg).WithNodes(ns...)
 	view.Nodes = view.Index.Nodes()
+	view.View = view.fleetView()
 	return &view
 }
 

@@ -199,17 +199,9 @@ func (c *Config) halfApplied(cl *Cluster) []*corev1.Node {
 	return out
 }
 
+// complete: every component is known (fleet.CompleteTuple).
+func complete(t qualification.Tuple) bool { return fleet.CompleteTuple(t) }
+
 // betweenTuples: cur is neither src nor dst, each of its components is
-// src's or dst's, and it is complete.
-func betweenTuples(cur, src, dst qualification.Tuple) bool {
-	if !complete(cur) || SameTuple(cur, src) || SameTuple(cur, dst) {
-		return false
-	}
-	for i := range componentTable {
-		s := &componentTable[i]
-		if have := s.Value(cur); !s.Same(nil, have, s.Value(src)) && !s.Same(nil, have, s.Value(dst)) {
-			return false
-		}
-	}
-	return true
-}
+// src's or dst's, and it is complete (fleet.BetweenTuples).
+func betweenTuples(cur, src, dst qualification.Tuple) bool { return fleet.BetweenTuples(cur, src, dst) }

@@ -244,7 +244,7 @@ func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
 	if cl.Proof.ValidatorDaemonSetUnreadable != "" {
 		return nil
 	}
-	return podsOn(cl.Proof.Validators, node)
+	return cl.fleetView().PodsOn(fleet.ValidatorPods, node)
 }
 
 // controls says whether the validator DaemonSet is the Pod's controller:
@@ -319,7 +319,7 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 		}
 	}
 	validators := cl.ownValidatorsOn(n.Name)
-	for _, u := range podsOn(cl.Proof.Unowned, n.Name) {
+	for _, u := range cl.fleetView().PodsOn(fleet.UnownedPods, n.Name) {
 		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, cl.Proof.ValidatorDaemonSet))
 	}
 	for _, v := range validators {
@@ -363,9 +363,9 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	}
 	if p.on(ProofAllocation) {
 		if len(draNodes) > 0 {
-			c.draAllocationProof(cl, n, draNodes, podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+			c.draAllocationProof(cl, n, draNodes, cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		} else {
-			c.allocationProof(podsOn(cl.Proof.AllocationChecks, n.Name), out.ReachedAt, miss)
+			c.allocationProof(cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		}
 	}
 	if len(p.Checks) > 0 {
@@ -488,19 +488,8 @@ func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod {
 	return out
 }
 
-// jobCompletion is when SUC's Job finished (its Complete condition, as SUC
-// reads it), zero when it has not.
-func jobCompletion(j *batchv1.Job) time.Time {
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	if j.Status.CompletionTime != nil {
-		return j.Status.CompletionTime.Time
-	}
-	return time.Time{}
-}
+// jobCompletion is when SUC's Job finished (fleet.JobCompletion).
+func jobCompletion(j *batchv1.Job) time.Time { return fleet.JobCompletion(j) }
 
 func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
 	var out corev1.NodeCondition

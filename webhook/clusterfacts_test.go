@@ -396,7 +396,8 @@ func TestReviewChangesStayInTheReview(t *testing.T) {
 // TestClusterViewOncePerEvent: the fleet view is built from the assembled
 // parts once per event of what it reads, and shared by the reviews until
 // then (no event: the same view); after a SUC Job event the next review's
-// view is a new one that holds the Job.
+// view is a new one that holds the Job, and after a Plan event one of the
+// new Plans.
 func TestClusterViewOncePerEvent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -416,4 +417,10 @@ func TestClusterViewOncePerEvent(t *testing.T) {
 	next := cluster().View
 	assert.NotSame(t, first, next)
 	assert.Same(t, next, cluster().View, "built once for the event, then shared")
+	// A Plan event too: halt detection's scope (the view's) reads the Plans.
+	w.feed(&upgradev1.Plan{}).Add(testPlan("p", "13", map[string]string{"a": "b"}))
+	eventually(t, "the next review's view is of the new Plans", func() bool { return len(cluster().Plans) == 1 && cluster().View != next })
+	last := cluster().View
+	assert.Equal(t, next.SUCJobsFor("gpu-1"), last.SUCJobsFor("gpu-1"), "the Jobs' parts are shared")
+	assert.Same(t, last, cluster().View, "built once for the event, then shared")
 }

@@ -11,9 +11,9 @@
 //     and image references (gate/tuple.go, gate/image.go); gate keeps their
 //     names as aliases (gate/fleetnames.go) until callers read them here.
 //     The rules read the component table's methods (Value, Same, Compare,
-//     Parse) directly; get, required, tupleDiff, quoteOrNone and orNone
-//     stay in gate only while halt.go and proof.go read them, and go when
-//     those move.
+//     Parse) directly; tupleDiff, quoteOrNone and orNone stay in gate
+//     only while the halt rule's messages and proof.go read them, and go
+//     when proof.go moves.
 //     The config sections the derivations read follow as fleet types that
 //     gate.Config holds (outOfService, here since the move; proof, halts,
 //     budget next), or reach fleet through small interfaces as the
@@ -38,11 +38,17 @@
 //     states, NodeDown, the cordon holder, DownReasons, JobRan). Left in
 //     gate/nodestate.go, which git therefore keeps as a modified file
 //     rather than a rename: NodeStates (it reads Prove and DetectHalts,
-//     which move with proof.go and halt.go), jobLive (jobCompletion,
-//     jobFailed: proof.go, rule_proof.go), halfApplied and betweenTuples
-//     (complete: halt.go), and the budget's out facts (addOutFacts,
+//     which move with proof.go; halt detection's judgement stays in gate),
+//     jobLive (jobFailed: rule_proof.go), halfApplied (nodesAt's kin; its
+//     betweenTuples is fleet's), and the budget's out facts (addOutFacts,
 //     outNodes), which move with the budget.
-//     Until proof.go moves, Stamp (halt.go here) and gate's stamp
+//     Halt detection: done for what the objects alone say (haltscope.go:
+//     the forward Plans by hardware, the nodes each may halt on with their
+//     Plan's Jobs and when their upgrade last moved, the stranded nodes;
+//     JobCompletion, UpgradeStart, BetweenTuples). gate/halt.go is gone:
+//     the judgement at the review's time (the recovery timeout, Ready, the
+//     validators, the checks) and the messages are rule_halt.go's.
+//     Until proof.go moves, Stamp (fleet/halt.go) and gate's stamp
 //     (proof.go) spell a time twice, identically.
 //  4. One immutable View per set of loaded objects: built once per informer
 //     event in the webhook (keyed, as the node index and the Plan selectors
@@ -51,19 +57,26 @@
 //     is down and why, its destination, ...). What also depends on the
 //     clock (a proof's soak, a halt's recovery timeout, a window) is worked
 //     out from the view at the review's time, never stored in it: a view
-//     outlives the instant it was built at. So far it is keyed on SUC's
-//     Jobs and the halt record (ViewInputs): the webhook builds it from the
-//     assembled snapshots (Facts.Cluster, gate.FleetViewFor) and the CLI's
-//     loader once it has read every part. It holds SUC's Jobs by node,
-//     which are live (a node with a live SUC Job is upgrading), and answers
-//     who cordoned a node and why a node is down. Left: key it on the
-//     nodes (the index), Plans and records too, and move in what those
-//     alone say: the nodes at a stored Plan's destination (nodesAt) and
-//     the half-applied nodes (halfApplied), both worked out per review
-//     today. A review that judges the fleet with a node swapped in
-//     (withNodes: SUC's step on a newer Node, a Node write) then needs a
-//     view of its own; build those parts lazily, or per node, so that it
-//     costs no more than today.
+//     outlives the instant it was built at. It is keyed on SUC's Jobs, the
+//     halt record, the node index, the Plans and their selectors, the
+//     records and the workload images (ViewInputs): the webhook builds it
+//     from the assembled snapshots (Facts.Cluster, gate.FleetViewFor) and
+//     the CLI's loader once it has read every part. It holds SUC's Jobs by
+//     node, which are live (a node with a live SUC Job is upgrading),
+//     answers who cordoned a node and why a node is down, and works out
+//     halt detection's scope (HaltScope: the forward Plans, the nodes each
+//     may halt on, the stranded nodes) lazily, per hardware, once per view;
+//     gate's halt rule judges it at the review's time. A review that
+//     judges the fleet with a node or its own Plan swapped in (withNodes,
+//     withPlan) gets a view of its own that shares the Jobs' parts
+//     (NextView) and works out only its own hardware's scope. The proof
+//     facts' validator, unowned and allocation-check Pods key it too: it
+//     holds them by node (PodsOn), which a proof read by a scan of every
+//     list per node. Left: the rest of proof's clock-independent part
+//     (when a node reached its tuple, ReachedAt, still scans every SUC Job
+//     per node), and move in the nodes at a stored Plan's destination
+//     (nodesAt) and the half-applied nodes (halfApplied), both worked out
+//     per review today.
 //  5. No package-level caches. Done: the version parsers' memo (Versions)
 //     is the view's (View.Versions): a review's transitions parse through
 //     it, so the reviews of one set of objects share it and it goes with

@@ -160,7 +160,6 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 	cl.Versions = gate.VersionsOf(cl.GPUOperatorImage, cl.DCGMExporterImage) // as the webhook keeps them
 	cl.Proof = f.Config.ProofFactsOf(f.ProofPods, nil)
 	f.Config.OwnValidators(&cl.Proof, f.ValidatorDaemonSet, nil)
-	cl.View = gate.NewFleetView(cl)                       // as the webhook keeps it
 	cl.Index = gate.NewNodeIndex(f.Config, cl.Nodes, nil) // as the webhook keeps it
 	// Stored Plans carry a UID and resourceVersion, as in the informer, and
 	// their converted selectors, as the webhook keeps them.
@@ -179,6 +178,7 @@ func (f *Fleet) Cluster(transform func(*corev1.Node) *corev1.Node) *gate.Cluster
 		rec, err := qualification.FromConfigMap(cm)
 		cl.Records[cm.Name] = gate.RecordEntry{Record: rec, Err: err, Attestation: qualification.AttestationOf(cm)}
 	}
+	cl.View = gate.NewFleetView(cl) // as the webhook keeps it, from every part it reads
 	return cl
 }
 
