@@ -41,13 +41,9 @@ unit: ## Unit, golden and fuzz-seed tests (no cluster); every benchmark once, so
 	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./gate/ ./webhook/ 2>&1) || { echo "$$out"; exit 1; }; echo "benchmarks run once: ok"
 
 e2e: controlplane ## End-to-end tests against a real kube-apiserver and etcd
-	$(if $(BUILD_ALONGSIDE_E2E),@$(NEIGHBOURS_SH) --background)
 	$(GO) test -count=1 -tags e2e -timeout 20m ./internal/controlplane/ ./test/e2e/ ./cmd/gpu-upgrade-gate/
 
-test: lint unit e2e $(TEST_EXTRA) ## Everything CI runs
-# The e2e tests leave most of the cores idle: a first run builds the
-# neighbours beside them (hack/neighbours.sh --background).
-test: BUILD_ALONGSIDE_E2E := 1
+test: neighbours-background lint unit e2e $(TEST_EXTRA) ## Everything CI runs
 
 demo: controlplane ## Real control plane, webhook and SUC: unsafe Plans refused, a safe wave proven node by node (ARGS=--once to exit)
 	$(GO) run ./test/demo $(ARGS)

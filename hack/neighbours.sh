@@ -36,20 +36,22 @@ built() {
 	[[ -x $nfd_dir/nfd-master && -f $nfd_dir/chart/Chart.yaml && -x $cm_dir/controller && -x $cm_dir/cainjector ]]
 }
 
-# A first `make test` builds the neighbours in the background while its e2e
-# tests run (--background): those wait on their API servers, and a run keeps
-# about 40% of two cores busy. Every build holds a lock, so the
-# neighbours target waits for the one in the background instead of starting
-# its own, shows what it printed, and finds the binaries built (or builds
-# what it left missing, saying why).
+# A first `make test` builds the neighbours in the background from its start
+# (--background), at a lower priority: the rest of the run leaves cores idle
+# (single-threaded links, tests waiting on their API servers; a warm run keeps
+# about 40% of two cores busy) and the build fills them. Every build holds a
+# lock, so the neighbours target waits for the one in the background instead
+# of starting its own, shows what it printed, and finds the binaries built
+# (or builds what it left missing, saying why).
 mkdir -p "$cache"
 lock="$cache/.neighbours.lock" log="$cache/.neighbours-background.log"
 case ${1:-} in
 --print-dirs) echo "NFD_DIR=$nfd_dir"; echo "CERT_MANAGER_DIR=$cm_dir"; exit 0 ;;
 --background)
-	if ! built; then
-		echo "building the neighbours in the background while the e2e tests run (log: $log)" >&2
-		nohup "$0" --in-background >"$log" 2>&1 </dev/null &
+	# Not twice: a build already holding the lock is left to finish.
+	if ! built && flock -n "$lock" true; then
+		echo "building the neighbours in the background, at a lower priority, while the rest of the tests run (log: $log)" >&2
+		nohup nice -n 10 "$0" --in-background >"$log" 2>&1 </dev/null &
 	fi
 	exit 0 ;;
 --in-background | "") ;;
