@@ -74,6 +74,12 @@ type ValidatorSelector struct {
 	// GPU Operator names it nvidia-operator-validator (its
 	// assets/state-operator-validation/0500_daemonset.yaml).
 	DaemonSet string `json:"daemonSet"`
+	// Repository is the validator's image repository: a ClusterPolicy
+	// write that gives the validator an image of another repository is
+	// refused (ValidatorForged), since the GPU Operator, not judged, then
+	// writes the DaemonSet. Compared as the image helpers compare
+	// repositories (a registry-less entry matches below a mirror's prefix).
+	Repository string `json:"repository"`
 }
 
 // HealthCondition is a node condition a GPU health tool writes, and the
@@ -102,7 +108,8 @@ type ProofConfig struct {
 // docs/proof.md), a 30 minute soak.
 func DefaultProofConfig() ProofConfig {
 	return ProofConfig{
-		Validator:       ValidatorSelector{PodSelector: PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"}, DaemonSet: "nvidia-operator-validator"},
+		Validator: ValidatorSelector{PodSelector: PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"}, DaemonSet: "nvidia-operator-validator",
+			Repository: "nvcr.io/nvidia/cloud-native/gpu-operator-validator"},
 		AllocationCheck: PodSelector{Selector: "gpu-upgrade-gate.io/allocation-check=true"},
 		HealthConditions: []HealthCondition{
 			{Type: "GpuXidError", UnhealthyStatus: corev1.ConditionTrue},               // NVIDIA NVSentinel
@@ -144,6 +151,10 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 	}
 	if msgs := validation.IsDNS1123Subdomain(p.Validator.DaemonSet); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path.Child("validator", "daemonSet"), p.Validator.DaemonSet, "expected the name of the GPU Operator's validator DaemonSet, e.g. nvidia-operator-validator: "+msgs[0]))
+	}
+	if img, err := fleet.ParseImage(p.Validator.Repository); err != nil || img.Tag != "" || img.Digest != "" {
+		errs = append(errs, field.Invalid(path.Child("validator", "repository"), qualification.Clip(p.Validator.Repository),
+			"expected the validator's image repository without tag or digest, e.g. nvcr.io/nvidia/cloud-native/gpu-operator-validator"))
 	}
 	for i, h := range p.HealthConditions {
 		if h.Type == "" {
