@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 )
@@ -131,6 +132,77 @@ func TestValidatorForged(t *testing.T) {
 			require.Equal(t, []Code{CodeValidatorForged}, d.Codes(), d.Message())
 			assert.Contains(t, d.Message(), tc.want)
 			assert.Contains(t, d.Message(), "only the GPU Operator may (its ServiceAccounts, the chart's webhook.gpuOperatorServiceAccounts)")
+		})
+	}
+}
+
+// TestValidatorSection (issue 25): a ClusterPolicy write that changes
+// spec.validator is judged, since the exempt GPU Operator writes the
+// validator DaemonSet from it: an image outside proof.validator.repository,
+// or WITH_WORKLOAD switched false, is ValidatorForged; a version change
+// within the repository (the operator's own upgrade), a mirror of it and
+// the operator's default (no image named) are allowed.
+func TestValidatorSection(t *testing.T) {
+	img := field.NewPath("spec", "validator", "version")
+	cases := []struct {
+		name    string
+		section *ValidatorSection
+		driver  bool   // the write changes the driver too (qualified)
+		want    string // "" = allowed
+	}{
+		{name: "a version change within the repository", section: &ValidatorSection{Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.4", ImagePath: img}},
+		{name: "by digest within the repository", section: &ValidatorSection{Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator@sha256:" + strings.Repeat("a", 64), ImagePath: img}},
+		{name: "the operator's default image", section: &ValidatorSection{}},
+		{name: "another repository", section: &ValidatorSection{Image: "docker.io/mallory/always-ready:v26.3.4", ImagePath: img},
+			want: `[ValidatorForged] "alice" gives the GPU Operator's validator (ClusterPolicy cluster-policy) the image docker.io/mallory/always-ready:v26.3.4, not of the validator's repository nvcr.io/nvidia/cloud-native/gpu-operator-validator (config proof.validator.repository)`},
+		{name: "the same image name on another registry", section: &ValidatorSection{Image: "evil.example.com/nvidia/cloud-native/gpu-operator-validator:v26.3.3", ImagePath: img},
+			want: "not of the validator's repository"},
+		{name: "an unparsable image", section: &ValidatorSection{Image: "nvcr.io/NVIDIA/x:v1", ImagePath: img}, want: "not of the validator's repository"},
+		{name: "another repository beside a qualified driver change", driver: true, section: &ValidatorSection{Image: "docker.io/mallory/always-ready:v26.3.4", ImagePath: img},
+			want: "not of the validator's repository"},
+		{name: "a qualified driver change beside a version change within the repository", driver: true, section: &ValidatorSection{Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.4", ImagePath: img}},
+		{name: "the workload switched off", section: &ValidatorSection{WorkloadOff: []*field.Path{field.NewPath("spec", "validator", "plugin", "env").Index(0).Child("value")}},
+			want: `[ValidatorForged] "alice" switches the GPU Operator's validator's GPU workload off (ClusterPolicy cluster-policy, WITH_WORKLOAD false)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := safeDriverScenario(t)
+			if !tc.driver {
+				s.change.NewDriver, s.change.Annotations, s.change.Policy = s.change.OldDriver, nil, DriverUpgradePolicy{}
+			}
+			s.change.Validator = tc.section
+			d := s.decide()
+			if tc.want == "" {
+				assert.True(t, d.Allowed, "%v", d.Message())
+				return
+			}
+			assert.Equal(t, []Code{CodeValidatorForged}, d.Codes())
+			assert.Contains(t, d.Message(), tc.want)
+		})
+	}
+}
+
+// TestValidatorRepositoryConfig: proof.validator.repository is a repository
+// without tag or digest; anything else is refused naming the field.
+func TestValidatorRepositoryConfig(t *testing.T) {
+	for _, tc := range []struct{ repo, want string }{
+		{"nvcr.io/nvidia/cloud-native/gpu-operator-validator", ""},
+		{"registry.corp:5000/nvidia/gpu-operator-validator", ""},
+		{"nvidia/cloud-native/gpu-operator-validator", ""},
+		{"", "proof.validator.repository"},
+		{"nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3", "proof.validator.repository"},
+		{"NVCR.io/Bad Name", "proof.validator.repository"},
+	} {
+		t.Run(tc.repo, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Proof.Validator.Repository = tc.repo
+			errs := cfg.Validate()
+			if tc.want == "" {
+				assert.Empty(t, errs)
+				return
+			}
+			require.NotEmpty(t, errs)
+			assert.Contains(t, errs.ToAggregate().Error(), tc.want)
 		})
 	}
 }

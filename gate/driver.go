@@ -120,6 +120,24 @@ type DriverChange struct {
 	// PolicyErr is the adapter's failure to read the policy (a live read of
 	// the ClusterPolicy for an NVIDIADriver): FactsMissing, not "no policy".
 	PolicyErr error
+	// Validator is a ClusterPolicy's validator section after a CREATE, or an
+	// UPDATE that changes it; nil otherwise. The exempt GPU Operator writes
+	// the validator DaemonSet from it (ValidatorForged).
+	Validator *ValidatorSection
+}
+
+// ValidatorSection is what the GPU Operator's validator DaemonSet runs, as
+// a ClusterPolicy's spec.validator says it.
+type ValidatorSection struct {
+	// Image is the reference the operator composes (repository/image:version,
+	// or image alone when neither repository nor version is set); "" when
+	// the section names none and the operator's own default applies.
+	Image     string
+	ImagePath *field.Path
+	// WorkloadOff are the env entries this write sets to switch the
+	// validator's GPU workload off (WITH_WORKLOAD false where it was not),
+	// by path.
+	WorkloadOff []*field.Path
 }
 
 // DRAPluginCreate is a DRA driver whose kubelet-plugin DaemonSet is being
@@ -601,7 +619,15 @@ func (r *DriverReview) Decide(holders map[string][]Holder, holdersErr error) Dec
 	if !r.changed || (len(r.pending) == 0 && !ch.PolicyChanged && ch.DRAUnconfigured == "") {
 		// Nothing reloads: no reached node would change (a DRA driver
 		// switched on that the gate cannot read is judged all the same).
-		d.Allowed = true
+		// A changed validator section is still judged (rule_validator.go).
+		if ch.Validator == nil {
+			d.Allowed = true
+			return d
+		}
+		var f findings
+		r.kinds = kindsValidator
+		applyTable(r, &f, &d)
+		f.settle(&d)
 		return d
 	}
 	r.kinds = kindsDriver

@@ -32,7 +32,7 @@ func TestHaltsReadOwnValidators(t *testing.T) {
 		p.OwnerReferences[0].UID = "00000000-0000-4000-8000-000000000bad"
 		return p
 	}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: validatorDaemonSet.Name, UID: validatorDaemonSet.UID}}
+	ds := validatorDaemonSetRead()
 	denied := errors.New("daemonsets.apps is forbidden")
 	cases := []struct {
 		name string
@@ -45,6 +45,8 @@ func TestHaltsReadOwnValidators(t *testing.T) {
 			"validator Pod gpu-operator/nvidia-operator-validator-gpu-v100-01 not Ready since 2026-11-21T10:00:00Z, not back within 1h0m0s"},
 		{"no validator Pod halts", nil, ds, nil, "no validator Pod (app=nvidia-operator-validator) on the node since"},
 		{"a Pod naming the DaemonSet with another UID halts nothing", []*corev1.Pod{forged(), own(corev1.ConditionTrue)}, ds, nil, ""},
+		{"its own Pod with its image changed in place does not hold off the halt", []*corev1.Pod{withImages(own(corev1.ConditionTrue), "nvidia-operator-validator", "busybox")}, ds, nil,
+			"no validator Pod (app=nvidia-operator-validator) on the node since"},
 		{"unreadable: a Pod naming the DaemonSet halts nothing", []*corev1.Pod{forged()}, nil, denied, ""},
 		{"unreadable: its own Pod not back halts nothing either (whose it is cannot be told)", []*corev1.Pod{own(corev1.ConditionFalse)}, nil, denied, ""},
 		{"unreadable: no validator Pod halts nothing", nil, nil, denied, ""},

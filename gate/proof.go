@@ -74,6 +74,12 @@ type ValidatorSelector struct {
 	// GPU Operator names it nvidia-operator-validator (its
 	// assets/state-operator-validation/0500_daemonset.yaml).
 	DaemonSet string `json:"daemonSet"`
+	// Repository is the validator's image repository: a ClusterPolicy
+	// write that gives the validator an image of another repository is
+	// refused (ValidatorForged), since the GPU Operator, not judged, then
+	// writes the DaemonSet. Compared as the image helpers compare
+	// repositories (a registry-less entry matches below a mirror's prefix).
+	Repository string `json:"repository"`
 }
 
 // HealthCondition is a node condition a GPU health tool writes, and the
@@ -102,7 +108,8 @@ type ProofConfig struct {
 // docs/proof.md), a 30 minute soak.
 func DefaultProofConfig() ProofConfig {
 	return ProofConfig{
-		Validator:       ValidatorSelector{PodSelector: PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"}, DaemonSet: "nvidia-operator-validator"},
+		Validator: ValidatorSelector{PodSelector: PodSelector{Namespace: "gpu-operator", Selector: "app=nvidia-operator-validator"}, DaemonSet: "nvidia-operator-validator",
+			Repository: "nvcr.io/nvidia/cloud-native/gpu-operator-validator"},
 		AllocationCheck: PodSelector{Selector: "gpu-upgrade-gate.io/allocation-check=true"},
 		HealthConditions: []HealthCondition{
 			{Type: "GpuXidError", UnhealthyStatus: corev1.ConditionTrue},               // NVIDIA NVSentinel
@@ -144,6 +151,10 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 	}
 	if msgs := validation.IsDNS1123Subdomain(p.Validator.DaemonSet); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path.Child("validator", "daemonSet"), p.Validator.DaemonSet, "expected the name of the GPU Operator's validator DaemonSet, e.g. nvidia-operator-validator: "+msgs[0]))
+	}
+	if img, err := fleet.ParseImage(p.Validator.Repository); err != nil || img.Tag != "" || img.Digest != "" {
+		errs = append(errs, field.Invalid(path.Child("validator", "repository"), qualification.Clip(p.Validator.Repository),
+			"expected the validator's image repository without tag or digest, e.g. nvcr.io/nvidia/cloud-native/gpu-operator-validator"))
 	}
 	for i, h := range p.HealthConditions {
 		if h.Type == "" {
@@ -208,10 +219,13 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 // OwnValidators completes the proof facts with the validator DaemonSet as
 // read (ds nil: it does not exist; err: it could not be read): of the
 // Pods ProofFactsOf took for validators, only those whose controller
-// reference carries its UID stay; the others (a Pod anyone who may create
-// Pods in the namespace wrote, naming the DaemonSet) become unowned. With
-// no DaemonSet to check the UID against, none stays: a Pod that only names
-// it could otherwise prove a node, or halt a rollout.
+// reference carries its UID and whose containers run its Pod template's
+// images stay; the others become unowned. The UID alone proves little: a
+// Pod created with it copied, or an orphan the DaemonSet controller adopts,
+// carries it, and a container's image can be changed in place by anyone
+// who may update Pods in the namespace. With no DaemonSet to check against,
+// none stays: a Pod that only names it could otherwise prove a node, or
+// halt a rollout.
 func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	v := c.Proof.Validator
 	switch {
@@ -227,7 +241,7 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	f.ValidatorDaemonSet = ds
 	own := f.Validators[:0:0]
 	for _, p := range f.Validators {
-		if metav1.IsControlledBy(p, ds) {
+		if metav1.IsControlledBy(p, ds) && templateMismatch(p, ds) == "" {
 			own = append(own, p)
 		} else {
 			f.Unowned = append(f.Unowned, p)
@@ -236,8 +250,43 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	f.Validators = own
 }
 
-// ownValidatorsOn are the node's validator Pods whose controller reference
-// carries the validator DaemonSet's UID (OwnValidators): none when the
+// templateMismatch says how the Pod's containers and init containers
+// differ from the DaemonSet's Pod template, by container name and image
+// ("" when they match). The DaemonSet controller copies the template's
+// images verbatim; the template's revision hash is kept in a
+// ControllerRevision, not on the DaemonSet, so images are what can be
+// compared. Both may keep their init containers among the containers (the
+// webhook's cache does): names are unique across the two lists.
+func templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet) string {
+	want := map[string]string{}
+	for _, cs := range [][]corev1.Container{ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers} {
+		for _, c := range cs {
+			want[c.Name] = c.Image
+		}
+	}
+	have := map[string]bool{}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			img, ok := want[c.Name]
+			switch {
+			case !ok:
+				return fmt.Sprintf("its container %s is not in the DaemonSet's Pod template", qualification.Clip(c.Name))
+			case img != c.Image:
+				return fmt.Sprintf("its container %s runs image %s, not the DaemonSet's Pod template's %s", qualification.Clip(c.Name), qualification.Clip(c.Image), qualification.Clip(img))
+			}
+			have[c.Name] = true
+		}
+	}
+	for name := range want {
+		if !have[name] {
+			return fmt.Sprintf("it lacks the DaemonSet's Pod template's container %s", qualification.Clip(name))
+		}
+	}
+	return ""
+}
+
+// ownValidatorsOn are the node's validator Pods OwnValidators kept (the
+// DaemonSet's UID, its template's images): none when the
 // DaemonSet could not be read, whatever facts built some other way hold.
 // Proofs and halts read validators only through this.
 func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
@@ -259,6 +308,12 @@ func (v *ValidatorSelector) controls(p *corev1.Pod) bool {
 // unownedValidator says why a Pod labelled as a validator was ignored; ds
 // is the validator DaemonSet as read (nil: not read).
 func (v *ValidatorSelector) unownedValidator(p *corev1.Pod, ds *appsv1.DaemonSet) string {
+	if ds != nil && metav1.IsControlledBy(p, ds) {
+		if why := templateMismatch(p, ds); why != "" {
+			return fmt.Sprintf("Pod %s/%s carries the validator label (%s) and DaemonSet %s/%s's UID as its controller, but %s: ignored (a Pod's image can be changed in place)",
+				p.Namespace, qualification.Clip(p.Name), v.Selector, v.Namespace, v.DaemonSet, why)
+		}
+	}
 	owner := "no controller"
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		owner = fmt.Sprintf("controller %s %s", ref.Kind, qualification.Clip(ref.Name))

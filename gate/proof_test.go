@@ -42,11 +42,27 @@ func upgradeJob(node string, cond batchv1.JobConditionType, at time.Time) *batch
 var validatorDaemonSet = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nvidia-operator-validator",
 	UID: "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f", Controller: new(true), BlockOwnerDeletion: new(true)}
 
+// validatorTemplate is the validator DaemonSet's Pod template as the GPU
+// Operator writes it (an init container per validation, then the one that
+// stays Ready); its Pods run these images.
+var validatorTemplate = corev1.PodSpec{
+	InitContainers: []corev1.Container{{Name: "driver-validation", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}},
+	Containers:     []corev1.Container{{Name: "nvidia-operator-validator", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}},
+}
+
+// validatorDaemonSetRead is the validator DaemonSet as the gate reads it.
+func validatorDaemonSetRead() *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: validatorDaemonSet.Name, UID: validatorDaemonSet.UID},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: *validatorTemplate.DeepCopy()}}}
+}
+
 func validatorPod(node string, ready corev1.ConditionStatus, at time.Time) *corev1.Pod {
+	spec := *validatorTemplate.DeepCopy()
+	spec.NodeName = node
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node, Labels: map[string]string{"app": "nvidia-operator-validator"},
 			OwnerReferences: []metav1.OwnerReference{validatorDaemonSet}},
-		Spec: corev1.PodSpec{NodeName: node},
+		Spec: spec,
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.NewTime(at)}}},
 	}
@@ -213,6 +229,31 @@ func TestValidatorOwnership(t *testing.T) {
 			missing: "no validator Pod counts: the validator DaemonSet gpu-operator/nvidia-operator-validator does not exist"},
 		{name: "the validator DaemonSet cannot be read: no Pod proves the node", pods: []*corev1.Pod{owned}, read: "denied",
 			missing: "no validator Pod counts: cannot read the validator DaemonSet gpu-operator/nvidia-operator-validator, whose UID says which validator Pods are its own: daemonsets.apps is forbidden"},
+		// Issue 25: the DaemonSet's UID is carried by a Pod whose image was
+		// changed in place (anyone who may update Pods in the namespace),
+		// by an orphan the DaemonSet controller adopted and by a Pod
+		// created with the UID copied; only the template's images, by
+		// container name, make it the DaemonSet's validator.
+		{name: "its own Pod with the image changed in place does not prove it", pods: []*corev1.Pod{withImages(owned, "nvidia-operator-validator", "busybox:always-ready")},
+			missing: "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node",
+			ignored: "Pod gpu-operator/nvidia-operator-validator-gpu-v100-03 carries the validator label (app=nvidia-operator-validator) and DaemonSet gpu-operator/nvidia-operator-validator's UID as its controller, but its container nvidia-operator-validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3: ignored"},
+		{name: "an init container's image changed does not prove it", pods: []*corev1.Pod{withImages(owned, "driver-validation", "busybox")},
+			missing: "no validator Pod (namespace gpu-operator", ignored: "its container driver-validation runs image busybox, not"},
+		{name: "a Pod with the UID and a container the template lacks does not prove it", pods: []*corev1.Pod{func() *corev1.Pod {
+			p := owned.DeepCopy()
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
+			return p
+		}()}, missing: "no validator Pod (namespace gpu-operator", ignored: "its container sidecar is not in the DaemonSet's Pod template"},
+		{name: "a Pod with the UID lacking a template container does not prove it", pods: []*corev1.Pod{func() *corev1.Pod {
+			p := owned.DeepCopy()
+			p.Spec.InitContainers = nil
+			return p
+		}()}, missing: "no validator Pod (namespace gpu-operator", ignored: "it lacks the DaemonSet's Pod template's container driver-validation"},
+		{name: "its own Pod with the template's images, init containers kept among the containers (as the cache keeps them), proves it", pods: []*corev1.Pod{func() *corev1.Pod {
+			p := owned.DeepCopy()
+			p.Spec.Containers, p.Spec.InitContainers = append(p.Spec.InitContainers, p.Spec.Containers...), nil
+			return p
+		}()}},
 		{name: "the DaemonSet named but not as controller", pods: []*corev1.Pod{owned, forged(func(p *corev1.Pod) {
 			ref := validatorDaemonSet
 			ref.Controller = nil
@@ -227,7 +268,7 @@ func TestValidatorOwnership(t *testing.T) {
 			prove(s, "gpu-v100-03")
 			s.cluster.Proof.Validators = nil
 			facts := s.cfg.ProofFactsOf(tc.pods, nil)
-			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: validatorDaemonSet.Name, UID: validatorDaemonSet.UID}}
+			ds := validatorDaemonSetRead()
 			switch tc.read {
 			case "gone":
 				s.cfg.OwnValidators(&facts, nil, nil)
@@ -256,6 +297,19 @@ func TestValidatorOwnership(t *testing.T) {
 			assert.Contains(t, d.Warnings, "gpu-upgrade-gate: node gpu-v100-03: "+p.Ignored[0])
 		})
 	}
+}
+
+// withImages is p with container name running image.
+func withImages(p *corev1.Pod, name, image string) *corev1.Pod {
+	p = p.DeepCopy()
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				cs[i].Image = image
+			}
+		}
+	}
+	return p
 }
 
 // TestUnreadableValidatorDaemonSet: with the validator DaemonSet

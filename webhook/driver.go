@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -61,6 +63,9 @@ func (s *Server) decideDriver(ctx context.Context, req admission.Request) (gate.
 			ch.OldDCGM, _ = imageVersion(old, "spec", "dcgmExporter")
 			ch.Reload = !sameExcept(obj, old, []string{"spec", "driver"}, "version", "upgradePolicy") || !sameExcept(obj, old, []string{"spec", "dcgmExporter"}, "version")
 			ch.PolicyChanged = !sameExcept(obj, old, []string{"spec", "driver", "upgradePolicy"})
+		}
+		if req.Operation != admissionv1.Delete && (old == nil || !sameExcept(obj, old, []string{"spec", "validator"})) {
+			ch.Validator = validatorSection(obj, old)
 		}
 	case NVIDIADriverGVK.GroupKind():
 		ch.NewDriver, ch.DriverPath = driverVersion(obj, "spec")
@@ -269,6 +274,65 @@ func driverVersion(u *unstructured.Unstructured, section ...string) (string, *fi
 		v, _, _ = strings.Cut(v, "-")
 	}
 	return v, p
+}
+
+// validatorSection reads a ClusterPolicy's spec.validator (old: before an
+// UPDATE, nil on a CREATE). The image is composed as the GPU Operator's
+// ImagePath does: repository/image:version (@version for a digest), image
+// alone when neither repository nor version is set, none (the operator's
+// default) when nothing is. WITH_WORKLOAD (NVIDIA's validator reads it as
+// --with-workload) counts as switched off only on an UPDATE that sets it
+// false where it was not: NVIDIA's own chart creates the ClusterPolicy with
+// the plugin's WITH_WORKLOAD false.
+func validatorSection(obj, old *unstructured.Unstructured) *gate.ValidatorSection {
+	sec := field.NewPath("spec", "validator")
+	out := &gate.ValidatorSection{}
+	repo, image, version := str(obj, "spec", "validator", "repository"), str(obj, "spec", "validator", "image"), str(obj, "spec", "validator", "version")
+	switch {
+	case repo == "" && version == "":
+		out.Image, out.ImagePath = image, sec.Child("image")
+	case strings.HasPrefix(version, "sha256:"):
+		out.Image, out.ImagePath = repo+"/"+image+"@"+version, sec.Child("version")
+	default:
+		out.Image, out.ImagePath = repo+"/"+image+":"+version, sec.Child("version")
+	}
+	if old == nil {
+		return out
+	}
+	// The section's own env and each validation's (plugin, cuda, driver...).
+	lists := [][]string{{"env"}}
+	if m, ok, _ := unstructured.NestedMap(obj.Object, "spec", "validator"); ok {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, isMap := m[k].(map[string]any); isMap {
+				lists = append(lists, []string{k, "env"})
+			}
+		}
+	}
+	for _, l := range lists {
+		path := append([]string{"spec", "validator"}, l...)
+		was := workloadOff(old, path)
+		for i, off := range workloadOff(obj, path) {
+			if off && !slices.Contains(was, true) {
+				out.WorkloadOff = append(out.WorkloadOff, field.NewPath(path[0], path[1:]...).Index(i).Child("value"))
+			}
+		}
+	}
+	return out
+}
+
+// workloadOff says, per entry of the env list at path, whether it sets
+// WITH_WORKLOAD false.
+func workloadOff(u *unstructured.Unstructured, path []string) []bool {
+	env, _, _ := unstructured.NestedSlice(u.Object, path...)
+	out := make([]bool, len(env))
+	for i, e := range env {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		value, _ := m["value"].(string)
+		b, err := strconv.ParseBool(value)
+		out[i] = name == "WITH_WORKLOAD" && err == nil && !b
+	}
+	return out
 }
 
 func namespaced(u *unstructured.Unstructured) string {

@@ -224,3 +224,51 @@ func TestDecideSubscription(t *testing.T) {
 	_, err := s.decideOperator(context.Background(), subscriptionRequest(t, admissionv1.Create, "gpu-operator-certified", int64(1), nil))
 	assert.ErrorContains(t, err, "spec.installPlanApproval", "a value that is not a string is a bad request, never an allow")
 }
+
+// TestValidatorSection: a ClusterPolicy's spec.validator is read as the GPU
+// Operator composes its image (repository/image:version, @ for a digest,
+// image alone without repository and version, none when empty), and
+// WITH_WORKLOAD counts as switched off only where an UPDATE sets it false
+// and it was not (NVIDIA's chart creates it false for the plugin).
+func TestValidatorSection(t *testing.T) {
+	env := func(v string) []any { return []any{map[string]any{"name": "WITH_WORKLOAD", "value": v}} }
+	nvidia := map[string]any{"repository": "nvcr.io/nvidia/cloud-native", "image": "gpu-operator-validator", "version": "v26.3.3"}
+	with := func(m map[string]any, k string, v any) map[string]any {
+		out := runtime.DeepCopyJSON(m)
+		out[k] = v
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		old, new    map[string]any // old nil: a CREATE
+		image, path string
+		off         []string
+	}{
+		{"composed", nil, nvidia, "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3", "spec.validator.version", nil},
+		{"by digest", nil, with(nvidia, "version", "sha256:"+strings.Repeat("ab", 32)), "nvcr.io/nvidia/cloud-native/gpu-operator-validator@sha256:" + strings.Repeat("ab", 32), "spec.validator.version", nil},
+		{"image alone", nil, map[string]any{"image": "docker.io/mallory/always-ready:1"}, "docker.io/mallory/always-ready:1", "spec.validator.image", nil},
+		{"none: the operator's default", nil, map[string]any{}, "", "spec.validator.image", nil},
+		{"created with the plugin's workload off (NVIDIA's chart default)", nil, with(nvidia, "plugin", map[string]any{"env": env("false")}), "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3", "spec.validator.version", nil},
+		{"the cuda workload switched off", with(nvidia, "cuda", map[string]any{"env": env("true")}), with(nvidia, "cuda", map[string]any{"env": env("false")}),
+			"nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3", "spec.validator.version", []string{"spec.validator.cuda.env[0].value"}},
+		{"the plugin's workload added off", nvidia, with(nvidia, "plugin", map[string]any{"env": env("0")}),
+			"nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3", "spec.validator.version", []string{"spec.validator.plugin.env[0].value"}},
+		{"the plugin's workload already off, version bumped", with(nvidia, "plugin", map[string]any{"env": env("false")}), with(with(nvidia, "version", "v26.3.4"), "plugin", map[string]any{"env": env("false")}),
+			"nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.4", "spec.validator.version", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var old *unstructured.Unstructured
+			if tc.old != nil {
+				old = policy(map[string]any{"validator": tc.old})
+			}
+			got := validatorSection(policy(map[string]any{"validator": tc.new}), old)
+			assert.Equal(t, tc.image, got.Image)
+			assert.Equal(t, tc.path, got.ImagePath.String())
+			var off []string
+			for _, p := range got.WorkloadOff {
+				off = append(off, p.String())
+			}
+			assert.Equal(t, tc.off, off)
+		})
+	}
+}

@@ -396,16 +396,26 @@ func asIs(obj any, strip func(any) (any, error)) (any, error) {
 	return obj, nil
 }
 
-// StripValidatorDaemonSet keeps the validator DaemonSet's identity: its UID
-// is in its Pods' controller references (gate.Config.OwnValidators).
+// StripValidatorDaemonSet keeps the validator DaemonSet's identity (its UID
+// and its Pod template's container images), which its Pods must carry
+// to count (gate.Config.OwnValidators).
 func StripValidatorDaemonSet(obj any) (any, error) {
 	return asIs(obj, func(obj any) (any, error) {
 		ds, ok := obj.(*appsv1.DaemonSet)
 		if !ok {
 			return obj, nil
 		}
-		return &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
-			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}, nil
+		out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}
+		// Its Pods count only running its template's images, by container
+		// name (gate's templateMismatch); init containers kept among the
+		// containers, as StripPod keeps a Pod's.
+		for _, cs := range [][]corev1.Container{ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers} {
+			for _, c := range cs {
+				out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+			}
+		}
+		return out, nil
 	})
 }
 
@@ -432,7 +442,9 @@ func stripPod(obj any) (any, error) {
 	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
-			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+			// The image: a validator Pod counts only running its
+			// DaemonSet template's (gate.Config.OwnValidators).
+			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources})
 		}
 	}
 	// A check Pod's result is its containers' termination messages (the

@@ -61,7 +61,8 @@ func TestProofFactsFollowTheInformer(t *testing.T) {
 	sel, err := labels.ConvertSelectorToLabelsMap(f.Config.Proof.Validator.Selector)
 	require.NoError(t, err)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "validator", Namespace: f.Config.Proof.Validator.Namespace, Labels: sel, ResourceVersion: "2", OwnerReferences: []metav1.OwnerReference{fleetgen.ValidatorOwner}},
-		Spec: corev1.PodSpec{NodeName: f.Nodes[0].Name}}
+		Spec: *f.ValidatorDaemonSet.Spec.Template.Spec.DeepCopy()} // as the DaemonSet controller writes it: its template's containers
+	pod.Spec.NodeName = f.Nodes[0].Name
 	fw.Add(pod)
 	require.Eventually(t, func() bool { v := validators(); return len(v) == 1 && v[0].Spec.NodeName == f.Nodes[0].Name }, 5*time.Second, 10*time.Millisecond, "an added validator is seen")
 	moved := pod.DeepCopy()

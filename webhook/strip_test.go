@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -74,6 +75,11 @@ func TestStripTwiceKeepsOneCopy(t *testing.T) {
 	require.NotEmpty(t, f.ProofPods)
 	gpu := slices.IndexFunc(f.Nodes, f.Config.IsGPUNode)
 	require.GreaterOrEqual(t, gpu, 0)
+	// As the API server sends it: the generated Pod carries only what the
+	// strip keeps (its container's name and image).
+	validator := f.ProofPods[0].DeepCopy()
+	validator.CreationTimestamp = metav1.NewTime(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	validator.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 	for _, tc := range []struct {
 		name  string
 		obj   any
@@ -81,7 +87,7 @@ func TestStripTwiceKeepsOneCopy(t *testing.T) {
 	}{
 		{"GPU node", f.Nodes[gpu], StripNode},
 		{"CPU node", f.Nodes[0], StripNode},
-		{"validator Pod", f.ProofPods[0], StripPod},
+		{"validator Pod", validator, StripPod},
 		{"SUC Job", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "apply-driver-on-gpu-1", Namespace: "system-upgrade", Labels: map[string]string{upgradev1.LabelNode: "gpu-1"}, Annotations: map[string]string{"a": "b"}},
 			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Message: "done"}}}}, StripJob},
 	} {
@@ -250,4 +256,36 @@ func TestStripPodKeepsCheckResults(t *testing.T) {
 	got, err = StripPod(pod(map[string]string{"gpu-upgrade-gate.io/allocation-check": "true"}))
 	require.NoError(t, err)
 	assert.Empty(t, got.(*corev1.Pod).Status.ContainerStatuses, "an allocation check without a kind keeps none")
+}
+
+// TestStripValidatorKeepsImages: the cached validator DaemonSet and its Pods
+// keep their containers' (and init containers') names and images, which
+// decide whether a Pod with the DaemonSet's UID counts as its validator
+// (gate.Config.OwnValidators); stripped, a Pod running the template's
+// images counts and one whose image was changed in place does not.
+func TestStripValidatorKeepsImages(t *testing.T) {
+	f := fleetgen.Generate(fleetgen.Options{Seed: 1, Nodes: 20, Now: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)})
+	ds := f.ValidatorDaemonSet.DeepCopy()
+	ds.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "driver-validation", Image: "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: "nvidia-operator-validator-x", Labels: map[string]string{"app": "nvidia-operator-validator"},
+		OwnerReferences: []metav1.OwnerReference{fleetgen.ValidatorOwner}}, Spec: *ds.Spec.Template.Spec.DeepCopy()}
+	pod.Spec.NodeName = "gpu-1"
+	changed := pod.DeepCopy()
+	changed.Name, changed.Spec.Containers[0].Image = "nvidia-operator-validator-y", "busybox:always-ready"
+
+	sds, err := StripValidatorDaemonSet(ds)
+	require.NoError(t, err)
+	var pods []*corev1.Pod
+	for _, p := range []*corev1.Pod{pod, changed} {
+		sp, err := StripPod(p)
+		require.NoError(t, err)
+		pods = append(pods, sp.(*corev1.Pod))
+	}
+	facts := f.Config.ProofFactsOf(pods, nil)
+	require.Len(t, facts.Validators, 2, "both carry the validator label")
+	f.Config.OwnValidators(&facts, sds.(*appsv1.DaemonSet), nil)
+	require.Len(t, facts.Validators, 1)
+	assert.Equal(t, pod.Name, facts.Validators[0].Name, "the Pod running the template's images counts")
+	require.Len(t, facts.Unowned, 1)
+	assert.Equal(t, changed.Name, facts.Unowned[0].Name, "the Pod whose image was changed does not")
 }

@@ -348,7 +348,8 @@ var Webhooks = []Webhook{{
 	MatchConditions: []MatchCondition{{Name: "driver-spec-changed", Folded: true, CEL: `request.operation != 'UPDATE' ||
 (request.resource.resource == 'clusterpolicies' ?
   (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
-   object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+   object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({}) ||
+   object.?spec.?validator.orValue({}) != oldObject.?spec.?validator.orValue({})) :
  request.resource.resource == 'gpuclusters' ?
   object.?spec.?draDriver.orValue({}) != oldObject.?spec.?draDriver.orValue({}) :
   object.?spec.orValue({}) != oldObject.?spec.orValue({}))`}},
@@ -357,7 +358,8 @@ var Webhooks = []Webhook{{
 		"writes. CREATE and DELETE too: a new NVIDIADriver (or a ClusterPolicy deleted and\n" +
 		"created again) loads a driver, a deleted one unloads it. An UPDATE reaches the\n" +
 		"gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM\n" +
-		"exporter section (any field, so one a newer operator adds is judged too), or an\n" +
+		"exporter section (any field, so one a newer operator adds is judged too), its\n" +
+		"validator section (the operator writes the validator DaemonSet from it), or an\n" +
 		"NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never\n" +
 		"do. A GPUCluster's DRA driver section too (its CREATE and DELETE: it loads\n" +
 		"and removes the DRA driver). Deleting this webhook configuration still always\n" +

@@ -42,7 +42,7 @@ func (g *generator) workloads() {
 	v := g.f.Config.Proof.Validator
 	g.f.ValidatorDaemonSet = &appsv1.DaemonSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: v.DaemonSet, Namespace: v.Namespace, UID: ValidatorOwner.UID},
-		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("driver-validation", "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}}
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("nvidia-operator-validator", "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3")}}
 }
 
 // NewRecord is hardware hw's record Source -> Target, completed at completed.

@@ -228,7 +228,7 @@ func (e *Env) Base(ctx context.Context) error {
 	// API server assigns (ValidatorOwner takes it).
 	v := e.Config.Proof.Validator
 	validators := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: v.DaemonSet, Namespace: v.Namespace},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("driver-validation", "nvcr.io/nvidia/gpu-operator:"+Source.GPUOperator)}}
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod("validator", "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3")}}
 	// Only the GPU Operator creates it (webhook/validatordaemonset.md): as
 	// its ServiceAccount, which the chart's webhook.gpuOperatorServiceAccounts
 	// names by default.

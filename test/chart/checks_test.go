@@ -964,8 +964,11 @@ func (r *rendered) checkWebhooks() []string {
 			// operator's own writes must never depend on it).
 			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({})") ||
 				!strings.Contains(conds, "object.?spec.?dcgmExporter.orValue({})") || !strings.Contains(conds, "object.?spec.orValue({}) != oldObject.?spec.orValue({})") ||
+				// The operator writes the validator DaemonSet, unjudged, from
+				// the ClusterPolicy's validator section (ValidatorForged).
+				!strings.Contains(conds, "object.?spec.?validator.orValue({}) != oldObject.?spec.?validator.orValue({})") ||
 				!strings.Contains(conds, "request.operation != 'UPDATE'") {
-				bad("the driver webhook must match CREATE, DELETE and changes of the driver/DCGM sections or an NVIDIADriver's spec, got %v", w.MatchConditions)
+				bad("the driver webhook must match CREATE, DELETE and changes of the driver/DCGM/validator sections or an NVIDIADriver's spec, got %v", w.MatchConditions)
 			}
 		case "halts.gpu-upgrade-gate.io":
 			if len(w.MatchConditions) != 1 || !strings.Contains(conds, "(request.operation == 'DELETE' ? oldObject.metadata.name : object.metadata.name) == 'gpu-upgrade-gate-halts'") {

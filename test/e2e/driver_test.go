@@ -541,3 +541,22 @@ func TestOperatorUpgrade(t *testing.T) {
 	requireDeniedWith(t, err)
 	assert.Contains(t, err.Error(), "node gpu-h200-01", "every GPU node is judged")
 }
+
+// TestValidatorSectionThroughAPIServer (issue 25): the GPU Operator writes
+// its validator DaemonSet, unjudged, from the ClusterPolicy's
+// spec.validator, so a change of that section now reaches the gate: an
+// image of another repository, or the validator's GPU workload switched
+// off, is refused with ValidatorForged; a version change within the
+// validator's repository (the operator's own upgrade) is admitted.
+func TestValidatorSectionThroughAPIServer(t *testing.T) {
+	driverWorld(t)
+	alice, _ := as(t, "alice")
+	nvidia := map[string]any{"repository": "nvcr.io/nvidia/cloud-native", "image": "gpu-operator-validator", "version": "v26.3.4"}
+	defer preGate(t, func() {
+		require.NoError(t, edit(t, env.Admin, cpRef(), func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "spec", "validator") }))
+	})
+	requireDenied(t, edit(t, alice, cpRef(), set("spec.validator", map[string]any{"repository": "docker.io/mallory", "image": "always-ready", "version": "v1"})), gate.CodeValidatorForged)
+	require.NoError(t, edit(t, alice, cpRef(), set("spec.validator", nvidia)), "a version within the validator's repository")
+	require.NoError(t, edit(t, alice, cpRef(), set("spec.validator.plugin", map[string]any{"env": []any{map[string]any{"name": "WITH_WORKLOAD", "value": "true"}}})), "the workload on")
+	requireDenied(t, edit(t, alice, cpRef(), set("spec.validator.plugin", map[string]any{"env": []any{map[string]any{"name": "WITH_WORKLOAD", "value": "false"}}})), gate.CodeValidatorForged)
+}

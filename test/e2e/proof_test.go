@@ -220,6 +220,45 @@ func TestUncordonBeforeProofThroughAPIServer(t *testing.T) {
 	assert.False(t, n.Spec.Unschedulable)
 }
 
+// TestValidatorImageChangedThroughAPIServer (issue 25): the validator
+// DaemonSet's own Pod (the test plays the DaemonSet controller: it creates
+// the Pod with the DaemonSet's UID and its template's image, and the
+// kubelet: it writes the Pod Ready) proves its node; once a person changes
+// its container's image in place (a Pod's image is mutable, and no kubelet
+// runs here to restart it, so it stays Ready), the Pod no longer counts: the
+// node is unproven and the refusal names the Pod and both images.
+func TestValidatorImageChangedThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	const node = "gpu-v100-08"
+	require.NoError(t, env.CreateNodes(ctx, []testenv.NodeSpec{{Name: node, Fixture: "node-v100.json", Tuple: testenv.Target, Zone: "zone-a"}}))
+	t.Cleanup(func() {
+		deletePod(t, "gpu-operator", "nvidia-operator-validator-"+node)
+		deletePod(t, "gpu-upgrade-gate", "allocation-check-"+node)
+		require.NoError(t, env.Admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}))
+		c, _ := as(t, "alice")
+		eventuallyWrite(t, func() error { return c.Create(ctx, plan("after-image", "v100-r580", "gpu-v100-01"), client.DryRunAll) })
+	})
+	alice, warnings := as(t, "alice")
+	canary := func() error {
+		return alice.Create(ctx, plan("next-canary-image", "v100-r580", "gpu-v100-01"), client.DryRunAll)
+	}
+	require.NoError(t, proveNode(ctx, node, now.Add(-2*time.Hour)))
+	eventuallyWrite(t, canary) // the neighbour: the template's image proves the node
+
+	var v corev1.Pod
+	require.NoError(t, env.Admin.Get(ctx, client.ObjectKey{Namespace: "gpu-operator", Name: "nvidia-operator-validator-" + node}, &v))
+	v.Spec.Containers[0].Image = "busybox:always-ready"
+	require.NoError(t, env.Admin.Update(ctx, &v), "a Pod's image changes in place")
+	eventuallyWrite(t, canary, gate.CodePreviousNodeUnproven)
+	warnings.Take()
+	err := canary()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node")
+	assert.Contains(t, warnings.Take(), "gpu-upgrade-gate: node "+node+": Pod gpu-operator/nvidia-operator-validator-"+node+
+		" carries the validator label (app=nvidia-operator-validator) and DaemonSet gpu-operator/nvidia-operator-validator's UID as its controller,"+
+		" but its container validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3: ignored (a Pod's image can be changed in place)")
+}
+
 // TestForgedValidatorThroughAPIServer (issue 24): a Pod labelled as the
 // validator that the GPU Operator's validator DaemonSet does not control,
 // Pending on a proven node (created by anyone who may create Pods in the

@@ -136,7 +136,8 @@ names (templates/_helpers.tpl).
 # writes. CREATE and DELETE too: a new NVIDIADriver (or a ClusterPolicy deleted and
 # created again) loads a driver, a deleted one unloads it. An UPDATE reaches the
 # gate only when what runs on GPU nodes changes: the ClusterPolicy's driver or DCGM
-# exporter section (any field, so one a newer operator adds is judged too), or an
+# exporter section (any field, so one a newer operator adds is judged too), its
+# validator section (the operator writes the validator DaemonSet from it), or an
 # NVIDIADriver's spec. The operator's own writes (status, finalizers, labels) never
 # do. A GPUCluster's DRA driver section too (its CREATE and DELETE: it loads
 # and removes the DRA driver). Deleting this webhook configuration still always
@@ -161,7 +162,8 @@ names (templates/_helpers.tpl).
         request.operation != 'UPDATE' ||
         (request.resource.resource == 'clusterpolicies' ?
           (object.?spec.?driver.orValue({}) != oldObject.?spec.?driver.orValue({}) ||
-           object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({})) :
+           object.?spec.?dcgmExporter.orValue({}) != oldObject.?spec.?dcgmExporter.orValue({}) ||
+           object.?spec.?validator.orValue({}) != oldObject.?spec.?validator.orValue({})) :
          request.resource.resource == 'gpuclusters' ?
           object.?spec.?draDriver.orValue({}) != oldObject.?spec.?draDriver.orValue({}) :
           object.?spec.orValue({}) != oldObject.?spec.orValue({}))
