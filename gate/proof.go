@@ -241,7 +241,7 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	f.ValidatorDaemonSet = ds
 	own := f.Validators[:0:0]
 	for _, p := range f.Validators {
-		if metav1.IsControlledBy(p, ds) && templateMismatch(p, ds) == "" {
+		if metav1.IsControlledBy(p, ds) && v.templateMismatch(p, ds) == "" {
 			own = append(own, p)
 		} else {
 			f.Unowned = append(f.Unowned, p)
@@ -257,7 +257,13 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 // ControllerRevision, not on the DaemonSet, so images are what can be
 // compared. Both may keep their init containers among the containers (the
 // webhook's cache does): names are unique across the two lists.
-func templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet) string {
+// An image of the configured validator repository (Repository, mirrors as
+// MatchesRepository allows) other than the template's still counts: while
+// the GPU Operator rolls the DaemonSet to a new release, the Pods not yet
+// replaced run the old one, and refusing them would leave every node
+// unproven (and halt its wave) for the whole rollout. An in-place change to
+// any other image is what this guards against.
+func (v ValidatorSelector) templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet) string {
 	want := map[string]string{}
 	for _, cs := range [][]corev1.Container{ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers} {
 		for _, c := range cs {
@@ -271,8 +277,8 @@ func templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet) string {
 			switch {
 			case !ok:
 				return fmt.Sprintf("its container %s is not in the DaemonSet's Pod template", qualification.Clip(c.Name))
-			case img != c.Image:
-				return fmt.Sprintf("its container %s runs image %s, not the DaemonSet's Pod template's %s", qualification.Clip(c.Name), qualification.Clip(c.Image), qualification.Clip(img))
+			case img != c.Image && !v.validatorRelease(c.Image):
+				return fmt.Sprintf("its container %s runs image %s, not the DaemonSet's Pod template's %s nor a release of %s", qualification.Clip(c.Name), qualification.Clip(c.Image), qualification.Clip(img), v.Repository)
 			}
 			have[c.Name] = true
 		}
@@ -283,6 +289,13 @@ func templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet) string {
 		}
 	}
 	return ""
+}
+
+// validatorRelease: the image is a release of the configured validator
+// repository.
+func (v ValidatorSelector) validatorRelease(image string) bool {
+	img, err := fleet.ParseImage(image)
+	return err == nil && fleet.MatchesRepository(img, v.Repository)
 }
 
 // ownValidatorsOn are the node's validator Pods OwnValidators kept (the
@@ -309,7 +322,7 @@ func (v *ValidatorSelector) controls(p *corev1.Pod) bool {
 // is the validator DaemonSet as read (nil: not read).
 func (v *ValidatorSelector) unownedValidator(p *corev1.Pod, ds *appsv1.DaemonSet) string {
 	if ds != nil && metav1.IsControlledBy(p, ds) {
-		if why := templateMismatch(p, ds); why != "" {
+		if why := v.templateMismatch(p, ds); why != "" {
 			return fmt.Sprintf("Pod %s/%s carries the validator label (%s) and DaemonSet %s/%s's UID as its controller, but %s: ignored (a Pod's image can be changed in place)",
 				p.Namespace, qualification.Clip(p.Name), v.Selector, v.Namespace, v.DaemonSet, why)
 		}

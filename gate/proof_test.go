@@ -236,7 +236,10 @@ func TestValidatorOwnership(t *testing.T) {
 		// container name, make it the DaemonSet's validator.
 		{name: "its own Pod with the image changed in place does not prove it", pods: []*corev1.Pod{withImages(owned, "nvidia-operator-validator", "busybox:always-ready")},
 			missing: "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node",
-			ignored: "Pod gpu-operator/nvidia-operator-validator-gpu-v100-03 carries the validator label (app=nvidia-operator-validator) and DaemonSet gpu-operator/nvidia-operator-validator's UID as its controller, but its container nvidia-operator-validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3: ignored"},
+			ignored: "Pod gpu-operator/nvidia-operator-validator-gpu-v100-03 carries the validator label (app=nvidia-operator-validator) and DaemonSet gpu-operator/nvidia-operator-validator's UID as its controller, but its container nvidia-operator-validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3 nor a release of nvcr.io/nvidia/cloud-native/gpu-operator-validator: ignored"},
+		{name: "its own Pod still at the previous validator release (the operator's rollout of the DaemonSet under way) proves it", pods: []*corev1.Pod{withImages(owned, "nvidia-operator-validator", "nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.1")}},
+		{name: "the validator repository on another registry is not a release of it", pods: []*corev1.Pod{withImages(owned, "nvidia-operator-validator", "ghcr.io/attacker/cloud-native/gpu-operator-validator:v26.3.3")},
+			missing: "no validator Pod (namespace gpu-operator", ignored: "runs image ghcr.io/attacker/cloud-native/gpu-operator-validator:v26.3.3, not"},
 		{name: "an init container's image changed does not prove it", pods: []*corev1.Pod{withImages(owned, "driver-validation", "busybox")},
 			missing: "no validator Pod (namespace gpu-operator", ignored: "its container driver-validation runs image busybox, not"},
 		{name: "a Pod with the UID and a container the template lacks does not prove it", pods: []*corev1.Pod{func() *corev1.Pod {

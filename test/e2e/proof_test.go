@@ -256,7 +256,7 @@ func TestValidatorImageChangedThroughAPIServer(t *testing.T) {
 	assert.Contains(t, err.Error(), "no validator Pod (namespace gpu-operator, app=nvidia-operator-validator) on the node")
 	assert.Contains(t, warnings.Take(), "gpu-upgrade-gate: node "+node+": Pod gpu-operator/nvidia-operator-validator-"+node+
 		" carries the validator label (app=nvidia-operator-validator) and DaemonSet gpu-operator/nvidia-operator-validator's UID as its controller,"+
-		" but its container validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3: ignored (a Pod's image can be changed in place)")
+		" but its container validator runs image busybox:always-ready, not the DaemonSet's Pod template's nvcr.io/nvidia/cloud-native/gpu-operator-validator:v26.3.3 nor a release of nvcr.io/nvidia/cloud-native/gpu-operator-validator: ignored (a Pod's image can be changed in place)")
 }
 
 // TestForgedValidatorThroughAPIServer (issue 24): a Pod labelled as the
