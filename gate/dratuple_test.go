@@ -245,6 +245,20 @@ func TestDRADriverPath(t *testing.T) {
 			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
 		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-01 still run there, " +
 			"and the GPUCluster does not say which version they run"},
+		// A GPUCluster UPDATE that switches the driver on is its CREATE
+		// (the webhook sets DRAPlugin and no version before): what is left
+		// is read. Seen failing before: allowed, nothing read.
+		{name: "FactsMissing: a GPUCluster switching the DRA driver on while an orphaned plugin Pod still runs on a node", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.change.Operation = OpUpdate
+			p := draPluginPod("gpu-v100-01", corev1.ConditionTrue, reachedAt)
+			p.OwnerReferences = nil
+			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{p}
+		}, want: []Code{CodeFactsMissing}, says: "node gpu-v100-01: cannot read the DRA driver version the node runs: Pod nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin-gpu-v100-01 still run there"},
+		{name: "a GPUCluster switching the DRA driver on with nothing of it left, at the release the records name", mutate: func(s *driverScenario) {
+			createGPUCluster(s, "v25.8.1")
+			s.change.Operation = OpUpdate
+		}},
 		{name: "FactsMissing: a GPUCluster created while the plugin DaemonSet's Pod still runs on a node", mutate: func(s *driverScenario) {
 			createGPUCluster(s, "v25.8.1")
 			s.cluster.Proof.DRA.PluginPods = []*corev1.Pod{draPluginPod("gpu-h200-01", corev1.ConditionTrue, reachedAt)}

@@ -87,8 +87,9 @@ type DriverChange struct {
 	// cannot be read (draConfigRule: FactsMissing naming the entry to add).
 	DRAUnconfigured string
 	// DRAPlugin is set on a CREATE of a DRA driver's kubelet-plugin
-	// DaemonSet: the driver, and the Pods the new DaemonSet's selector
-	// adopts. Its version before is what the nodes still run of that
+	// DaemonSet or of a GPUCluster, or a GPUCluster UPDATE that switches the
+	// DRA driver on (judged as its CREATE): the driver, and the Pods the new
+	// DaemonSet's selector adopts. Its version before is what the nodes still run of that
 	// driver, not what a deleted DaemonSet said (DRAPluginCreate); on a
 	// node where nothing of it is left, what the records name for the
 	// tuple the node runs (DriverReview.recordedDRA).
@@ -410,12 +411,12 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 		// DRA plugin DaemonSet's widened scheduling.
 		widened := selectorChanged && !oldSel.Matches(labels.Set(n.Labels)) || ch.DRAScheduling.widened(cl, n)
 		r.fresh[f.Name] = ch.Reload || ch.Operation == OpCreate || widened
-		if p := ch.DRAPlugin; p != nil && ch.Operation == OpCreate {
+		if p := ch.DRAPlugin; p != nil {
 			if why := p.leftOn(cl, f.Name); why != "" {
 				r.unknownDRA[f.Name] = why
 			}
 		}
-		if ch.Operation == OpCreate && ch.NewDRA != "" && r.unknownDRA[f.Name] == "" {
+		if (ch.Operation == OpCreate || ch.DRAPlugin != nil) && ch.NewDRA != "" && r.unknownDRA[f.Name] == "" {
 			r.recordedDRA(f)
 		}
 	}

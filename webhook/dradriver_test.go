@@ -540,6 +540,8 @@ func TestGPUClusterUnconfiguredDRA(t *testing.T) {
 		{"deleted", admissionv1.Delete, cluster(on), cluster(on), nil, false},
 		{"created with the DRA driver, gpu.nvidia.com configured", admissionv1.Create, cluster(on), nil, nvidia, false},
 		{"a new DRA driver version, gpu.nvidia.com configured", admissionv1.Update, cluster(on), cluster(older), nvidia, false},
+		{"the DRA driver switched on, gpu.nvidia.com configured", admissionv1.Update, cluster(on), cluster(off), nvidia, false},
+		{"the DRA driver section added, gpu.nvidia.com configured", admissionv1.Update, cluster(on), cluster(nil), nvidia, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := gate.DefaultConfig()
@@ -552,9 +554,16 @@ func TestGPUClusterUnconfiguredDRA(t *testing.T) {
 				return
 			}
 			assert.Empty(t, ch.DRAUnconfigured)
-			if tc.drivers != nil && tc.op == admissionv1.Create {
+			// Created, or switched on (judged as its CREATE, nothing ran
+			// before): what is left of it is read. Seen failing before
+			// for the switch-on cases: DRAPlugin was nil.
+			switchedOn := tc.op == admissionv1.Update && deploysDRA(tc.obj) && !deploysDRA(tc.old)
+			if tc.drivers != nil && (tc.op == admissionv1.Create || switchedOn) {
 				require.NotNil(t, ch.DRAPlugin, "what is left of it is read")
 				assert.Equal(t, "gpu.nvidia.com", ch.DRAPlugin.Driver.Name)
+				assert.Empty(t, ch.OldDRA, "nothing of the driver ran before")
+			} else if tc.drivers != nil {
+				assert.Nil(t, ch.DRAPlugin, "a version move reads the DaemonSet's version, not leftovers")
 			}
 		})
 	}

@@ -108,6 +108,15 @@ func (s *Server) gpuClusterChange(ch *gate.DriverChange, obj, old *unstructured.
 	switch op {
 	case admissionv1.Update:
 		ch.OldDRA, _ = imageVersion(old, "spec", "draDriver")
+		if configured && deploysDRA(obj) && !deploysDRA(old) {
+			// Switched on (the section added, or enabled): nothing of the
+			// driver ran from this GPUCluster, whatever its old section
+			// named, so it is judged as the driver's CREATE: what is left
+			// of it on the nodes is read, and the records say what a node
+			// with nothing left ran.
+			ch.OldDRA = ""
+			ch.DRAPlugin = &gate.DRAPluginCreate{Driver: d}
+		}
 	case admissionv1.Delete:
 		// Removes the DRA driver from every node: judged as an unload.
 		ch.OldDRA = ch.NewDRA
