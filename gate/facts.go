@@ -93,7 +93,13 @@ func parsePCILabel(s string) (id, vendor string, ok bool) { return fleet.ParsePC
 func isClass(s string) bool                               { return fleet.IsClass(s) }
 func isHex(s string) bool                                 { return fleet.IsHex(s) }
 func hasKey(m map[string]string, k string) bool           { return fleet.HasKey(m, k) }
-func driverOf(l map[string]string) string                 { return fleet.DriverOf(l) }
+
+// keyChanged: key k of a (after) and b (before) differs in value or in
+// presence (set to "" is not absent).
+func keyChanged(a, b map[string]string, k string) bool {
+	return a[k] != b[k] || hasKey(a, k) != hasKey(b, k)
+}
+func driverOf(l map[string]string) string { return fleet.DriverOf(l) }
 
 // Current is the node's tuple as the cluster reports it (was
 // NodeFacts.Current: the facts live in package fleet now).

@@ -75,7 +75,7 @@ func PrepareNode(cfg *Config, cl *Cluster, req NodeRequest) *NodeReview {
 	}
 	r.changed = changedLabels(n, old)
 	for _, k := range ModeLabels {
-		if n.Labels[k] != old.Labels[k] || hasKey(n.Labels, k) != hasKey(old.Labels, k) {
+		if keyChanged(n.Labels, old.Labels, k) {
 			r.modeDiff = append(r.modeDiff, k)
 		}
 	}
@@ -126,7 +126,7 @@ func (r *NodeReview) taintsAlone() bool {
 		return false
 	}
 	for _, k := range []string{AnnotationMovedBy, AnnotationCordonHandover} {
-		if v, set := n.Annotations[k]; v != old.Annotations[k] || set != hasKey(old.Annotations, k) {
+		if keyChanged(n.Annotations, old.Annotations, k) {
 			return false
 		}
 	}

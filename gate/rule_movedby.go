@@ -24,11 +24,11 @@ func movedByRule(rv review, f *findings, _ *Decision) {
 		return
 	}
 	n, old := r.req.Node, r.req.OldNode
-	v, set := n.Annotations[AnnotationMovedBy]
-	if v != old.Annotations[AnnotationMovedBy] || set != hasKey(old.Annotations, AnnotationMovedBy) {
+	if keyChanged(n.Annotations, old.Annotations, AnnotationMovedBy) {
 		nodeAttestation(r.req, AnnotationMovedBy, f)
 		return
 	}
+	v, set := n.Annotations[AnnotationMovedBy]
 	switch {
 	case len(r.plans) == 0:
 	case set && v != r.req.User.Name: // a moved-by left from an earlier move
