@@ -13,6 +13,12 @@
 # The version is <module>'s in hack/tools/<name>/go.mod. GUG_CACHE_DIR
 # overrides the cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/gpu-upgrade-gate).
 # EXTRA_LDFLAGS adds to the link flags; "$version" in it is expanded.
+# LIKE_TESTS=1 builds the tool as the project's tests build (cgo as the
+# environment says, no -trimpath) instead of static and trimmed: a tool whose
+# module versions agree with the project's (helm; internal/testenv's
+# TestToolsShareTheProjectsModuleVersions) then reuses every package the
+# project's vet and tests compiled, where built static and trimmed it shared
+# none (the compile cache keys on both).
 set -euo pipefail
 
 [[ $# -ge 3 && $# -le 4 ]] || { echo "usage: $0 <name> <module> <package> [--print-path]" >&2; exit 2; }
@@ -60,7 +66,11 @@ start=$SECONDS
 ticker=$!
 extra=${EXTRA_LDFLAGS:-}
 ldflags="-s -w ${extra//\$version/$version}"
-(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+if [[ ${LIKE_TESTS:-} == 1 ]]; then
+	(cd "$here" && go build -ldflags "$ldflags" -o "$tmp" "$pkg")
+else
+	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg")
+fi
 kill "$ticker" 2>/dev/null || true
 ticker=""
 mv -f "$tmp" "$bin"
