@@ -245,10 +245,15 @@ func (s *Server) jobStepFacts(job *batchv1.Job, planName, nodeRV string, node *c
 // the informer's lag, a few ms, which the budget's other facts (the other
 // Plans' Jobs and cordons, from the same caches) have anyway. The Plans and
 // selectors are copied first: the cluster's slices are every review's
-// (Facts.Cluster).
+// (Facts.Cluster). When the cache holds this very version (the start was
+// judged on the cached copy: jobStepFacts), the Cluster stays as built, so
+// the fleet view built for it (halt detection's scope, the parsed
+// selectors) serves the start too: swapping in an equal copy made every
+// start build a view of its own.
 func (s *Server) withPlan(cl *gate.Cluster, p *upgradev1.Plan) {
 	i := slices.IndexFunc(cl.Plans, func(q *upgradev1.Plan) bool { return q.Namespace == p.Namespace && q.Name == p.Name })
 	switch {
+	case i >= 0 && p.ResourceVersion != "" && cl.Plans[i].ResourceVersion == p.ResourceVersion && cl.Plans[i].UID == p.UID:
 	case i >= 0:
 		cl.Plans, cl.PlanSelectors = slices.Clone(cl.Plans), slices.Clone(cl.PlanSelectors)
 		cl.Plans[i] = p

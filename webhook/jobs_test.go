@@ -158,9 +158,10 @@ func TestJobReviewFailsClosed(t *testing.T) {
 // Plans with the Job's own Plan as read from etcd a moment ago in place of
 // the cache's older copy (its stored selector dropped, so the engine
 // converts this version's), added when the cache did not have it yet, and
-// never a Plan outside the SUC namespaces.
+// never a Plan outside the SUC namespaces. A copy of the cache's very
+// version leaves the Cluster as built (its view then serves the start).
 func TestJobPlanFromEtcd(t *testing.T) {
-	cached := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5"}}
+	cached := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5", UID: "u-canary"}}
 	other := &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-wave", ResourceVersion: "6"},
 		Status: upgradev1.PlanStatus{Applying: []string{"gpu-a100-01"}}}
 	sel := &gate.PlanSelector{}
@@ -171,6 +172,8 @@ func TestJobPlanFromEtcd(t *testing.T) {
 		wantPlans int
 		wantAt    int
 	}{
+		{"a copy of the cache's version keeps the Cluster as built", cached.DeepCopy(), 2, -2},
+		{"another object of the name at the same version is swapped in", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "5", UID: "u-recreated"}}, 2, 0},
 		{"the cache's copy is replaced", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-canary", ResourceVersion: "9"},
 			Status: upgradev1.PlanStatus{Applying: []string{"gpu-v100-01"}}}, 2, 0},
 		{"a Plan the cache does not have yet is added", &upgradev1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "gpu-new"}}, 3, 2},
@@ -185,6 +188,10 @@ func TestJobPlanFromEtcd(t *testing.T) {
 			}
 			if tc.wantAt == 0 {
 				assert.Nil(t, cl.PlanSelectors[0], "the cache's selector is of the older version")
+			}
+			if tc.wantAt == -2 {
+				assert.Same(t, cached, cl.Plans[0])
+				assert.Same(t, sel, cl.PlanSelectors[0])
 			}
 			assert.Same(t, other, cl.Plans[1])
 			assert.Same(t, sel, cl.PlanSelectors[1])
