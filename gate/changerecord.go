@@ -302,7 +302,7 @@ func (c *Config) ChangeRecordOf(cl *Cluster, s ChangeSubject, now time.Time) (*C
 	cr.ObservationWindow = ChangeWindow{Soak: c.Proof.Soak.Duration.String(), RecoveryTimeout: c.Halts.RecoveryTimeout.Duration.String(),
 		Requirements: []ProofRequirement{}, Disabled: []ProofRequirement{}}
 	for _, r := range ProofRequirements {
-		if c.Proof.on(r) {
+		if c.Proof.On(r) {
 			cr.ObservationWindow.Requirements = append(cr.ObservationWindow.Requirements, r)
 		} else {
 			cr.ObservationWindow.Disabled = append(cr.ObservationWindow.Disabled, r)
@@ -486,10 +486,10 @@ func (c *Config) rollbackTrigger(rec *qualification.Record, subject changeSubjec
 		out.Signals = append(out.Signals, fmt.Sprintf("node condition %s=%s", h.Type, h.UnhealthyStatus))
 	}
 	out.Signals = append(out.Signals, fmt.Sprintf("a node on neither the record's source nor its target tuple (half applied) %s after its upgrade moved", timeout))
-	if c.Proof.on(ProofReady) {
+	if c.Proof.On(ProofReady) {
 		out.Signals = append(out.Signals, fmt.Sprintf("node Ready not back within %s of its upgrade", timeout))
 	}
-	if c.Proof.on(ProofValidator) {
+	if c.Proof.On(ProofValidator) {
 		out.Signals = append(out.Signals, fmt.Sprintf("validator Pod (%s) not Ready within %s of the upgrade", c.Proof.Validator.Selector, timeout))
 	}
 	for _, nc := range c.Proof.Checks {

@@ -375,7 +375,7 @@ func (c *Config) Validate() field.ErrorList {
 	for i, d := range c.DRADrivers {
 		errs = append(errs, d.Validate(field.NewPath("draDrivers").Index(i))...)
 	}
-	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
+	errs = append(errs, c.Proof.Validate(field.NewPath("proof"))...)
 	errs = append(errs, c.OutOfService.Validate(field.NewPath("outOfService"))...)
 	errs = append(errs, c.NodeMaintenance.validate(field.NewPath("nodeMaintenance"))...)
 	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {

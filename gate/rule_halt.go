@@ -252,7 +252,7 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 // nor are validators whose owner cannot be checked.
 func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (string, time.Time) {
 	timeout := c.Halts.RecoveryTimeout.Duration
-	if c.Proof.on(ProofReady) {
+	if c.Proof.On(ProofReady) {
 		if ready := condition(n, corev1.NodeReady); ready.Status != corev1.ConditionTrue {
 			if since := later(start, ready.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
 				return fmt.Sprintf("node Ready is %s since %s, not back within %s", orNone(string(ready.Status)), stamp(since), timeout), since.Add(timeout)
@@ -262,7 +262,7 @@ func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (str
 	// Validators count only by the validator DaemonSet's UID: with the
 	// DaemonSet unreadable, they say nothing (its proof stays unproven,
 	// saying why), so a Pod that merely names it halts nothing.
-	if !c.Proof.on(ProofValidator) || cl.Proof.ValidatorDaemonSetUnreadable != "" {
+	if !c.Proof.On(ProofValidator) || cl.Proof.ValidatorDaemonSetUnreadable != "" {
 		return "", time.Time{}
 	}
 	validators := cl.ownValidatorsOn(n.Name)

@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -86,21 +85,21 @@ type CheckFailure struct {
 // its tuple at reached: a Missing entry per check that did not pass, the
 // failures among them, and the results that passed (for the decisions and
 // the change record).
-func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
+func (pr *Prover) nodeCheckProof(n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
 	var pods []*corev1.Pod
-	for _, p := range cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name) {
+	for _, p := range pr.View.PodsOn(AllocationCheckPods, n.Name) {
 		if p.Labels[LabelCheck] != "" {
 			pods = append(pods, p)
 		}
 	}
-	recs := nodeRecords(c, cl, n)
-	for _, want := range c.Proof.Checks {
+	recs := pr.nodeRecords(n)
+	for _, want := range pr.Config.Checks {
 		passed, notes, failed := false, []string(nil), []CheckFailure(nil)
 		for _, pod := range pods {
 			if pod.Labels[LabelCheck] != want.Kind {
 				continue
 			}
-			ok, note, fail := judgeCheckPod(pod, cl.Proof.CheckJobs, want, recs, reached)
+			ok, note, fail := judgeCheckPod(pod, pr.Facts.CheckJobs, want, recs, reached)
 			passed = passed || ok
 			switch {
 			case ok:
@@ -136,12 +135,12 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 // nodeRecords are the loaded records of the node's hardware whose target
 // (or source, for a node rolled back) is the tuple the node runs: their
 // canary.checks hold its baselines.
-func nodeRecords(c *Config, cl *Cluster, n *corev1.Node) []*qualification.Record {
-	f := c.FactsOf(n)
-	cur := cl.Current(f)
+func (pr *Prover) nodeRecords(n *corev1.Node) []*qualification.Record {
+	f := FactsOf(pr.Vendors, n)
+	cur := f.Tuple(pr.GPUOperator, pr.DCGMExporter)
 	var out []*qualification.Record
-	for _, name := range sortedKeys(cl.Records) {
-		e := cl.Records[name]
+	for _, name := range sortedKeys(pr.Records) {
+		e := pr.Records[name]
 		if e.Err != nil || e.Record == nil || !slices.Equal(e.Record.NormalizedHardware(), f.Identities) {
 			continue
 		}

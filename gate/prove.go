@@ -1,0 +1,105 @@
+package gate
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+)
+
+// Proof of an upgraded node is package fleet's (fleet/nodeproof.go,
+// proof_dra.go, nodechecks.go; docs/proof.md): the names gate's rules and
+// its callers (the loader, the CLI, the fleet generator) know it by.
+
+// The proof's vocabulary (fleet's).
+type (
+	ProofRequirement  = fleet.ProofRequirement
+	ProofConfig       = fleet.ProofConfig
+	PodSelector       = fleet.PodSelector
+	ValidatorSelector = fleet.ValidatorSelector
+	HealthCondition   = fleet.HealthCondition
+	NodeProof         = fleet.NodeProof
+	NodeCheck         = fleet.NodeCheck
+	CheckFailure      = fleet.CheckFailure
+)
+
+const (
+	ProofReady       = fleet.ProofReady
+	ProofValidator   = fleet.ProofValidator
+	ProofResources   = fleet.ProofResources
+	ProofDriverState = fleet.ProofDriverState
+	ProofHealth      = fleet.ProofHealth
+	ProofAllocation  = fleet.ProofAllocation
+	ProofSoak        = fleet.ProofSoak
+	// LabelCheck on a check Pod names its kind; TaintUnschedulable is the
+	// cordon's taint (fleet's).
+	LabelCheck         = fleet.LabelCheck
+	TaintUnschedulable = fleet.TaintUnschedulable
+)
+
+// ProofRequirements lists every requirement, in the order proofs report them.
+var ProofRequirements = fleet.ProofRequirements
+
+// DefaultProofConfig is fleet's.
+func DefaultProofConfig() ProofConfig { return fleet.DefaultProofConfig() }
+
+// ProofFactsOf picks the proof facts from Pods and Jobs listed some other
+// way (fleet's ProofConfig.FactsOf).
+func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFacts {
+	return c.Proof.FactsOf(pods, jobs)
+}
+
+// OwnValidators completes the proof facts with the validator DaemonSet as
+// read (fleet's ProofConfig.OwnValidators).
+func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
+	c.Proof.OwnValidators(f, ds, err)
+}
+
+// Prove judges one node at now (fleet's Prover.Prove).
+func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
+	pr := c.prover(cl)
+	return pr.Prove(n, now)
+}
+
+// prover is the proof of cl's nodes under c.
+func (c *Config) prover(cl *Cluster) fleet.Prover {
+	pr := fleet.Prover{Config: &c.Proof, DRADrivers: c.DRADrivers, Facts: &cl.Proof, View: cl.fleetView()}
+	if len(c.Proof.Checks) > 0 {
+		pr.Vendors, pr.Records = c.GPUVendors, cl.Records
+		pr.GPUOperator, pr.DCGMExporter = clusterVersions(cl)
+	}
+	return pr
+}
+
+// ownValidatorsOn are the node's validator Pods OwnValidators kept
+// (fleet's Prover.OwnValidatorsOn).
+func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
+	pr := fleet.Prover{Facts: &cl.Proof, View: cl.fleetView()}
+	return pr.OwnValidatorsOn(node)
+}
+
+// The readers the rules share with the proof (fleet's).
+func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
+	return fleet.NodeCondition(n, t)
+}
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
+	return fleet.PodCondition(p, t)
+}
+func later(a, b time.Time) time.Time                       { return fleet.Later(a, b) }
+func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod { return fleet.PodsOnNode(pods, node) }
+func daemonSetSelects(ds *appsv1.DaemonSet, n *corev1.Node) bool {
+	return fleet.DaemonSetSelects(ds, n)
+}
+func pluginOf(d dra.Driver, ds *appsv1.DaemonSet, p *corev1.Pod) bool {
+	return fleet.PluginOf(d, ds, p)
+}
+func namesPluginDaemonSet(d dra.Driver, p *corev1.Pod) bool {
+	return fleet.NamesPluginDaemonSet(d, p)
+}
+func jobCompletion(j *batchv1.Job) time.Time { return fleet.JobCompletion(j) }
+func stamp(t time.Time) string               { return fleet.Stamp(t) }
+func orNone(s string) string                 { return quoteOrNone(s) }
