@@ -394,10 +394,10 @@ func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
 			out.ReachedAt = later(out.ReachedAt, t.TimeAdded.Time)
 		}
 	}
-	for _, j := range pr.Facts.UpgradeJobs {
-		if j.Labels[upgradev1.LabelNode] == n.Name {
-			out.ReachedAt = later(out.ReachedAt, JobCompletion(j))
-		}
+	// The node's SUC Jobs, by their node label, as the view holds them (a
+	// scan of every Job per node made a wide Plan's proofs nodes x Jobs).
+	for _, j := range pr.View.UpgradeJobsByNode()[n.Name] {
+		out.ReachedAt = later(out.ReachedAt, JobCompletion(j))
 	}
 	validators := pr.OwnValidatorsOn(n.Name)
 	for _, u := range pr.View.PodsOn(UnownedPods, n.Name) {
