@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -394,11 +395,11 @@ func lastJob(jobs []*batchv1.Job) *batchv1.Job {
 func jobState(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			return "Failed (" + orNone(c.Reason) + ")"
+			return "Failed (" + fleet.QuoteOrNone(c.Reason) + ")"
 		}
 	}
 	switch {
-	case !jobCompletion(j).IsZero():
+	case !fleet.JobCompletion(j).IsZero():
 		return "Complete"
 	case !JobRuns(j.Spec):
 		return "Paused"
@@ -589,7 +590,7 @@ func (r *ChangeRecord) Text() string {
 		}
 		return strings.Join(items, ", ")
 	}
-	line("Change record of %s, as of %s", r.Rollout, stamp(r.At))
+	line("Change record of %s, as of %s", r.Rollout, fleet.Stamp(r.At))
 	line("objective:    %s", r.Objective)
 	requester := r.Requester
 	if requester == "" {

@@ -7,7 +7,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
@@ -81,25 +80,3 @@ func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
 	pr := fleet.Prover{Facts: &cl.Proof, View: cl.fleetView()}
 	return pr.OwnValidatorsOn(node)
 }
-
-// The readers the rules share with the proof (fleet's).
-func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
-	return fleet.NodeCondition(n, t)
-}
-func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
-	return fleet.PodCondition(p, t)
-}
-func later(a, b time.Time) time.Time                       { return fleet.Later(a, b) }
-func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod { return fleet.PodsOnNode(pods, node) }
-func daemonSetSelects(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	return fleet.DaemonSetSelects(ds, n)
-}
-func pluginOf(d dra.Driver, ds *appsv1.DaemonSet, p *corev1.Pod) bool {
-	return fleet.PluginOf(d, ds, p)
-}
-func namesPluginDaemonSet(d dra.Driver, p *corev1.Pod) bool {
-	return fleet.NamesPluginDaemonSet(d, p)
-}
-func jobCompletion(j *batchv1.Job) time.Time { return fleet.JobCompletion(j) }
-func stamp(t time.Time) string               { return fleet.Stamp(t) }
-func orNone(s string) string                 { return quoteOrNone(s) }

@@ -126,7 +126,7 @@ func (pr *Prover) nodeCheckProof(n *corev1.Node, reached time.Time) (missing []s
 				slices.Sort(notes)
 				detail = nodeList(notes)
 			}
-			missing = append(missing, fmt.Sprintf("no %s check (Pod labelled %s=%s, controlled by a Job) passed after %s: %s", want, LabelCheck, want.Kind, stamp(reached), detail))
+			missing = append(missing, fmt.Sprintf("no %s check (Pod labelled %s=%s, controlled by a Job) passed after %s: %s", want, LabelCheck, want.Kind, Stamp(reached), detail))
 		}
 	}
 	return missing, failures, passes
@@ -172,7 +172,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 	}
 	msg, finished, why := terminationMessage(pod)
 	if why != "" {
-		return false, fmt.Sprintf("%s is %s: %s", name, orNone(string(pod.Status.Phase)), why), nil
+		return false, fmt.Sprintf("%s is %s: %s", name, quoteOrNone(string(pod.Status.Phase)), why), nil
 	}
 	res, err := qualification.ParseCheckResult(field.NewPath("terminationMessage"), msg)
 	switch {
@@ -189,7 +189,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 			return false, "", &CheckFailure{Signal: fmt.Sprintf("check Pod %s: %s did not pass", name, res.CheckName()), At: finished}
 		}
 		if !succeeded {
-			return false, fmt.Sprintf("%s reports %s passed but is %s: not counted", name, res.CheckName(), orNone(string(pod.Status.Phase))), nil
+			return false, fmt.Sprintf("%s reports %s passed but is %s: not counted", name, res.CheckName(), quoteOrNone(string(pod.Status.Phase))), nil
 		}
 		return true, fmt.Sprintf("check Pod %s: %s passed", name, res.CheckName()), nil
 	}
@@ -219,7 +219,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 	case !compared:
 		return false, fmt.Sprintf("%s reports %s %s, but no record of the node's hardware and tuple holds a measured %s baseline in canary.checks: not counted", name, res.CheckName(), formatCheckValue(res), res.Kind), nil
 	case !succeeded:
-		return false, fmt.Sprintf("%s reports %s within the baseline but is %s: not counted", name, formatCheckValue(res), orNone(string(pod.Status.Phase))), nil
+		return false, fmt.Sprintf("%s reports %s within the baseline but is %s: not counted", name, formatCheckValue(res), quoteOrNone(string(pod.Status.Phase))), nil
 	}
 	return true, fmt.Sprintf("check Pod %s: %s", name, strings.Join(within, "; ")), nil
 }

@@ -411,7 +411,7 @@ func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
 	out.HeldSince = out.ReachedAt
 
 	if p.On(ProofReady) && ready.Status != corev1.ConditionTrue {
-		miss("node Ready is %s (want True)", orNone(string(ready.Status)))
+		miss("node Ready is %s (want True)", quoteOrNone(string(ready.Status)))
 	}
 	if p.On(ProofValidator) {
 		if why := pr.Facts.ValidatorDaemonSetUnreadable; why != "" {
@@ -436,7 +436,7 @@ func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
 		for _, h := range p.HealthConditions {
 			cond := condition(n, corev1.NodeConditionType(h.Type))
 			if cond.Status == h.UnhealthyStatus {
-				miss("condition %s %s since %s", h.Type, cond.Status, stamp(cond.LastTransitionTime.Time))
+				miss("condition %s %s since %s", h.Type, cond.Status, Stamp(cond.LastTransitionTime.Time))
 			} else if cond.Status != "" {
 				out.HeldSince = later(out.HeldSince, cond.LastTransitionTime.Time)
 			}
@@ -468,12 +468,12 @@ func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
 func (pr *Prover) validatorProof(pods []*corev1.Pod, miss func(string, ...any)) {
 	v := pr.Config.Validator
 	if len(pods) == 0 {
-		miss("no validator Pod (namespace %s, %s) on the node", orNone(v.Namespace), v.Selector)
+		miss("no validator Pod (namespace %s, %s) on the node", quoteOrNone(v.Namespace), v.Selector)
 		return
 	}
 	for _, pod := range pods {
 		if podCondition(pod, corev1.PodReady).Status != corev1.ConditionTrue {
-			miss("validator Pod %s/%s is not Ready (phase %s)", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase)))
+			miss("validator Pod %s/%s is not Ready (phase %s)", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase)))
 		}
 	}
 }
@@ -531,7 +531,7 @@ func (pr *Prover) allocationProof(pods []*corev1.Pod, reached time.Time, miss fu
 		case !requestsGPU(pod):
 			seen = append(seen, pod.Namespace+"/"+pod.Name+" requests no GPU")
 		case pod.Status.Phase != corev1.PodSucceeded:
-			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase))))
 		case started == nil || started.Time.Before(reached):
 			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
 		default:
@@ -543,7 +543,7 @@ func (pr *Prover) allocationProof(pods []*corev1.Pod, reached time.Time, miss fu
 		slices.Sort(seen)
 		detail = nodeList(seen)
 	}
-	miss("no allocation check (%s) Succeeded after %s: %s", pr.Config.AllocationCheck.Selector, stamp(reached), detail)
+	miss("no allocation check (%s) Succeeded after %s: %s", pr.Config.AllocationCheck.Selector, Stamp(reached), detail)
 }
 
 func requestsGPU(pod *corev1.Pod) bool {
@@ -594,10 +594,6 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-func stamp(t time.Time) string { return Stamp(t) }
-
-func orNone(s string) string { return quoteOrNone(s) }
 
 // nodeList keeps messages short on long lists.
 func nodeList(ns []string) string {

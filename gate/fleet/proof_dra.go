@@ -139,7 +139,7 @@ func (pr *Prover) draResourceProof(n *corev1.Node, nodes []draNode, miss func(st
 		}
 		for _, p := range dn.plugins {
 			if podCondition(p, corev1.PodReady).Status != corev1.ConditionTrue {
-				miss("DRA plugin Pod %s/%s of %s is not Ready (phase %s)", p.Namespace, qualification.Clip(p.Name), d.Name, orNone(string(p.Status.Phase)))
+				miss("DRA plugin Pod %s/%s of %s is not Ready (phase %s)", p.Namespace, qualification.Clip(p.Name), d.Name, quoteOrNone(string(p.Status.Phase)))
 			}
 		}
 		if why := pr.Facts.DRA.Unreadable; why != "" {
@@ -246,7 +246,7 @@ func (pr *Prover) draAllocationProof(n *corev1.Node, nodes []draNode, pods []*co
 		started := pod.Status.StartTime
 		switch why := pr.claimOnNode(n, nodes, pod); {
 		case pod.Status.Phase != corev1.PodSucceeded:
-			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase))))
 		case started == nil || started.Time.Before(reached):
 			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
 		case why != "":
@@ -261,7 +261,7 @@ func (pr *Prover) draAllocationProof(n *corev1.Node, nodes []draNode, pods []*co
 		detail = nodeList(seen)
 	}
 	miss("no allocation check (%s) with a ResourceClaim of %s allocated on the node Succeeded after %s: %s",
-		pr.Config.AllocationCheck.Selector, strings.Join(drivers, ", "), stamp(reached), detail)
+		pr.Config.AllocationCheck.Selector, strings.Join(drivers, ", "), Stamp(reached), detail)
 }
 
 // claimOnNode says why none of the Pod's ResourceClaims was allocated a
