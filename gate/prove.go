@@ -58,7 +58,9 @@ func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
 	c.Proof.OwnValidators(f, ds, err)
 }
 
-// Prove judges one node at now (fleet's Prover.Prove).
+// Prove is one node's proof at now (fleet's Prover.Prove), over cl's facts
+// and view: the name gate's rules and tests know it by (nothing outside
+// gate proves a node).
 func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	pr := c.prover(cl)
 	return pr.Prove(n, now)

@@ -380,8 +380,11 @@ func (p NodeProof) State() string {
 	return "unproven"
 }
 
-// Prove judges one node at now. Missing facts (no validator Pod, no
-// allocation Pod) are named, never taken as proof.
+// Prove works out what holds of one node's proof at now (the soak and what
+// must have happened after the node reached its tuple are read against the
+// view's objects here, never kept in the view); gate's rules judge it.
+// Missing facts (no validator Pod, no allocation Pod) are named, never
+// taken as proof.
 func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
 	p := pr.Config
 	out := NodeProof{Node: n.Name}
