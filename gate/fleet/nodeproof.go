@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -607,11 +608,13 @@ func nodeList(ns []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(ns[:show], ","), len(ns)-show)
 }
 
+// sortedKeys is gate's: sort.Strings keeps it small enough to inline, so
+// the keys of a small map stay on the caller's stack.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	sort.Strings(keys)
 	return keys
 }
