@@ -1,7 +1,9 @@
 // Package fleet derives the state of the fleet from the objects the engine
 // reads: the node index and the fleet facts the rollout, budget, proof and
-// halt rules count on. It judges nothing (package gate does) and imports no
-// gate: what it needs of gate's configuration comes through Classifier.
+// halt rules count on, and each node's proof. It judges nothing (package
+// gate does) and imports no gate: what it needs of gate's configuration
+// comes through Classifier, or is a section of it fleet owns and gate.Config
+// holds (OutOfServiceConfig, ProofConfig).
 //
 // The move of the fleet derivations out of gate (issue 21 item 3) goes in
 // dependency order, so that every step compiles with fleet below gate:
