@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -302,7 +303,7 @@ func (c *Config) ChangeRecordOf(cl *Cluster, s ChangeSubject, now time.Time) (*C
 	cr.ObservationWindow = ChangeWindow{Soak: c.Proof.Soak.Duration.String(), RecoveryTimeout: c.Halts.RecoveryTimeout.Duration.String(),
 		Requirements: []ProofRequirement{}, Disabled: []ProofRequirement{}}
 	for _, r := range ProofRequirements {
-		if c.Proof.on(r) {
+		if c.Proof.On(r) {
 			cr.ObservationWindow.Requirements = append(cr.ObservationWindow.Requirements, r)
 		} else {
 			cr.ObservationWindow.Disabled = append(cr.ObservationWindow.Disabled, r)
@@ -394,11 +395,11 @@ func lastJob(jobs []*batchv1.Job) *batchv1.Job {
 func jobState(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-			return "Failed (" + orNone(c.Reason) + ")"
+			return "Failed (" + fleet.QuoteOrNone(c.Reason) + ")"
 		}
 	}
 	switch {
-	case !jobCompletion(j).IsZero():
+	case !fleet.JobCompletion(j).IsZero():
 		return "Complete"
 	case !JobRuns(j.Spec):
 		return "Paused"
@@ -486,10 +487,10 @@ func (c *Config) rollbackTrigger(rec *qualification.Record, subject changeSubjec
 		out.Signals = append(out.Signals, fmt.Sprintf("node condition %s=%s", h.Type, h.UnhealthyStatus))
 	}
 	out.Signals = append(out.Signals, fmt.Sprintf("a node on neither the record's source nor its target tuple (half applied) %s after its upgrade moved", timeout))
-	if c.Proof.on(ProofReady) {
+	if c.Proof.On(ProofReady) {
 		out.Signals = append(out.Signals, fmt.Sprintf("node Ready not back within %s of its upgrade", timeout))
 	}
-	if c.Proof.on(ProofValidator) {
+	if c.Proof.On(ProofValidator) {
 		out.Signals = append(out.Signals, fmt.Sprintf("validator Pod (%s) not Ready within %s of the upgrade", c.Proof.Validator.Selector, timeout))
 	}
 	for _, nc := range c.Proof.Checks {
@@ -589,7 +590,7 @@ func (r *ChangeRecord) Text() string {
 		}
 		return strings.Join(items, ", ")
 	}
-	line("Change record of %s, as of %s", r.Rollout, stamp(r.At))
+	line("Change record of %s, as of %s", r.Rollout, fleet.Stamp(r.At))
 	line("objective:    %s", r.Objective)
 	requester := r.Requester
 	if requester == "" {

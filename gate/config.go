@@ -124,9 +124,9 @@ type Config struct {
 	// DRADrivers are the DRA drivers through which GPU nodes offer their
 	// GPUs (ResourceSlices) and the DaemonSets that run their kubelet
 	// plugins; a node they publish devices for is proven through them
-	// (proof_dra.go), and inventory shows each node's slices and plugin Pod.
+	// (fleet/proof_dra.go), and inventory shows each node's slices and plugin Pod.
 	DRADrivers []dra.Driver `json:"draDrivers,omitempty"`
-	// Proof says what proves an upgraded node (proof.go).
+	// Proof says what proves an upgraded node (fleet/nodeproof.go).
 	Proof ProofConfig `json:"proof"`
 	// ApproverAliases map a record's approvedBy text to the username the
 	// API server authenticates that approver as (e.g. bob:
@@ -375,7 +375,7 @@ func (c *Config) Validate() field.ErrorList {
 	for i, d := range c.DRADrivers {
 		errs = append(errs, d.Validate(field.NewPath("draDrivers").Index(i))...)
 	}
-	errs = append(errs, c.Proof.validate(field.NewPath("proof"))...)
+	errs = append(errs, c.Proof.Validate(field.NewPath("proof"))...)
 	errs = append(errs, c.OutOfService.Validate(field.NewPath("outOfService"))...)
 	errs = append(errs, c.NodeMaintenance.validate(field.NewPath("nodeMaintenance"))...)
 	for _, k := range slices.Sorted(maps.Keys(c.ApproverAliases)) {

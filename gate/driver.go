@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -161,7 +162,7 @@ type DRAPluginCreate struct {
 // not judged as a fresh install there.
 func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 	var left []string
-	for _, pod := range podsOn(cl.Proof.DRA.PluginPods, node) {
+	for _, pod := range fleet.PodsOnNode(cl.Proof.DRA.PluginPods, node) {
 		if pod.Namespace == p.Driver.Namespace && p.adopts(pod) {
 			left = append(left, "Pod "+pod.Namespace+"/"+qualification.Clip(pod.Name))
 		}
@@ -191,7 +192,7 @@ func (p *DRAPluginCreate) leftOn(cl *Cluster, node string) string {
 // take over (DRAPluginCreate).
 func (p *DRAPluginCreate) adopts(pod *corev1.Pod) bool {
 	if p.Pods == nil {
-		return metav1.GetControllerOfNoCopy(pod) == nil || namesPluginDaemonSet(p.Driver, pod)
+		return metav1.GetControllerOfNoCopy(pod) == nil || fleet.NamesPluginDaemonSet(p.Driver, pod)
 	}
 	return !p.Pods.Empty() && p.Pods.Matches(labels.Set(pod.Labels))
 }
@@ -229,7 +230,7 @@ func (s *DRAScheduling) widened(cl *Cluster, n *corev1.Node) bool {
 	if !s.changed() || !schedulesOn(s.New, n) || schedulesOn(s.Old, n) {
 		return false
 	}
-	return !runsOn(s.Old, n) || !slices.ContainsFunc(podsOn(cl.Proof.DRA.PluginPods, n.Name), func(p *corev1.Pod) bool {
+	return !runsOn(s.Old, n) || !slices.ContainsFunc(fleet.PodsOnNode(cl.Proof.DRA.PluginPods, n.Name), func(p *corev1.Pod) bool {
 		return p.Namespace == s.Old.Namespace && metav1.IsControlledBy(p, s.Old)
 	})
 }
@@ -241,7 +242,7 @@ func (s *DRAScheduling) widened(cl *Cluster, n *corev1.Node) bool {
 // nodeSelector does). NoSchedule taints keep a running Pod, so the
 // narrowing side leaves them out.
 func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, true, corev1.TaintEffectNoExecute)
+	return fleet.DaemonSetSelects(ds, n) && toleratesTaints(ds, n, true, corev1.TaintEffectNoExecute)
 }
 
 // schedulesOn: the DaemonSet controller would create a Pod of the
@@ -250,7 +251,7 @@ func runsOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
 // widening side reads this: a toleration added for a tainted node installs
 // the plugin there as a widened nodeSelector does.
 func schedulesOn(ds *appsv1.DaemonSet, n *corev1.Node) bool {
-	return daemonSetSelects(ds, n) && toleratesTaints(ds, n, false, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule)
+	return fleet.DaemonSetSelects(ds, n) && toleratesTaints(ds, n, false, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule)
 }
 
 // toleratesTaints: the DaemonSet's Pods tolerate each of the node's taints
@@ -385,7 +386,7 @@ func PrepareDriver(cfg *Config, cl *Cluster, req DriverRequest) *DriverReview {
 			// The plugin DaemonSet reaches what its scheduling selects,
 			// as the DRA proof reads it.
 			narrowed = s.narrowed(n)
-			reached = daemonSetSelects(s.New, n) && !narrowed
+			reached = fleet.DaemonSetSelects(s.New, n) && !narrowed
 		}
 		if narrowed {
 			f := idx.FactsOf(cfg, i)

@@ -81,7 +81,7 @@ type DriverStep struct {
 func PrepareDriverStep(cfg *Config, cl *Cluster, st DriverStep) *DriverReview {
 	ro := st.Rollout
 	f := cfg.FactsOf(st.Node)
-	ch := DriverChange{Object: fmt.Sprintf("Node %s driver reload (%s %s -> %s, rolling out %s)", st.Node.Name, LabelDriverUpgradeState, quoteOrNone(st.OldState), st.NewState, quoteOrNone(ro.Object)),
+	ch := DriverChange{Object: fmt.Sprintf("Node %s driver reload (%s %s -> %s, rolling out %s)", st.Node.Name, LabelDriverUpgradeState, fleet.QuoteOrNone(st.OldState), st.NewState, fleet.QuoteOrNone(ro.Object)),
 		Annotations: ro.Annotations, OldDriver: f.Driver, NewDriver: ro.Driver, DriverPath: ro.DriverPath, DCGMPath: ro.DCGMPath,
 		Policy: ro.Policy, PolicyPath: pathDriverState, Reload: true}
 	r := &DriverReview{req: DriverRequest{Change: ch, User: st.User, Now: st.Now}, step: &st,

@@ -48,7 +48,7 @@ type Cluster struct {
 	// Versions, when set, are VersionsOf those two images: the adapter's,
 	// read once per change of the images (used only while they match).
 	Versions *WorkloadVersions
-	// Proof holds the objects proofs of upgraded nodes read (proof.go).
+	// Proof holds the objects proofs of upgraded nodes read (fleet/nodeproof.go).
 	Proof ProofFacts
 	// Index, when set, is NewNodeIndex over Nodes: the webhook keeps one per
 	// node list. The engine uses it only when it holds exactly Nodes, and

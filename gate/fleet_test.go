@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -28,7 +29,7 @@ func rolloutFleet(rng *rand.Rand, n int) []*corev1.Node {
 		}
 		node.Spec.Unschedulable = rng.IntN(4) == 0
 		if rng.IntN(3) == 0 {
-			node.Labels[LabelDriverUpgradeState] = pick([]string{"", driverUpgradeDone, driverUpgradeRequired, "pod-restart-required", "upgrade-failed"})
+			node.Labels[LabelDriverUpgradeState] = pick([]string{"", fleet.DriverUpgradeDone, driverUpgradeRequired, "pod-restart-required", "upgrade-failed"})
 		}
 		for range rng.IntN(3) {
 			node.Labels[labelPCIPrefix+pick(ids)+".present"] = pick([]string{"true", "true", "false"})
@@ -77,7 +78,7 @@ func TestFleetFactsAsScan(t *testing.T) {
 		require.Equal(t, scan(nodes, func(n *corev1.Node) bool { return n.Spec.Unschedulable }), orNil(x.CordonedGPU(cfg)))
 		require.Equal(t, scan(nodes, func(n *corev1.Node) bool {
 			s, ok := n.Labels[LabelDriverUpgradeState]
-			return ok && s != "" && s != driverUpgradeDone
+			return ok && s != "" && s != fleet.DriverUpgradeDone
 		}), orNil(x.StatedGPU(cfg)))
 		for _, h := range hosts {
 			var want *corev1.Node

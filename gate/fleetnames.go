@@ -90,13 +90,6 @@ func SameTuple(a, b qualification.Tuple) bool              { return fleet.SameTu
 func ParseComponent(c Component, s string) error           { return fleet.ParseComponent(c, s) }
 func SameComponent(c Component, a, b string) bool          { return fleet.SameComponent(c, a, b) }
 
-// tupleDiff (parsing without a memo) and quoteOrNone: the names the halt
-// rule and the rules outside the table's transitions read fleet's by.
-func tupleDiff(have, want qualification.Tuple, exact bool) []string {
-	return fleet.TupleDiff(nil, have, want, exact)
-}
-func quoteOrNone(s string) string { return fleet.QuoteOrNone(s) }
-
 // Image references (fleet's).
 type (
 	Image = fleet.Image

@@ -263,7 +263,7 @@ func TestNodeCheckConfig(t *testing.T) {
 			if tc.anyNamespace {
 				p.AllocationCheck.Namespace = ""
 			}
-			errs := p.validate(field.NewPath("proof"))
+			errs := p.Validate(field.NewPath("proof"))
 			if tc.want == "" {
 				assert.Empty(t, errs)
 				return

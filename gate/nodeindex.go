@@ -38,7 +38,7 @@ func (c *Config) nodeMayHalt(n *corev1.Node) bool {
 		return true
 	}
 	for _, h := range c.Proof.HealthConditions {
-		if condition(n, corev1.NodeConditionType(h.Type)).Status == h.UnhealthyStatus {
+		if fleet.NodeCondition(n, corev1.NodeConditionType(h.Type)).Status == h.UnhealthyStatus {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func jobRan(j *batchv1.Job) bool { return fleet.JobRan(j) }
 // node is being upgraded (the fleet view answers it once per Job:
 // LiveJobs, LiveSUCJob).
 func jobLive(j *batchv1.Job) bool {
-	return jobRan(j) && jobCompletion(j).IsZero() && !jobFailed(j)
+	return jobRan(j) && fleet.JobCompletion(j).IsZero() && !jobFailed(j)
 }
 
 // cordonHolder is who cordoned a GPU node (fleet.CordonHolder).

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
 // NVIDIA's DRA driver as the config names it (its Helm chart's names).
@@ -91,8 +92,8 @@ func draCheck(node, pool string, started time.Time) (*corev1.Pod, *resourcev1.Re
 func proveDRA(s *scenario, n *corev1.Node) {
 	s.cfg.DRADrivers = []dra.Driver{nvidiaDRA}
 	prove(s, n.Name)
-	delete(n.Status.Capacity, resourceGPU)
-	delete(n.Status.Allocatable, resourceGPU)
+	delete(n.Status.Capacity, fleet.ResourceGPU)
+	delete(n.Status.Allocatable, fleet.ResourceGPU)
 	check, claim := draCheck(n.Name, n.Name, reachedAt.Add(3*time.Minute))
 	s.cluster.Proof.AllocationChecks = []*corev1.Pod{check}
 	s.cluster.Proof.DRA = DRAProofFacts{
@@ -169,7 +170,7 @@ func TestDRAProof(t *testing.T) {
 		}, want: "ResourceSlices of gpu.nvidia.com pool gpu-v100-03 generation 3: 1 of 2 slices published (incomplete)"},
 		{name: "no slices, plugin running", mutate: func(s *scenario, _ *corev1.Node) { s.cluster.Proof.DRA.Slices = nil },
 			want: "no ResourceSlices of gpu.nvidia.com for the node"},
-		{name: "no GFD count to expect", mutate: func(_ *scenario, n *corev1.Node) { delete(n.Labels, labelGPUCount) },
+		{name: "no GFD count to expect", mutate: func(_ *scenario, n *corev1.Node) { delete(n.Labels, fleet.LabelGPUCount) },
 			want: "ResourceSlices of gpu.nvidia.com list 8 devices, but the node has no nvidia.com/gpu.count label"},
 		{name: "another driver's slices do not count", mutate: func(s *scenario, _ *corev1.Node) {
 			s.cluster.Proof.DRA.Slices[0].Spec.Driver = "hami-core-gpu.project-hami.io"
@@ -205,7 +206,7 @@ func TestDRAProof(t *testing.T) {
 			s.cluster.Proof.DRA = DRAProofFacts{DaemonSets: s.cluster.Proof.DRA.DaemonSets, PluginPods: s.cluster.Proof.DRA.PluginPods, Unreadable: "the API server does not serve resource.k8s.io/v1"}
 		}, want: "ResourceSlices of gpu.nvidia.com cannot be read (the API server does not serve resource.k8s.io/v1)"},
 		{name: "an extended resource the node also advertises must be whole", mutate: func(_ *scenario, n *corev1.Node) {
-			n.Status.Capacity[resourceGPU], n.Status.Allocatable[resourceGPU] = resource.MustParse("8"), resource.MustParse("6")
+			n.Status.Capacity[fleet.ResourceGPU], n.Status.Allocatable[fleet.ResourceGPU] = resource.MustParse("8"), resource.MustParse("6")
 		}, want: "allocatable nvidia.com/gpu 6 of 8"},
 	}
 	for _, tc := range cases {

@@ -143,6 +143,12 @@ func TestProof(t *testing.T) {
 			st := metav1.NewTime(testNow.Add(-11 * time.Minute))
 			s.cluster.Proof.AllocationChecks[0].Status.StartTime = &st
 		}, want: "soak 12m0s of 30m0s"},
+		{name: "its SUC Job completing after the allocation check voids it", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs[0].Status.Conditions[0].LastTransitionTime = metav1.NewTime(reachedAt.Add(5 * time.Minute))
+		}, want: "started before the node reached its tuple"},
+		{name: "another node's SUC Job completing later does not", mutate: func(s *scenario, _ *corev1.Node) {
+			s.cluster.Proof.UpgradeJobs = append(s.cluster.Proof.UpgradeJobs, upgradeJob("gpu-v100-02", batchv1.JobComplete, reachedAt.Add(5*time.Minute)))
+		}},
 		{name: "a cordon after the allocation check voids it", mutate: func(_ *scenario, n *corev1.Node) {
 			at := metav1.NewTime(reachedAt.Add(5 * time.Minute))
 			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &at})

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -55,7 +56,7 @@ func (r *NodeReview) draInstalls() {
 			t := newTransition(r.cfg, nf, r.cl.Current(nf), nil, false)
 			t.Path, t.Unload, t.CheckHolders = pathNodeLabels, true, true
 			what := "labels"
-			if daemonSetSelects(ds, n) { // still selected: a NoExecute taint it does not tolerate
+			if fleet.DaemonSetSelects(ds, n) { // still selected: a NoExecute taint it does not tolerate
 				t.Path, what = pathNodeTaints, "taints"
 			}
 			t.Unscheduled = "the node's " + what + " (which DaemonSet " + d.Namespace + "/" + d.DaemonSet + "'s scheduling reads)"
@@ -63,7 +64,7 @@ func (r *NodeReview) draInstalls() {
 			continue
 		}
 		if ds == nil || !schedulesOn(ds, n) || schedulesOn(ds, old) ||
-			slices.ContainsFunc(podsOn(facts.PluginPods, n.Name), func(p *corev1.Pod) bool { return pluginOf(d, ds, p) }) {
+			slices.ContainsFunc(fleet.PodsOnNode(facts.PluginPods, n.Name), func(p *corev1.Pod) bool { return fleet.PluginOf(d, ds, p) }) {
 			continue
 		}
 		var images []string
@@ -114,12 +115,12 @@ func draInstallRule(rv review, f *findings, _ *Decision) {
 				found = true
 				break
 			}
-			others = append(others, rec.ID+" ("+strings.Join(tupleDiff(want, rec.Target, false), ", ")+quoteIfNoDRA(rec)+")")
+			others = append(others, rec.ID+" ("+strings.Join(fleet.TupleDiff(nil, want, rec.Target, false), ", ")+quoteIfNoDRA(rec)+")")
 		}
 		switch {
 		case found:
 		case len(others) == 0:
-			f.add(recordMissing(r.cfg, pathNodeLabels, "", missingDRAInstall, n.Name, in.daemonSet, qualification.Clip(quoteOrNone(in.version)), want.String()))
+			f.add(recordMissing(r.cfg, pathNodeLabels, "", missingDRAInstall, n.Name, in.daemonSet, qualification.Clip(fleet.QuoteOrNone(in.version)), want.String()))
 		default:
 			f.add(targetNotQualified(n.Name, pathNodeLabels, nil, targetDRAInstall, in.daemonSet, qualification.Clip(in.version), want.String(), strings.Join(others, "; ")))
 		}

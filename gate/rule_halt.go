@@ -194,7 +194,7 @@ func strandedHalts(cfg *Config, scope *fleet.HaltScope, now time.Time, only, hal
 				at = start.Add(cfg.Halts.RecoveryTimeout.Duration)
 			}
 			signal := fmt.Sprintf("tuple half applied and no stored Plan moves it (its Plan deleted or opted out): neither record %s's source nor its target (%s), cordoned and not back within %s",
-				r.Record.ID, strings.Join(tupleDiff(s.Tuple, r.Record.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
+				r.Record.ID, strings.Join(fleet.TupleDiff(nil, s.Tuple, r.Record.Target, false), ", "), cfg.Halts.RecoveryTimeout.Duration)
 			out = append(out, Halt{Hardware: slices.Clone(r.Hardware), Node: s.Node.Name, Signal: signal, SeenAt: at, Plan: plan, Record: r.Record.ID, MovedBy: s.Node.Annotations[AnnotationMovedBy]})
 			halted[r.Key] = true
 			break
@@ -210,7 +210,7 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 	for _, j := range w.Jobs {
 		for _, c := range j.Status.Conditions {
 			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-				return fmt.Sprintf("SUC Job %s/%s failed (%s)", j.Namespace, j.Name, orNone(c.Reason)), c.LastTransitionTime.Time
+				return fmt.Sprintf("SUC Job %s/%s failed (%s)", j.Namespace, j.Name, fleet.QuoteOrNone(c.Reason)), c.LastTransitionTime.Time
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 		return fmt.Sprintf("label %s=%s", LabelDriverUpgradeState, s), now
 	}
 	for _, h := range cfg.Proof.HealthConditions {
-		if c := condition(n, corev1.NodeConditionType(h.Type)); c.Status == h.UnhealthyStatus {
+		if c := fleet.NodeCondition(n, corev1.NodeConditionType(h.Type)); c.Status == h.UnhealthyStatus {
 			return fmt.Sprintf("condition %s %s", h.Type, c.Status), c.LastTransitionTime.Time
 		}
 	}
@@ -238,7 +238,7 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 	// (w.Upgrading, the view's.)
 	settling := !w.Start.IsZero() && now.Sub(w.Start) < cfg.Halts.RecoveryTimeout.Duration
 	if rec.Source != nil && !SameTuple(cur, *rec.Source) && !SameTuple(cur, rec.Target) && complete(cur) && !w.Upgrading && !settling {
-		return fmt.Sprintf("tuple half applied: neither the record's source nor its target (%s)", strings.Join(tupleDiff(cur, rec.Target, false), ", ")), now
+		return fmt.Sprintf("tuple half applied: neither the record's source nor its target (%s)", strings.Join(fleet.TupleDiff(nil, cur, rec.Target, false), ", ")), now
 	}
 	if w.Job != nil || SameTuple(cur, rec.Target) {
 		return cfg.notBack(cl, n, w.Start, now)
@@ -252,27 +252,27 @@ func haltSignal(cfg *Config, cl *Cluster, p *upgradev1.Plan, rec *qualification.
 // nor are validators whose owner cannot be checked.
 func (c *Config) notBack(cl *Cluster, n *corev1.Node, start, now time.Time) (string, time.Time) {
 	timeout := c.Halts.RecoveryTimeout.Duration
-	if c.Proof.on(ProofReady) {
-		if ready := condition(n, corev1.NodeReady); ready.Status != corev1.ConditionTrue {
-			if since := later(start, ready.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
-				return fmt.Sprintf("node Ready is %s since %s, not back within %s", orNone(string(ready.Status)), stamp(since), timeout), since.Add(timeout)
+	if c.Proof.On(ProofReady) {
+		if ready := fleet.NodeCondition(n, corev1.NodeReady); ready.Status != corev1.ConditionTrue {
+			if since := fleet.Later(start, ready.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
+				return fmt.Sprintf("node Ready is %s since %s, not back within %s", fleet.QuoteOrNone(string(ready.Status)), fleet.Stamp(since), timeout), since.Add(timeout)
 			}
 		}
 	}
 	// Validators count only by the validator DaemonSet's UID: with the
 	// DaemonSet unreadable, they say nothing (its proof stays unproven,
 	// saying why), so a Pod that merely names it halts nothing.
-	if !c.Proof.on(ProofValidator) || cl.Proof.ValidatorDaemonSetUnreadable != "" {
+	if !c.Proof.On(ProofValidator) || cl.Proof.ValidatorDaemonSetUnreadable != "" {
 		return "", time.Time{}
 	}
 	validators := cl.ownValidatorsOn(n.Name)
 	if len(validators) == 0 && !start.IsZero() && now.Sub(start) >= timeout {
-		return fmt.Sprintf("no validator Pod (%s) on the node since %s, not back within %s", c.Proof.Validator.Selector, stamp(start), timeout), start.Add(timeout)
+		return fmt.Sprintf("no validator Pod (%s) on the node since %s, not back within %s", c.Proof.Validator.Selector, fleet.Stamp(start), timeout), start.Add(timeout)
 	}
 	for _, v := range validators {
-		if cond := podCondition(v, corev1.PodReady); cond.Status != corev1.ConditionTrue {
-			if since := later(start, cond.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
-				return fmt.Sprintf("validator Pod %s/%s not Ready since %s, not back within %s", v.Namespace, v.Name, stamp(since), timeout), since.Add(timeout)
+		if cond := fleet.PodCondition(v, corev1.PodReady); cond.Status != corev1.ConditionTrue {
+			if since := fleet.Later(start, cond.LastTransitionTime.Time); !since.IsZero() && now.Sub(since) >= timeout {
+				return fmt.Sprintf("validator Pod %s/%s not Ready since %s, not back within %s", v.Namespace, v.Name, fleet.Stamp(since), timeout), since.Add(timeout)
 			}
 		}
 	}
@@ -310,7 +310,7 @@ func haltUncordonRule(cfg *Config, cl *Cluster, req NodeRequest, f *findings, d 
 		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and record %s (with a source tuple to go back to) is not loaded", n.Name, h.Signal, h.Record),
 			"it stays cordoned: restore the record, roll the node back to its source and prove it (docs/proof.md)"))
 	case !SameTuple(cur, *rec.Source):
-		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and is not back on record %s's source tuple (%s)", n.Name, h.Signal, rec.ID, strings.Join(tupleDiff(cur, *rec.Source, false), ", ")),
+		f.add(rolloutHalted(n.Name, path, fmt.Sprintf("node %s failed its upgrade (%s) and is not back on record %s's source tuple (%s)", n.Name, h.Signal, rec.ID, strings.Join(fleet.TupleDiff(nil, cur, *rec.Source, false), ", ")),
 			"it stays cordoned: roll it back with the record's rollback Plan (gpu-upgrade-gate.io/rollback: \"true\"), then uncordon it once proven"))
 	default:
 		p := cfg.Prove(cl, n, req.Now)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 )
 
 // hardwareRule: the node's GPU identity set must be known and be exactly
@@ -73,7 +75,7 @@ func hardwareNotQualified(t *Transition, ids, want []string) Blocker {
 	case want == nil:
 		return forbidden(CodeHardwareNotQualified, t.Node.Name, t.Path, "no record named in %s qualifies node %s's hardware %s; add a record for it (one per hardware identity)", AnnotationQualification, t.Node.Name, have)
 	case t.Typed:
-		return forbidden(CodeHardwareNotQualified, "", pathPCIID, "hardware tuple mismatch: requested %s, qualified %s (record %s); check the node's GPU identities, or use the record of that hardware", have, quoteOrNone(strings.Join(want, ",")), t.Record.ID)
+		return forbidden(CodeHardwareNotQualified, "", pathPCIID, "hardware tuple mismatch: requested %s, qualified %s (record %s); check the node's GPU identities, or use the record of that hardware", have, fleet.QuoteOrNone(strings.Join(want, ",")), t.Record.ID)
 	}
 	return forbidden(CodeHardwareNotQualified, t.Node.Name, t.Path, "node %s has GPU hardware %s but record %s qualifies %s; select only nodes of the qualified hardware, or qualify this hardware on its own canary", t.Node.Name, have, t.Record.ID, strings.Join(want, ","))
 }

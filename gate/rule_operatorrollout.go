@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -101,7 +102,7 @@ func (o *OperatorRollout) Unfinished() []string {
 	default:
 		for _, csv := range c.Items {
 			if csv.Phase != csvSucceeded {
-				s := fmt.Sprintf("ClusterServiceVersion %s is in phase %s, not Succeeded", csv.Name, quoteOrNone(csv.Phase))
+				s := fmt.Sprintf("ClusterServiceVersion %s is in phase %s, not Succeeded", csv.Name, fleet.QuoteOrNone(csv.Phase))
 				if csv.Reason != "" {
 					s += " (reason " + csv.Reason + ")"
 				}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -84,7 +85,7 @@ func completedShort(cfg *Config, cl *Cluster, rec *qualification.Record, dest *q
 	hash := map[string]string{}
 	for _, j := range cl.Proof.UpgradeJobs {
 		p := cl.plan(j.Namespace, j.Labels[upgradev1.LabelPlan])
-		if p == nil || jobCompletion(j).IsZero() || jobFailed(j) {
+		if p == nil || fleet.JobCompletion(j).IsZero() || jobFailed(j) {
 			continue
 		}
 		if pd, id := planDestination(cl, p); pd == nil || id != rec.ID || !SameTuple(*pd, *dest) {
@@ -123,7 +124,7 @@ func shortOf(cfg *Config, cur, dest qualification.Tuple, which string) []string 
 	for i := range componentTable {
 		s := &componentTable[i]
 		if have, want := s.Value(cur), s.Value(dest); !s.Same(nil, have, want) {
-			out = append(out, fmt.Sprintf("%s %s (%s), the record's %s is %s", s.Name, qualification.Clip(quoteOrNone(have)), s.fact(cfg), which, qualification.Clip(quoteOrNone(want))))
+			out = append(out, fmt.Sprintf("%s %s (%s), the record's %s is %s", s.Name, qualification.Clip(fleet.QuoteOrNone(have)), s.fact(cfg), which, qualification.Clip(fleet.QuoteOrNone(want))))
 		}
 	}
 	return out

@@ -40,7 +40,7 @@ func unnamedMoves(t *Transition, after, dest qualification.Tuple) []string {
 	for i := range componentTable {
 		s := &componentTable[i]
 		if have, will := s.Value(t.Current), s.Value(after); s.Optional && strings.TrimSpace(s.Value(dest)) == "" && strings.TrimSpace(will) != "" && !fleet.SameTrimmed(have, will) {
-			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s%s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(quoteOrNone(have)), t.currentFrom(s.Name)))
+			out = append(out, fmt.Sprintf("%s %s (the record names no %s; the change moves it from %s%s)", s.Name, qualification.Clip(will), s.Label, qualification.Clip(fleet.QuoteOrNone(have)), t.currentFrom(s.Name)))
 		}
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 )
 
 // A validator Pod proves a node only when the validator DaemonSet's UID
-// controls it (proof.go, OwnValidators). A DaemonSet created under that
+// controls it (fleet/nodeproof.go, OwnValidators). A DaemonSet created under that
 // name gets a new UID and owns whatever Pods it runs: anyone who may create
 // DaemonSets in the operator's namespace could prove GPU nodes with Pods
 // that validate nothing. Only the GPU Operator creates it, or changes what

@@ -12,7 +12,7 @@ import (
 // TestDRAWatchFailureIsTheDRAProofsOwn: a failed watch of the DRA cache
 // (ResourceSlices, ResourceClaims, plugin Pods) leaves the gate ready and
 // the view readable; it makes the DRA facts unreadable, saying why, which
-// keeps DRA nodes unproven (gate/proof_dra.go) and nothing else.
+// keeps DRA nodes unproven (gate/fleet/proof_dra.go) and nothing else.
 func TestDRAWatchFailureIsTheDRAProofsOwn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

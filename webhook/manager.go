@@ -408,7 +408,7 @@ func StripValidatorDaemonSet(obj any) (any, error) {
 		out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta,
 			ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion}}
 		// Its Pods count only running its template's images, by container
-		// name (gate's templateMismatch); init containers kept among the
+		// name (gate/fleet's templateMismatch); init containers kept among the
 		// containers, as StripPod keeps a Pod's.
 		for _, cs := range [][]corev1.Container{ds.Spec.Template.Spec.InitContainers, ds.Spec.Template.Spec.Containers} {
 			for _, c := range cs {
@@ -568,7 +568,7 @@ func intern(s string) string { return unique.Make(s).Value() }
 
 // extendedResources keeps a capacity's extended resources (a "/" in the
 // name): their names make a GPU node (gate/gpunode.go); only the nvidia.com/
-// quantities are kept, which a proof reads (gate/proof.go).
+// quantities are kept, which a proof reads (gate/fleet/nodeproof.go).
 func extendedResources(l corev1.ResourceList) corev1.ResourceList {
 	var out corev1.ResourceList
 	for k, v := range l {

@@ -238,7 +238,7 @@ func TestStripJobKeepsWhetherItRuns(t *testing.T) {
 
 // TestStripPodKeepsCheckResults: a check Pod (label gpu-upgrade-gate.io/check)
 // keeps its containers' termination messages and finish times, which its
-// proof reads (gate/nodechecks.go); other proof Pods keep no container
+// proof reads (gate/fleet/nodechecks.go); other proof Pods keep no container
 // statuses.
 func TestStripPodKeepsCheckResults(t *testing.T) {
 	const result = `{"kind":"nccl-allreduce","value":184.5,"unit":"GB/s"}`

@@ -1,6 +1,14 @@
 package fleet
 
-import "github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
+)
 
 // The names gate reads the parsers, the tuple and image references by,
 // until its callers read fleet (package doc, step 1).
@@ -26,3 +34,19 @@ func TupleDiff(vs *Versions, have, want qualification.Tuple, exact bool) []strin
 func QuoteOrNone(s string) string                    { return quoteOrNone(s) }
 func SameTrimmed(a, b string) bool                   { return sameTrimmed(a, b) }
 func MatchesRepository(img Image, entry string) bool { return matchesRepository(img, entry) }
+
+// The node and Pod readers and the DRA plugin's helpers the proof shares
+// with gate's rules.
+func NodeCondition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
+	return condition(n, t)
+}
+func PodCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
+	return podCondition(p, t)
+}
+func Later(a, b time.Time) time.Time                             { return later(a, b) }
+func PodsOnNode(pods []*corev1.Pod, node string) []*corev1.Pod   { return podsOn(pods, node) }
+func DaemonSetSelects(ds *appsv1.DaemonSet, n *corev1.Node) bool { return daemonSetSelects(ds, n) }
+func PluginOf(d dra.Driver, ds *appsv1.DaemonSet, p *corev1.Pod) bool {
+	return pluginOf(d, ds, p)
+}
+func NamesPluginDaemonSet(d dra.Driver, p *corev1.Pod) bool { return namesPluginDaemonSet(d, p) }

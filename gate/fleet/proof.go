@@ -16,12 +16,12 @@ type ProofFacts struct {
 	Validators, Unowned []*corev1.Pod
 	// ValidatorDaemonSet is the validator DaemonSet as read: a validator
 	// Pod counts only with its UID in its controller reference
-	// (gate's Config.OwnValidators). ValidatorDaemonSetUnreadable says why
+	// (ProofConfig.OwnValidators). ValidatorDaemonSetUnreadable says why
 	// it is not there (it does not exist, or could not be read): no
 	// validator Pod then proves a node or halts a rollout, and Validators
 	// is empty. The loader sets one of them; facts
 	// built without it (tests of other rules) leave the Pods as
-	// ProofFactsOf sorted them.
+	// ProofConfig.FactsOf sorted them.
 	ValidatorDaemonSet           *appsv1.DaemonSet
 	ValidatorDaemonSetUnreadable string
 	// AllocationChecks are the Pods the allocation-check selector picks.
@@ -30,9 +30,9 @@ type ProofFacts struct {
 	UpgradeJobs []*batchv1.Job
 	// CheckJobs are the Jobs of the allocation checks' namespace, read only
 	// with proof.checks: a check Pod counts only when its controller
-	// reference carries the UID of one of them (gate/nodechecks.go).
+	// reference carries the UID of one of them (nodechecks.go).
 	CheckJobs []*batchv1.Job
-	// DRA: what proofs of DRA nodes read (gate/proof_dra.go).
+	// DRA: what proofs of DRA nodes read (proof_dra.go).
 	DRA DRAProofFacts
 }
 

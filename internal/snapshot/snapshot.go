@@ -294,7 +294,7 @@ func wholeList(data []byte, each func(int, []byte) error) error {
 
 // stripPod keeps what makes a Pod a GPU holder and names it, and what a
 // proof reads of a validator or allocation-check Pod (labels, start time,
-// condition states; gate/proof.go): a cluster's Pods outnumber its Nodes
+// condition states; gate/fleet/nodeproof.go): a cluster's Pods outnumber its Nodes
 // tenfold.
 func stripPod(p corev1.Pod) corev1.Pod {
 	p.ManagedFields, p.Annotations = nil, nil

@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -86,21 +85,21 @@ type CheckFailure struct {
 // its tuple at reached: a Missing entry per check that did not pass, the
 // failures among them, and the results that passed (for the decisions and
 // the change record).
-func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
+func (pr *Prover) nodeCheckProof(n *corev1.Node, reached time.Time) (missing []string, failures []CheckFailure, passes []string) {
 	var pods []*corev1.Pod
-	for _, p := range cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name) {
+	for _, p := range pr.View.PodsOn(AllocationCheckPods, n.Name) {
 		if p.Labels[LabelCheck] != "" {
 			pods = append(pods, p)
 		}
 	}
-	recs := nodeRecords(c, cl, n)
-	for _, want := range c.Proof.Checks {
+	recs := pr.nodeRecords(n)
+	for _, want := range pr.Config.Checks {
 		passed, notes, failed := false, []string(nil), []CheckFailure(nil)
 		for _, pod := range pods {
 			if pod.Labels[LabelCheck] != want.Kind {
 				continue
 			}
-			ok, note, fail := judgeCheckPod(pod, cl.Proof.CheckJobs, want, recs, reached)
+			ok, note, fail := judgeCheckPod(pod, pr.Facts.CheckJobs, want, recs, reached)
 			passed = passed || ok
 			switch {
 			case ok:
@@ -127,7 +126,7 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 				slices.Sort(notes)
 				detail = nodeList(notes)
 			}
-			missing = append(missing, fmt.Sprintf("no %s check (Pod labelled %s=%s, controlled by a Job) passed after %s: %s", want, LabelCheck, want.Kind, stamp(reached), detail))
+			missing = append(missing, fmt.Sprintf("no %s check (Pod labelled %s=%s, controlled by a Job) passed after %s: %s", want, LabelCheck, want.Kind, Stamp(reached), detail))
 		}
 	}
 	return missing, failures, passes
@@ -136,12 +135,12 @@ func (c *Config) nodeCheckProof(cl *Cluster, n *corev1.Node, reached time.Time) 
 // nodeRecords are the loaded records of the node's hardware whose target
 // (or source, for a node rolled back) is the tuple the node runs: their
 // canary.checks hold its baselines.
-func nodeRecords(c *Config, cl *Cluster, n *corev1.Node) []*qualification.Record {
-	f := c.FactsOf(n)
-	cur := cl.Current(f)
+func (pr *Prover) nodeRecords(n *corev1.Node) []*qualification.Record {
+	f := FactsOf(pr.Vendors, n)
+	cur := f.Tuple(pr.GPUOperator, pr.DCGMExporter)
 	var out []*qualification.Record
-	for _, name := range sortedKeys(cl.Records) {
-		e := cl.Records[name]
+	for _, name := range sortedKeys(pr.Records) {
+		e := pr.Records[name]
 		if e.Err != nil || e.Record == nil || !slices.Equal(e.Record.NormalizedHardware(), f.Identities) {
 			continue
 		}
@@ -173,7 +172,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 	}
 	msg, finished, why := terminationMessage(pod)
 	if why != "" {
-		return false, fmt.Sprintf("%s is %s: %s", name, orNone(string(pod.Status.Phase)), why), nil
+		return false, fmt.Sprintf("%s is %s: %s", name, quoteOrNone(string(pod.Status.Phase)), why), nil
 	}
 	res, err := qualification.ParseCheckResult(field.NewPath("terminationMessage"), msg)
 	switch {
@@ -190,7 +189,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 			return false, "", &CheckFailure{Signal: fmt.Sprintf("check Pod %s: %s did not pass", name, res.CheckName()), At: finished}
 		}
 		if !succeeded {
-			return false, fmt.Sprintf("%s reports %s passed but is %s: not counted", name, res.CheckName(), orNone(string(pod.Status.Phase))), nil
+			return false, fmt.Sprintf("%s reports %s passed but is %s: not counted", name, res.CheckName(), quoteOrNone(string(pod.Status.Phase))), nil
 		}
 		return true, fmt.Sprintf("check Pod %s: %s passed", name, res.CheckName()), nil
 	}
@@ -220,7 +219,7 @@ func judgeCheckPod(pod *corev1.Pod, jobs []*batchv1.Job, want NodeCheck, recs []
 	case !compared:
 		return false, fmt.Sprintf("%s reports %s %s, but no record of the node's hardware and tuple holds a measured %s baseline in canary.checks: not counted", name, res.CheckName(), formatCheckValue(res), res.Kind), nil
 	case !succeeded:
-		return false, fmt.Sprintf("%s reports %s within the baseline but is %s: not counted", name, formatCheckValue(res), orNone(string(pod.Status.Phase))), nil
+		return false, fmt.Sprintf("%s reports %s within the baseline but is %s: not counted", name, formatCheckValue(res), quoteOrNone(string(pod.Status.Phase))), nil
 	}
 	return true, fmt.Sprintf("check Pod %s: %s", name, strings.Join(within, "; ")), nil
 }

@@ -1,8 +1,9 @@
-package gate
+package fleet
 
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
-	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/gate/fleet"
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
@@ -44,12 +45,11 @@ var ProofRequirements = []ProofRequirement{ProofReady, ProofValidator, ProofReso
 
 // Labels and prefixes a proof reads.
 const (
-	labelGPUCount     = "nvidia.com/gpu.count"
+	LabelGPUCount     = "nvidia.com/gpu.count"
 	labelGPUReplicas  = "nvidia.com/gpu.replicas"
 	labelMIGStrategy  = "nvidia.com/mig.strategy"
-	resourceGPU       = corev1.ResourceName("nvidia.com/gpu")
+	ResourceGPU       = corev1.ResourceName("nvidia.com/gpu")
 	gpuResourcePrefix = "nvidia.com/"
-	driverUpgradeDone = fleet.DriverUpgradeDone
 	// TaintUnschedulable is the taint the node lifecycle controller adds on a
 	// cordon; its timeAdded says when the node was cordoned.
 	TaintUnschedulable = "node.kubernetes.io/unschedulable"
@@ -81,10 +81,6 @@ type ValidatorSelector struct {
 	// repositories (a registry-less entry matches below a mirror's prefix).
 	Repository string `json:"repository"`
 }
-
-// HealthCondition is a node condition a GPU health tool writes, and the
-// status that means unhealthy (fleet.HealthCondition).
-type HealthCondition = fleet.HealthCondition
 
 // ProofConfig is the `proof` section of the config.
 type ProofConfig struct {
@@ -121,10 +117,11 @@ func DefaultProofConfig() ProofConfig {
 	}
 }
 
-// on says whether a requirement is checked.
-func (p *ProofConfig) on(r ProofRequirement) bool { return !slices.Contains(p.Off, r) }
+// On says whether a requirement is checked.
+func (p *ProofConfig) On(r ProofRequirement) bool { return !slices.Contains(p.Off, r) }
 
-func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
+// Validate checks the section (path).
+func (p *ProofConfig) Validate(path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, r := range p.Off {
 		if !slices.Contains(ProofRequirements, r) {
@@ -152,7 +149,7 @@ func (p *ProofConfig) validate(path *field.Path) field.ErrorList {
 	if msgs := validation.IsDNS1123Subdomain(p.Validator.DaemonSet); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path.Child("validator", "daemonSet"), p.Validator.DaemonSet, "expected the name of the GPU Operator's validator DaemonSet, e.g. nvidia-operator-validator: "+msgs[0]))
 	}
-	if img, err := fleet.ParseImage(p.Validator.Repository); err != nil || img.Tag != "" || img.Digest != "" {
+	if img, err := ParseImage(p.Validator.Repository); err != nil || img.Tag != "" || img.Digest != "" {
 		errs = append(errs, field.Invalid(path.Child("validator", "repository"), qualification.Clip(p.Validator.Repository),
 			"expected the validator's image repository without tag or digest, e.g. nvcr.io/nvidia/cloud-native/gpu-operator-validator"))
 	}
@@ -186,22 +183,22 @@ func mustSelector(s string) labels.Selector {
 	return sel
 }
 
-// ProofFactsOf picks, from Pods and Jobs listed some other way (a snapshot),
+// FactsOf picks, from Pods and Jobs listed some other way (a snapshot),
 // the ones a proof reads: the validator and allocation-check Pods by the
 // configured selectors, SUC's Jobs by their node label.
-func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFacts {
+func (c *ProofConfig) FactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFacts {
 	var out ProofFacts
-	v, a := c.Proof.ValidatorSelector(), c.Proof.AllocationSelector()
+	v, a := c.ValidatorSelector(), c.AllocationSelector()
 	for _, p := range pods {
 		set := labels.Set(p.Labels)
-		if v.Matches(set) && (c.Proof.Validator.Namespace == "" || p.Namespace == c.Proof.Validator.Namespace) {
-			if c.Proof.Validator.controls(p) {
+		if v.Matches(set) && (c.Validator.Namespace == "" || p.Namespace == c.Validator.Namespace) {
+			if c.Validator.controls(p) {
 				out.Validators = append(out.Validators, p)
 			} else {
 				out.Unowned = append(out.Unowned, p)
 			}
 		}
-		if a.Matches(set) && (c.Proof.AllocationCheck.Namespace == "" || p.Namespace == c.Proof.AllocationCheck.Namespace) {
+		if a.Matches(set) && (c.AllocationCheck.Namespace == "" || p.Namespace == c.AllocationCheck.Namespace) {
 			out.AllocationChecks = append(out.AllocationChecks, p)
 		}
 	}
@@ -218,7 +215,7 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 
 // OwnValidators completes the proof facts with the validator DaemonSet as
 // read (ds nil: it does not exist; err: it could not be read): of the
-// Pods ProofFactsOf took for validators, only those whose controller
+// Pods FactsOf took for validators, only those whose controller
 // reference carries its UID and whose containers run its Pod template's
 // images stay; the others become unowned. The UID alone proves little: a
 // Pod created with it copied, or an orphan the DaemonSet controller adopts,
@@ -226,8 +223,8 @@ func (c *Config) ProofFactsOf(pods []*corev1.Pod, jobs []*batchv1.Job) ProofFact
 // who may update Pods in the namespace. With no DaemonSet to check against,
 // none stays: a Pod that only names it could otherwise prove a node, or
 // halt a rollout.
-func (c *Config) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
-	v := c.Proof.Validator
+func (c *ProofConfig) OwnValidators(f *ProofFacts, ds *appsv1.DaemonSet, err error) {
+	v := c.Validator
 	switch {
 	case err != nil:
 		f.ValidatorDaemonSetUnreadable = fmt.Sprintf("cannot read the validator DaemonSet %s/%s, whose UID says which validator Pods are its own: %v", v.Namespace, v.DaemonSet, err)
@@ -294,19 +291,36 @@ func (v ValidatorSelector) templateMismatch(p *corev1.Pod, ds *appsv1.DaemonSet)
 // validatorRelease: the image is a release of the configured validator
 // repository.
 func (v ValidatorSelector) validatorRelease(image string) bool {
-	img, err := fleet.ParseImage(image)
-	return err == nil && fleet.MatchesRepository(img, v.Repository)
+	img, err := ParseImage(image)
+	return err == nil && MatchesRepository(img, v.Repository)
 }
 
-// ownValidatorsOn are the node's validator Pods OwnValidators kept (the
+// Prover proves nodes: the proof section of the config and what a proof
+// reads besides the node and the clock. A review builds one over its facts
+// and view; the soak is worked out at the review's time (Prove's now).
+type Prover struct {
+	Config *ProofConfig
+	// DRADrivers are the configured DRA drivers (proof_dra.go).
+	DRADrivers []dra.Driver
+	Facts      *ProofFacts
+	View       *View
+	// Vendors, Records and the cluster-wide GPU Operator and DCGM exporter
+	// versions say which records hold a node's check baselines
+	// (nodechecks.go); read only when proof.checks names checks.
+	Vendors                   []string
+	Records                   map[string]RecordEntry
+	GPUOperator, DCGMExporter string
+}
+
+// OwnValidatorsOn are the node's validator Pods OwnValidators kept (the
 // DaemonSet's UID, its template's images): none when the
 // DaemonSet could not be read, whatever facts built some other way hold.
 // Proofs and halts read validators only through this.
-func (cl *Cluster) ownValidatorsOn(node string) []*corev1.Pod {
-	if cl.Proof.ValidatorDaemonSetUnreadable != "" {
+func (pr *Prover) OwnValidatorsOn(node string) []*corev1.Pod {
+	if pr.Facts.ValidatorDaemonSetUnreadable != "" {
 		return nil
 	}
-	return cl.fleetView().PodsOn(fleet.ValidatorPods, node)
+	return pr.View.PodsOn(ValidatorPods, node)
 }
 
 // controls says whether the validator DaemonSet is the Pod's controller:
@@ -367,10 +381,13 @@ func (p NodeProof) State() string {
 	return "unproven"
 }
 
-// Prove judges one node at now. Missing facts (no validator Pod, no
-// allocation Pod) are named, never taken as proof.
-func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
-	p := &c.Proof
+// Prove works out what holds of one node's proof at now (the soak and what
+// must have happened after the node reached its tuple are read against the
+// view's objects here, never kept in the view); gate's rules judge it.
+// Missing facts (no validator Pod, no allocation Pod) are named, never
+// taken as proof.
+func (pr *Prover) Prove(n *corev1.Node, now time.Time) NodeProof {
+	p := pr.Config
 	out := NodeProof{Node: n.Name}
 	miss := func(format string, args ...any) { out.Missing = append(out.Missing, fmt.Sprintf(format, args...)) }
 
@@ -381,67 +398,67 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 			out.ReachedAt = later(out.ReachedAt, t.TimeAdded.Time)
 		}
 	}
-	for _, j := range cl.Proof.UpgradeJobs {
-		if j.Labels[upgradev1.LabelNode] == n.Name {
-			out.ReachedAt = later(out.ReachedAt, jobCompletion(j))
-		}
+	// The node's SUC Jobs, by their node label, as the view holds them (a
+	// scan of every Job per node made a wide Plan's proofs nodes x Jobs).
+	for _, j := range pr.View.UpgradeJobsByNode()[n.Name] {
+		out.ReachedAt = later(out.ReachedAt, JobCompletion(j))
 	}
-	validators := cl.ownValidatorsOn(n.Name)
-	for _, u := range cl.fleetView().PodsOn(fleet.UnownedPods, n.Name) {
-		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, cl.Proof.ValidatorDaemonSet))
+	validators := pr.OwnValidatorsOn(n.Name)
+	for _, u := range pr.View.PodsOn(UnownedPods, n.Name) {
+		out.Ignored = append(out.Ignored, p.Validator.unownedValidator(u, pr.Facts.ValidatorDaemonSet))
 	}
 	for _, v := range validators {
 		out.ReachedAt = later(out.ReachedAt, podCondition(v, corev1.PodReady).LastTransitionTime.Time)
 	}
-	draNodes := c.draNodeOf(cl, n)
+	draNodes := pr.draNodeOf(n)
 	out.ReachedAt = later(out.ReachedAt, pluginReadyAt(draNodes))
 	out.HeldSince = out.ReachedAt
 
-	if p.on(ProofReady) && ready.Status != corev1.ConditionTrue {
-		miss("node Ready is %s (want True)", orNone(string(ready.Status)))
+	if p.On(ProofReady) && ready.Status != corev1.ConditionTrue {
+		miss("node Ready is %s (want True)", quoteOrNone(string(ready.Status)))
 	}
-	if p.on(ProofValidator) {
-		if why := cl.Proof.ValidatorDaemonSetUnreadable; why != "" {
+	if p.On(ProofValidator) {
+		if why := pr.Facts.ValidatorDaemonSetUnreadable; why != "" {
 			miss("no validator Pod counts: %s", why)
 		} else {
-			c.validatorProof(validators, miss)
+			pr.validatorProof(validators, miss)
 		}
 	}
-	if p.on(ProofResources) {
+	if p.On(ProofResources) {
 		if len(draNodes) > 0 {
-			c.draResourceProof(cl, n, draNodes, miss)
+			pr.draResourceProof(n, draNodes, miss)
 		} else {
 			resourceProof(n, miss)
 		}
 	}
-	if p.on(ProofDriverState) {
-		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != driverUpgradeDone {
-			miss("label %s=%s (want absent or %s)", LabelDriverUpgradeState, s, driverUpgradeDone)
+	if p.On(ProofDriverState) {
+		if s, ok := n.Labels[LabelDriverUpgradeState]; ok && s != DriverUpgradeDone {
+			miss("label %s=%s (want absent or %s)", LabelDriverUpgradeState, s, DriverUpgradeDone)
 		}
 	}
-	if p.on(ProofHealth) {
+	if p.On(ProofHealth) {
 		for _, h := range p.HealthConditions {
 			cond := condition(n, corev1.NodeConditionType(h.Type))
 			if cond.Status == h.UnhealthyStatus {
-				miss("condition %s %s since %s", h.Type, cond.Status, stamp(cond.LastTransitionTime.Time))
+				miss("condition %s %s since %s", h.Type, cond.Status, Stamp(cond.LastTransitionTime.Time))
 			} else if cond.Status != "" {
 				out.HeldSince = later(out.HeldSince, cond.LastTransitionTime.Time)
 			}
 		}
 	}
-	if p.on(ProofAllocation) {
+	if p.On(ProofAllocation) {
 		if len(draNodes) > 0 {
-			c.draAllocationProof(cl, n, draNodes, cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
+			pr.draAllocationProof(n, draNodes, pr.View.PodsOn(AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		} else {
-			c.allocationProof(cl.fleetView().PodsOn(fleet.AllocationCheckPods, n.Name), out.ReachedAt, miss)
+			pr.allocationProof(pr.View.PodsOn(AllocationCheckPods, n.Name), out.ReachedAt, miss)
 		}
 	}
 	if len(p.Checks) > 0 {
 		var missing []string
-		missing, out.Failures, out.Checks = c.nodeCheckProof(cl, n, out.ReachedAt)
+		missing, out.Failures, out.Checks = pr.nodeCheckProof(n, out.ReachedAt)
 		out.Missing = append(out.Missing, missing...)
 	}
-	if p.on(ProofSoak) {
+	if p.On(ProofSoak) {
 		if held := now.Sub(out.HeldSince); out.HeldSince.IsZero() || held < p.Soak.Duration {
 			if out.HeldSince.IsZero() || held < 0 {
 				held = 0
@@ -452,15 +469,15 @@ func (c *Config) Prove(cl *Cluster, n *corev1.Node, now time.Time) NodeProof {
 	return out
 }
 
-func (c *Config) validatorProof(pods []*corev1.Pod, miss func(string, ...any)) {
-	v := c.Proof.Validator
+func (pr *Prover) validatorProof(pods []*corev1.Pod, miss func(string, ...any)) {
+	v := pr.Config.Validator
 	if len(pods) == 0 {
-		miss("no validator Pod (namespace %s, %s) on the node", orNone(v.Namespace), v.Selector)
+		miss("no validator Pod (namespace %s, %s) on the node", quoteOrNone(v.Namespace), v.Selector)
 		return
 	}
 	for _, pod := range pods {
 		if podCondition(pod, corev1.PodReady).Status != corev1.ConditionTrue {
-			miss("validator Pod %s/%s is not Ready (phase %s)", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase)))
+			miss("validator Pod %s/%s is not Ready (phase %s)", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase)))
 		}
 	}
 }
@@ -489,8 +506,8 @@ func resourceProof(n *corev1.Node, miss func(string, ...any)) {
 		miss("no %s GPU resource in the node's capacity (device plugin not advertising)", gpuResourcePrefix)
 		return
 	}
-	countLabel, ok := n.Labels[labelGPUCount]
-	gpu, has := n.Status.Capacity[resourceGPU]
+	countLabel, ok := n.Labels[LabelGPUCount]
+	gpu, has := n.Status.Capacity[ResourceGPU]
 	if !ok || !has || n.Labels[labelMIGStrategy] == "single" {
 		return
 	}
@@ -500,17 +517,17 @@ func resourceProof(n *corev1.Node, miss func(string, ...any)) {
 		replicas, rerr = strconv.ParseInt(r, 10, 64)
 	}
 	if err != nil || rerr != nil || replicas < 1 {
-		miss("labels %s=%q %s=%q do not parse as counts", labelGPUCount, countLabel, labelGPUReplicas, n.Labels[labelGPUReplicas])
+		miss("labels %s=%q %s=%q do not parse as counts", LabelGPUCount, countLabel, labelGPUReplicas, n.Labels[labelGPUReplicas])
 		return
 	}
 	if gpu.Value() != count*replicas {
-		miss("capacity %s %d but %s=%d (x%d replicas)", resourceGPU, gpu.Value(), labelGPUCount, count, replicas)
+		miss("capacity %s %d but %s=%d (x%d replicas)", ResourceGPU, gpu.Value(), LabelGPUCount, count, replicas)
 	}
 }
 
 // allocationProof: a Pod that requested a GPU started and Succeeded on the
 // node after it reached its tuple.
-func (c *Config) allocationProof(pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
+func (pr *Prover) allocationProof(pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
 	var seen []string
 	for _, pod := range pods {
 		started := pod.Status.StartTime
@@ -518,7 +535,7 @@ func (c *Config) allocationProof(pods []*corev1.Pod, reached time.Time, miss fun
 		case !requestsGPU(pod):
 			seen = append(seen, pod.Namespace+"/"+pod.Name+" requests no GPU")
 		case pod.Status.Phase != corev1.PodSucceeded:
-			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase))))
 		case started == nil || started.Time.Before(reached):
 			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
 		default:
@@ -530,7 +547,7 @@ func (c *Config) allocationProof(pods []*corev1.Pod, reached time.Time, miss fun
 		slices.Sort(seen)
 		detail = nodeList(seen)
 	}
-	miss("no allocation check (%s) Succeeded after %s: %s", c.Proof.AllocationCheck.Selector, stamp(reached), detail)
+	miss("no allocation check (%s) Succeeded after %s: %s", pr.Config.AllocationCheck.Selector, Stamp(reached), detail)
 }
 
 func requestsGPU(pod *corev1.Pod) bool {
@@ -555,9 +572,6 @@ func podsOn(pods []*corev1.Pod, node string) []*corev1.Pod {
 	}
 	return out
 }
-
-// jobCompletion is when SUC's Job finished (fleet.JobCompletion).
-func jobCompletion(j *batchv1.Job) time.Time { return fleet.JobCompletion(j) }
 
 func condition(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
 	var out corev1.NodeCondition
@@ -585,6 +599,22 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func stamp(t time.Time) string { return fleet.Stamp(t) }
+// nodeList keeps messages short on long lists.
+func nodeList(ns []string) string {
+	const show = 5
+	if len(ns) <= show {
+		return strings.Join(ns, ",")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ns[:show], ","), len(ns)-show)
+}
 
-func orNone(s string) string { return quoteOrNone(s) }
+// sortedKeys is gate's: sort.Strings keeps it small enough to inline, so
+// the keys of a small map stay on the caller's stack.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,4 +1,4 @@
-package gate
+package fleet
 
 import (
 	"fmt"
@@ -44,10 +44,10 @@ type draNode struct {
 // kubelet-plugin DaemonSet's scheduling selects it (which a crashed plugin
 // does not change), or it publishes slices for the node, or its plugin Pod
 // runs there; when its DaemonSet cannot be read, every node may be one.
-func (c *Config) draNodeOf(cl *Cluster, n *corev1.Node) []draNode {
+func (pr *Prover) draNodeOf(n *corev1.Node) []draNode {
 	var out []draNode
-	facts := &cl.Proof.DRA
-	for _, d := range c.DRADrivers {
+	facts := &pr.Facts.DRA
+	for _, d := range pr.DRADrivers {
 		dn := draNode{driver: d, ds: facts.DaemonSet(d.Namespace, d.DaemonSet), unknown: facts.DaemonSetsUnreadable}
 		scheduled := dn.unknown == "" && dn.ds != nil && daemonSetSelects(dn.ds, n)
 		for _, p := range podsOn(facts.PluginPods, n.Name) {
@@ -121,7 +121,7 @@ func pluginReadyAt(nodes []draNode) time.Time {
 // slices (the complete current generation of each pool) list as many GPUs
 // as GFD counts. Extended resources the node also advertises must still be
 // fully allocatable.
-func (c *Config) draResourceProof(cl *Cluster, n *corev1.Node, nodes []draNode, miss func(string, ...any)) {
+func (pr *Prover) draResourceProof(n *corev1.Node, nodes []draNode, miss func(string, ...any)) {
 	for name := range n.Status.Capacity {
 		if strings.HasPrefix(string(name), gpuResourcePrefix) {
 			resourceProof(n, miss)
@@ -139,10 +139,10 @@ func (c *Config) draResourceProof(cl *Cluster, n *corev1.Node, nodes []draNode, 
 		}
 		for _, p := range dn.plugins {
 			if podCondition(p, corev1.PodReady).Status != corev1.ConditionTrue {
-				miss("DRA plugin Pod %s/%s of %s is not Ready (phase %s)", p.Namespace, qualification.Clip(p.Name), d.Name, orNone(string(p.Status.Phase)))
+				miss("DRA plugin Pod %s/%s of %s is not Ready (phase %s)", p.Namespace, qualification.Clip(p.Name), d.Name, quoteOrNone(string(p.Status.Phase)))
 			}
 		}
-		if why := cl.Proof.DRA.Unreadable; why != "" {
+		if why := pr.Facts.DRA.Unreadable; why != "" {
 			miss("ResourceSlices of %s cannot be read (%s): the node's devices are unknown", d.Name, why)
 			continue
 		}
@@ -205,15 +205,15 @@ func sliceProof(n *corev1.Node, driver string, slices []*resourcev1.ResourceSlic
 		}
 		devices += p.gp
 	}
-	label, ok := n.Labels[labelGPUCount]
+	label, ok := n.Labels[LabelGPUCount]
 	want, err := strconv.ParseInt(label, 10, 64)
 	switch {
 	case !ok:
-		miss("ResourceSlices of %s list %d devices, but the node has no %s label to expect a count from", driver, devices, labelGPUCount)
+		miss("ResourceSlices of %s list %d devices, but the node has no %s label to expect a count from", driver, devices, LabelGPUCount)
 	case err != nil || want < 0:
-		miss("ResourceSlices of %s list %d devices, but label %s=%q does not parse as a count", driver, devices, labelGPUCount, qualification.Clip(label))
+		miss("ResourceSlices of %s list %d devices, but label %s=%q does not parse as a count", driver, devices, LabelGPUCount, qualification.Clip(label))
 	case devices != want:
-		miss("ResourceSlices of %s list %d devices, expected %d (%s)", driver, devices, want, labelGPUCount)
+		miss("ResourceSlices of %s list %d devices, expected %d (%s)", driver, devices, want, LabelGPUCount)
 	}
 }
 
@@ -237,16 +237,16 @@ func gpuDevices(driver string, devices []resourcev1.Device) int64 {
 // draAllocationProof: an allocation check on the node Succeeded after it
 // reached its tuple, and one of its ResourceClaims was allocated from the
 // node's pool of one of its DRA drivers (as the scheduler writes it).
-func (c *Config) draAllocationProof(cl *Cluster, n *corev1.Node, nodes []draNode, pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
+func (pr *Prover) draAllocationProof(n *corev1.Node, nodes []draNode, pods []*corev1.Pod, reached time.Time, miss func(string, ...any)) {
 	var seen, drivers []string
 	for _, dn := range nodes {
 		drivers = append(drivers, dn.driver.Name)
 	}
 	for _, pod := range pods {
 		started := pod.Status.StartTime
-		switch why := claimOnNode(cl, n, nodes, pod); {
+		switch why := pr.claimOnNode(n, nodes, pod); {
 		case pod.Status.Phase != corev1.PodSucceeded:
-			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, orNone(string(pod.Status.Phase))))
+			seen = append(seen, fmt.Sprintf("%s/%s is %s", pod.Namespace, pod.Name, quoteOrNone(string(pod.Status.Phase))))
 		case started == nil || started.Time.Before(reached):
 			seen = append(seen, fmt.Sprintf("%s/%s started before the node reached its tuple", pod.Namespace, pod.Name))
 		case why != "":
@@ -261,14 +261,14 @@ func (c *Config) draAllocationProof(cl *Cluster, n *corev1.Node, nodes []draNode
 		detail = nodeList(seen)
 	}
 	miss("no allocation check (%s) with a ResourceClaim of %s allocated on the node Succeeded after %s: %s",
-		c.Proof.AllocationCheck.Selector, strings.Join(drivers, ", "), stamp(reached), detail)
+		pr.Config.AllocationCheck.Selector, strings.Join(drivers, ", "), Stamp(reached), detail)
 }
 
 // claimOnNode says why none of the Pod's ResourceClaims was allocated a
 // device of the node's pools ("" : one was). The Pod's status names the
 // claims made from templates; the claim lives in the Pod's namespace.
-func claimOnNode(cl *Cluster, n *corev1.Node, nodes []draNode, pod *corev1.Pod) string {
-	if why := cl.Proof.DRA.Unreadable; why != "" {
+func (pr *Prover) claimOnNode(n *corev1.Node, nodes []draNode, pod *corev1.Pod) string {
+	if why := pr.Facts.DRA.Unreadable; why != "" {
 		return "ResourceClaims cannot be read: " + why
 	}
 	names := podClaimNames(pod)
@@ -277,7 +277,7 @@ func claimOnNode(cl *Cluster, n *corev1.Node, nodes []draNode, pod *corev1.Pod) 
 	}
 	var whys []string
 	for _, name := range names {
-		claim := findClaim(cl.Proof.DRA.Claims, pod.Namespace, name)
+		claim := findClaim(pr.Facts.DRA.Claims, pod.Namespace, name)
 		if claim == nil {
 			whys = append(whys, "claim "+qualification.Clip(name)+" not found")
 			continue
