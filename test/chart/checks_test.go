@@ -74,6 +74,10 @@ type expect struct {
 	// draNamespaces.
 	dra                       bool
 	draPlugins, draNamespaces []string
+	// draControllers: the drivers' configured controllers, each as
+	// <namespace>/<username>, the only writers the DRA webhooks leave out
+	// in their namespaces.
+	draControllers []string
 	// draClaimsNamespace: config.proof.allocationCheck.namespace, where the
 	// ResourceClaims are read ("": cluster-wide).
 	draClaimsNamespace string
@@ -892,6 +896,8 @@ func (r *rendered) checkWebhooks() []string {
 		{"namespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
 			admissionregistrationv1.Fail, append([]string{r.e.gpuOperator[0]}, r.e.draNamespaces...)},
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
+		{"draworkloads.gpu-upgrade-gate.io", []rule{{"", "v1", "pods", namespaced, cu}, {"", "v1", "pods/ephemeralcontainers", namespaced, u},
+			{"apps", "v1", "deployments,replicasets,statefulsets", namespaced, cu}, {"batch", "v1", "jobs,cronjobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
 		w := hook(v, wt.name)
 		if optional[wt.name] && !r.e.dra {
@@ -996,12 +1002,27 @@ func (r *rendered) checkWebhooks() []string {
 			// namespace is judged; nor the namespace controller's deletes,
 			// after the namespace's reviewed deletion.
 			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]"+
-				" || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" ||
+				" || (request.operation != 'DELETE' && !((request.namespace + '/' + request.userInfo.username) in ["+celList(r.e.draControllers)+"]))" ||
 				w.MatchConditions[1].Expression != "request.operation != 'UPDATE' || object.spec.template != oldObject.spec.template || "+
 					"object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')" ||
 				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
 				w.MatchConditions[3].Expression != "request.operation != 'DELETE' || request.userInfo.username != 'system:serviceaccount:kube-system:namespace-controller'" {
-				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but their namespace's ServiceAccounts, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but the drivers' configured controllers, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
+			}
+		case "draworkloads.gpu-upgrade-gate.io":
+			// Pods and Pod templates created or changed, never by the
+			// kube-controller-manager's Pod-writing controllers or kubelets
+			// (their Pods follow a judged template), the GPU Operator's own
+			// ServiceAccounts or the drivers' configured controllers.
+			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "!(request.userInfo.username in ['system:kube-controller-manager', "+
+				"'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', "+
+				"'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:statefulset-controller', "+
+				"'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)" ||
+				!strings.HasPrefix(w.MatchConditions[1].Expression, "request.operation == 'CREATE' ||") ||
+				!strings.Contains(w.MatchConditions[1].Expression, "object.spec.template != oldObject.spec.template") ||
+				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
+				w.MatchConditions[3].Expression != "!((request.namespace + '/' + request.userInfo.username) in ["+celList(r.e.draControllers)+"])" {
+				bad("the DRA workload webhook must match only Pods and Pod templates created or changed, not by the kube-controller-manager's Pod-writing controllers, kubelets, the GPU Operator's own ServiceAccounts or the drivers' configured controllers, got %v", w.MatchConditions)
 			}
 		case "validatordaemonset.gpu-upgrade-gate.io":
 			// The validator DaemonSet by name, created or its Pods changed,
