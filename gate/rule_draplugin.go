@@ -97,7 +97,7 @@ func draPluginForgedRule(rv review, f *findings, _ *Decision) {
 func draPluginForged(path *field.Path, kind, ns, name, image, plugin, user string) Blocker {
 	how, fix, contract := "under another name", "run the driver only in its configured DaemonSet (or name this one in draDrivers), or run another image here", "dradaemonsets.md"
 	if kind != "DaemonSet" {
-		how = "with the node's filesystem in reach (a hostPath volume, a privileged container or the node's PID namespace)"
+		how = "with the node's filesystem in reach (a hostPath or other volume not the Pod's own, a privileged container or the node's PID namespace)"
 		fix = "run the driver only in its configured DaemonSet, or run this without the node's filesystem (as the driver's controller does), or another image"
 		contract = "draworkloads.md"
 	}

@@ -74,11 +74,18 @@ func (r *daemonSetReview) podWrite() podWrite {
 
 // reachesNode: a Pod that can reach the node's filesystem, where a kubelet
 // plugin registers (a socket in the kubelet's plugins_registry, wherever
-// its --root-dir puts it): a hostPath volume, a privileged container, or
-// the node's PID namespace. The driver's controller Deployment, which
-// runs the driver's image too, needs none of them.
+// its --root-dir puts it): a volume of any kind but the Pod's own
+// (emptyDir, configMap, secret, projected, downwardAPI), so a hostPath, and
+// a claim or CSI volume that may be bound to a node's directory too; a
+// privileged container; or the node's PID namespace. The driver's
+// controller Deployment, which runs the driver's image too, needs none of
+// them.
 func reachesNode(spec *corev1.PodSpec) bool {
-	if spec.HostPID || slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil }) {
+	podOwn := func(v corev1.Volume) bool {
+		s := v.VolumeSource
+		return s.EmptyDir != nil || s.ConfigMap != nil || s.Secret != nil || s.Projected != nil || s.DownwardAPI != nil
+	}
+	if spec.HostPID || slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return !podOwn(v) }) {
 		return true
 	}
 	privileged := func(sc *corev1.SecurityContext) bool { return sc != nil && sc.Privileged != nil && *sc.Privileged }

@@ -46,6 +46,14 @@ func TestDRAWorkloadForged(t *testing.T) {
 		s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
 	}
 	hostPID := func(s *corev1.PodSpec) { s.HostPID = true }
+	claim := func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "local-pv"}}}}
+	}
+	podOwn := func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+			{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+	}
 	podSpec := field.NewPath("spec")
 	tmplSpec := field.NewPath("spec", "template", "spec")
 	cronSpec := field.NewPath("spec", "jobTemplate", "spec", "template", "spec")
@@ -83,7 +91,9 @@ func TestDRAWorkloadForged(t *testing.T) {
 		{"safe: a bare Pod with another image", write("Pod", podSpec, template("quay.io/prometheus/node-exporter:v1.9.0", hostPaths), alice), ""},
 		{"safe: a Deployment with another image", write("Deployment", tmplSpec, template("quay.io/prometheus/node-exporter:v1.9.0", hostPaths), alice), ""},
 		{"safe: a Job with another image", write("Job", tmplSpec, template("busybox:1.36", privileged), alice), ""},
+		{"a Pod with a claim (it may be bound to a node's directory)", write("Pod", podSpec, template(image, claim), alice), "spec.containers[0].image"},
 		{"safe: the driver's image without the node's filesystem (its controller Deployment)", write("Deployment", tmplSpec, template(image, nil), alice), ""},
+		{"safe: the driver's image with the Pod's own volumes only", write("Deployment", tmplSpec, template(image, podOwn), alice), ""},
 		{"safe: the driver's configured controller", write("Pod", podSpec, template(image, hostPaths), controller), ""},
 		{"safe: an update that keeps the template", update(write("Deployment", tmplSpec, template(image, hostPaths), alice), template(image, hostPaths)), ""},
 	}
