@@ -249,3 +249,44 @@ func TestDRAWorkloadMatchConditions(t *testing.T) {
 		assert.Equal(t, "!((request.namespace + '/' + request.userInfo.username) in [])", NotADRAControllerCondition(gate.DefaultConfig()), "none configured: everyone is judged")
 	})
 }
+
+// TestOperatorDaemonSetDeletion: a person's DELETE of a DaemonSet of the
+// GPU Operator's namespace is judged as the unload of every GPU node's
+// driver: without the cluster's facts it is FactsMissing, never allowed; one
+// of another namespace is admitted unread. (Refused for a GPU holder on the
+// real fleet: test/e2e TestGPUOperatorDaemonSetDeletion.) The match
+// condition leaves out the namespace controller and the garbage collector.
+func TestOperatorDaemonSetDeletion(t *testing.T) {
+	cfg := gate.DefaultConfig()
+	s := &Server{Config: cfg, Facts: &Facts{Config: cfg, Live: fake.NewClientBuilder().Build()}}
+	for _, tc := range []struct {
+		ns   string
+		code gate.Code
+	}{
+		{"gpu-operator", gate.CodeFactsMissing},
+		{"ml", ""},
+	} {
+		t.Run(tc.ns, func(t *testing.T) {
+			ds := daemonSet(tc.ns, "nvidia-driver-daemonset", nil, "nvcr.io/nvidia/driver:580.126.20")
+			d, err := s.decideOperatorDaemonSet(context.Background(), daemonSetReview(t, admissionv1.Delete, ds, ds))
+			require.NoError(t, err)
+			if tc.code == "" {
+				assert.True(t, d.Allowed, d.Message())
+				return
+			}
+			assert.Equal(t, []gate.Code{tc.code}, d.Codes(), d.Message())
+		})
+	}
+	prog := matchConditionProgram(t, WebhookOperatorDaemonSets, "not-a-system-controller")
+	for user, sent := range map[string]bool{
+		"system:serviceaccount:kube-system:namespace-controller":      false,
+		"system:serviceaccount:kube-system:generic-garbage-collector": false,
+		"system:kube-controller-manager":                              false,
+		"alice":                                                       true,
+		"system:serviceaccount:gpu-operator:default":                  true,
+	} {
+		out, _, err := prog.Eval(map[string]any{"request": map[string]any{"userInfo": map[string]any{"username": user}}})
+		require.NoError(t, err)
+		assert.Equal(t, sent, out.Value(), user)
+	}
+}

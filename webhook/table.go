@@ -24,38 +24,40 @@ import (
 // as "<name>/<key>" and prefixes denials with `admission webhook "<name>"
 // denied the request`.
 const (
-	WebhookPlans        = "plans.gpu-upgrade-gate.io"
-	WebhookNodes        = "nodes.gpu-upgrade-gate.io"
-	WebhookCompletions  = "completions.gpu-upgrade-gate.io"
-	WebhookRecords      = "records.gpu-upgrade-gate.io"
-	WebhookHalts        = "halts.gpu-upgrade-gate.io"
-	WebhookDriver       = "driver.gpu-upgrade-gate.io"
-	WebhookDriverStep   = "driverstep.gpu-upgrade-gate.io"
-	WebhookOperator     = "operator.gpu-upgrade-gate.io"
-	WebhookJobs         = "jobs.gpu-upgrade-gate.io"
-	WebhookPlanStatus   = "planstatus.gpu-upgrade-gate.io"
-	WebhookDRAPlugins   = "dradaemonsets.gpu-upgrade-gate.io"
-	WebhookNamespaces   = "namespaces.gpu-upgrade-gate.io"
-	WebhookValidator    = "validatordaemonset.gpu-upgrade-gate.io"
-	WebhookDRAWorkloads = "draworkloads.gpu-upgrade-gate.io"
+	WebhookPlans              = "plans.gpu-upgrade-gate.io"
+	WebhookNodes              = "nodes.gpu-upgrade-gate.io"
+	WebhookCompletions        = "completions.gpu-upgrade-gate.io"
+	WebhookRecords            = "records.gpu-upgrade-gate.io"
+	WebhookHalts              = "halts.gpu-upgrade-gate.io"
+	WebhookDriver             = "driver.gpu-upgrade-gate.io"
+	WebhookDriverStep         = "driverstep.gpu-upgrade-gate.io"
+	WebhookOperator           = "operator.gpu-upgrade-gate.io"
+	WebhookJobs               = "jobs.gpu-upgrade-gate.io"
+	WebhookPlanStatus         = "planstatus.gpu-upgrade-gate.io"
+	WebhookDRAPlugins         = "dradaemonsets.gpu-upgrade-gate.io"
+	WebhookNamespaces         = "namespaces.gpu-upgrade-gate.io"
+	WebhookValidator          = "validatordaemonset.gpu-upgrade-gate.io"
+	WebhookDRAWorkloads       = "draworkloads.gpu-upgrade-gate.io"
+	WebhookOperatorDaemonSets = "operatordaemonsets.gpu-upgrade-gate.io"
 )
 
 // Paths the handlers are served on.
 const (
-	PathPlans        = "/validate/plans"
-	PathNodes        = "/validate/nodes"
-	PathCompletions  = "/validate/completions"
-	PathRecords      = "/validate/records"
-	PathHalts        = "/validate/halts"
-	PathDriver       = "/validate/driver"
-	PathDriverStep   = "/validate/driver-step"
-	PathOperator     = "/validate/operator"
-	PathJobs         = "/validate/jobs"
-	PathPlanStatus   = "/validate/plan-status"
-	PathDRAPlugins   = "/validate/dra-daemonsets"
-	PathNamespaces   = "/validate/namespaces"
-	PathValidator    = "/validate/validator-daemonset"
-	PathDRAWorkloads = "/validate/dra-workloads"
+	PathPlans              = "/validate/plans"
+	PathNodes              = "/validate/nodes"
+	PathCompletions        = "/validate/completions"
+	PathRecords            = "/validate/records"
+	PathHalts              = "/validate/halts"
+	PathDriver             = "/validate/driver"
+	PathDriverStep         = "/validate/driver-step"
+	PathOperator           = "/validate/operator"
+	PathJobs               = "/validate/jobs"
+	PathPlanStatus         = "/validate/plan-status"
+	PathDRAPlugins         = "/validate/dra-daemonsets"
+	PathNamespaces         = "/validate/namespaces"
+	PathValidator          = "/validate/validator-daemonset"
+	PathDRAWorkloads       = "/validate/dra-workloads"
+	PathOperatorDaemonSets = "/validate/operator-daemonsets"
 )
 
 // Webhook is one row of the webhook table: what the API server sends to one
@@ -216,6 +218,11 @@ func nodeResources() []Resource {
 // (kubeadm's default); without it, it shares system:kube-controller-manager
 // with the garbage collector, whose deletes stay judged.
 const namespaceController = "system:serviceaccount:kube-system:namespace-controller"
+
+// garbageCollectors delete an object whose owner is gone: the
+// kube-controller-manager's garbage collector, under its own ServiceAccount
+// or the kube-controller-manager's identity.
+var garbageCollectors = []string{"system:serviceaccount:kube-system:generic-garbage-collector", "system:kube-controller-manager"}
 
 // podControllers are the kube-controller-manager's controllers that write
 // Pods, ReplicaSets or Jobs from a template (Kubernetes' bootstrap RBAC
@@ -603,6 +610,27 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 		"do the GPU Operator's own ServiceAccounts and the driver's configured\n" +
 		"controllers (config.draDrivers[].controllers). Not rendered without\n" +
 		"config.draDrivers. Fail: while the gate is down, only they run Pods there.",
+}, {
+	Name: WebhookOperatorDaemonSets, Path: PathOperatorDaemonSets, Metric: "operator-daemonsets", Contract: "operatordaemonsets.md",
+	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	decide:    (*Server).decideOperatorDaemonSet,
+	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opDelete},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: GPUOperatorNamespace,
+	MatchConditions: []MatchCondition{
+		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+		// The namespace controller deletes them in a namespace whose
+		// deletion the namespaces webhook judged; the garbage collector
+		// after their owner (the ClusterPolicy or NVIDIADriver, whose
+		// deletion the driver webhook judged).
+		{Name: "not-a-system-controller", CEL: "!(request.userInfo.username in ['" + namespaceController + "', '" + strings.Join(garbageCollectors, "', '") + "'])"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "A DaemonSet of the GPU Operator's namespace deleted by a person\n" +
+		"(webhook/operatordaemonsets.md): its driver, device plugin or DCGM exporter\n" +
+		"DaemonSet deleted unloads that operand from every GPU node at once, judged\n" +
+		"as the namespace's deletion is (GPU holders, a rollout in flight). The GPU\n" +
+		"Operator's own ServiceAccounts, the namespace controller and the garbage\n" +
+		"collector never reach the gate. Fail: while the gate is down, they stay.",
 }}
 
 // CheckEnforcement refuses a per-webhook mode for a name that is none of

@@ -432,6 +432,15 @@ func TestChecksCanFail(t *testing.T) {
 		{"a DRA driver's controller exempt in every namespace", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "draworkloads").MatchConditions[3].Expression = "!(request.userInfo.username in ['system:serviceaccount:nvidia-dra-driver-gpu:nvidia-dra-driver-gpu-service-account-controller'])"
 		}, "the DRA workload webhook must match only"},
+		{"the garbage collector waits on the gate for the operator's DaemonSets", "", func(o []Object) {
+			wh(o, "operatordaemonsets").MatchConditions = wh(o, "operatordaemonsets").MatchConditions[:1]
+		}, "the operator DaemonSet webhook must match only"},
+		{"the operator's DaemonSets deleted unreviewed", "", func(o []Object) {
+			v := vwc(o)
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "operatordaemonsets.gpu-upgrade-gate.io"
+			})
+		}, "no webhook operatordaemonsets.gpu-upgrade-gate.io"},
 		{"DRA workloads' deletes sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "draworkloads").Rules[0].Operations = append(wh(o, "draworkloads").Rules[0].Operations, admissionregistrationv1.Delete)
 		}, "only CREATE and UPDATE"},

@@ -844,9 +844,10 @@ func (r *rendered) checkWebhooks() []string {
 				// Deleting a DRA driver's plugin DaemonSet unloads it, and
 				// creating it again must not be judged from nothing.
 				// Deleting the GPU Operator's or a DRA driver's namespace
-				// deletes its driver Pods.
+				// deletes its driver Pods, and deleting one of the operator's
+				// DaemonSets its operand's on every GPU node.
 				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" ||
-					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "namespaces.gpu-upgrade-gate.io") {
+					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "namespaces.gpu-upgrade-gate.io" || w.Name == "operatordaemonsets.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -896,6 +897,8 @@ func (r *rendered) checkWebhooks() []string {
 		{"namespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
 			admissionregistrationv1.Fail, append([]string{r.e.gpuOperator[0]}, r.e.draNamespaces...)},
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
+		{"operatordaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
+			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
 		{"draworkloads.gpu-upgrade-gate.io", []rule{{"", "v1", "pods", namespaced, cu}, {"", "v1", "pods/ephemeralcontainers", namespaced, u},
 			{"apps", "v1", "deployments,replicasets,statefulsets", namespaced, cu}, {"batch", "v1", "jobs,cronjobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
@@ -1008,6 +1011,14 @@ func (r *rendered) checkWebhooks() []string {
 				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
 				w.MatchConditions[3].Expression != "request.operation != 'DELETE' || request.userInfo.username != 'system:serviceaccount:kube-system:namespace-controller'" {
 				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but the drivers' configured controllers, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
+			}
+		case "operatordaemonsets.gpu-upgrade-gate.io":
+			// A person's deletion; never the GPU Operator's own, the
+			// namespace controller's or the garbage collector's.
+			if len(w.MatchConditions) != 2 || w.MatchConditions[0].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
+				w.MatchConditions[1].Expression != "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', "+
+					"'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])" {
+				bad("the operator DaemonSet webhook must match only a person's deletion, not the GPU Operator's own ServiceAccounts', the namespace controller's or the garbage collector's, got %v", w.MatchConditions)
 			}
 		case "draworkloads.gpu-upgrade-gate.io":
 			// Pods and Pod templates created or changed, never by the

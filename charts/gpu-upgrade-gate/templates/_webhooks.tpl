@@ -475,4 +475,35 @@ names (templates/_helpers.tpl).
   timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
   admissionReviewVersions: ["v1"]
 {{- end }}
+# A DaemonSet of the GPU Operator's namespace deleted by a person
+# (webhook/operatordaemonsets.md): its driver, device plugin or DCGM exporter
+# DaemonSet deleted unloads that operand from every GPU node at once, judged
+# as the namespace's deletion is (GPU holders, a rollout in flight). The GPU
+# Operator's own ServiceAccounts, the namespace controller and the garbage
+# collector never reach the gate. Fail: while the gate is down, they stay.
+- name: operatordaemonsets.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/operator-daemonsets") | nindent 4 }}
+  rules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["daemonsets"]
+      operations: ["DELETE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Values.config.gpuOperator.namespace }}
+  matchConditions:
+    - name: not-gpu-operator
+      expression: {{ include "gug.notGPUOperator" . | quote }}
+    - name: not-a-system-controller
+      expression: "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', 'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])"
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
 {{- end }}
