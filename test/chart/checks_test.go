@@ -826,11 +826,14 @@ func (r *rendered) checkWebhooks() []string {
 				// label transition). plans/status only on the Plan status
 				// webhook, which guards SUC's status.applying on purpose (its
 				// match conditions, TestCoherence, keep SUC and every other
-				// status write away from the gate).
+				// status write away from the gate). pods/ephemeralcontainers
+				// only on the DRA workload webhook: the one way to add a
+				// container, of the driver's image too, to a running Pod.
 				statusOK := (res == "nodes/status" && slices.Contains([]string{"nodes.gpu-upgrade-gate.io", "completions.gpu-upgrade-gate.io", "driverstep.gpu-upgrade-gate.io"}, w.Name)) ||
-					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io")
+					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io") ||
+					(res == "pods/ephemeralcontainers" && w.Name == "draworkloads.gpu-upgrade-gate.io")
 				if res == "*" || (strings.Contains(res, "/") && !statusOK) || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
-					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node, completions and driver-step webhooks), leases, endpoints or events", res)
+					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node, completions and driver-step webhooks; pods/ephemeralcontainers only on the DRA workload webhook), leases, endpoints or events", res)
 				}
 			}
 			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
