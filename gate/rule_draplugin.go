@@ -9,15 +9,16 @@ import (
 // Anything else in a DRA driver's namespace that runs the driver's image
 // can be a kubelet plugin of the driver too: a DaemonSet under another
 // name (a second Helm release of the driver), or a bare Pod, Deployment,
-// ReplicaSet, StatefulSet, Job or CronJob with the node's filesystem in
-// reach, on GPU nodes that the gate neither judged nor reads, at a version
-// no record names. The DRA plugin and DRA workload webhooks send every such
-// object created there, or whose Pod template changes, except the writes of
-// the GPU Operator, of the driver's configured controllers
-// (draDrivers[].controllers: NVIDIA's creates its ComputeDomain daemons'
-// DaemonSets from the driver's image), and, for the other kinds, of the
-// kube-controller-manager's controllers and kubelets (their Pods follow a
-// template that was judged, or a static Pod's file on the node).
+// ReplicaSet, ReplicationController, StatefulSet, Job or CronJob with the
+// node's filesystem in reach, on GPU nodes that the gate neither judged nor
+// reads, at a version no record names. The DRA plugin and DRA workload
+// webhooks send every such object created there, or whose Pod template
+// changes, except the writes of the GPU Operator, of the driver's
+// configured controllers (draDrivers[].controllers: NVIDIA's creates its
+// ComputeDomain daemons' DaemonSets from the driver's image), and, for the
+// other kinds, of the kube-controller-manager's controllers and kubelets
+// (their Pods follow a template that was judged, or a static Pod's file on
+// the node).
 
 // draPluginForgedRule (review-level, writes of what runs Pods in a DRA
 // driver's namespace): a DaemonSet that is no configured kubelet plugin,

@@ -11,8 +11,8 @@ import (
 
 // WorkloadWriteRequest is a CREATE or UPDATE, in a DRA driver's namespace,
 // of anything else that runs Pods: a bare Pod (its ephemeral containers
-// too), or a Deployment, ReplicaSet, StatefulSet, Job or CronJob by its
-// Pod template (DecideDRAWorkloadWrite).
+// too), or a Deployment, ReplicaSet, ReplicationController, StatefulSet,
+// Job or CronJob by its Pod template (DecideDRAWorkloadWrite).
 type WorkloadWriteRequest struct {
 	// Operation is OpCreate or OpUpdate.
 	Operation string

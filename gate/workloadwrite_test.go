@@ -79,6 +79,7 @@ func TestDRAWorkloadForged(t *testing.T) {
 		{"a CronJob's template in the node's PID namespace", write("CronJob", cronSpec, template(image, hostPID), alice), "spec.jobTemplate.spec.template.spec.containers[0].image"},
 		{"a StatefulSet's template", write("StatefulSet", tmplSpec, template(image, hostPaths), alice), "spec.template.spec.containers[0].image"},
 		{"a ReplicaSet's template", write("ReplicaSet", tmplSpec, template(image, hostPaths), alice), "spec.template.spec.containers[0].image"},
+		{"a ReplicationController's template", write("ReplicationController", tmplSpec, template(image, hostPaths), alice), "spec.template.spec.containers[0].image"},
 		{"written by another ServiceAccount of the namespace (a Pod running as default)", write("Pod", podSpec, template(image, hostPaths), podSA), "spec.containers[0].image"},
 		{"an update swaps another image for the plugin's", update(write("Deployment", tmplSpec, template(image, hostPaths), alice), template("quay.io/prometheus/node-exporter:v1.9.0", hostPaths)),
 			"spec.template.spec.containers[0].image"},

@@ -34,6 +34,8 @@ func workload(kind, ns, name, image string, hostPath bool) *unstructured.Unstruc
 	switch kind {
 	case "Pod":
 		apiVersion, body = "v1", spec
+	case "ReplicationController":
+		apiVersion = "v1"
 	case "Job":
 		apiVersion = "batch/v1"
 	case "CronJob":
@@ -86,6 +88,7 @@ func TestDRAWorkloadRunsTheDriver(t *testing.T) {
 		{"a bare Pod with the driver's image and a hostPath", workload("Pod", ns, "x", image, true), "alice", live, gate.CodeDRAPluginForged, "spec.containers[0].image"},
 		{"a Deployment", workload("Deployment", ns, "x", image, true), "alice", live, gate.CodeDRAPluginForged, "spec.template.spec.containers[0].image"},
 		{"a Job", workload("Job", ns, "x", image, true), "alice", live, gate.CodeDRAPluginForged, "spec.template.spec.containers[0].image"},
+		{"a ReplicationController", workload("ReplicationController", ns, "x", image, true), "alice", live, gate.CodeDRAPluginForged, "spec.template.spec.containers[0].image"},
 		{"a CronJob", workload("CronJob", ns, "x", image, true), "alice", live, gate.CodeDRAPluginForged, "spec.jobTemplate.spec.template.spec.containers[0].image"},
 		{"a Pod as another ServiceAccount of the namespace", workload("Pod", ns, "x", image, true), "system:serviceaccount:" + ns + ":default", live, gate.CodeDRAPluginForged, "spec.containers[0].image"},
 		{"a Pod with another image", workload("Pod", ns, "x", "busybox:1.36", true), "alice", live, "", ""},
@@ -157,6 +160,7 @@ func TestDRAWorkloadMatchConditions(t *testing.T) {
 			{"system:serviceaccount:kube-system:daemon-set-controller", nil, false},
 			{"system:serviceaccount:kube-system:deployment-controller", nil, false},
 			{"system:serviceaccount:kube-system:cronjob-controller", nil, false},
+			{"system:serviceaccount:kube-system:replication-controller", nil, false},
 			{"system:kube-controller-manager", nil, false},
 			{"system:node:gpu-v100-01", []any{"system:nodes", "system:authenticated"}, false},
 			{"alice", []any{"system:authenticated"}, true},

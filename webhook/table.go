@@ -235,6 +235,7 @@ var podControllers = []string{
 	"system:serviceaccount:kube-system:daemon-set-controller",
 	"system:serviceaccount:kube-system:deployment-controller",
 	"system:serviceaccount:kube-system:replicaset-controller",
+	"system:serviceaccount:kube-system:replication-controller",
 	"system:serviceaccount:kube-system:statefulset-controller",
 	"system:serviceaccount:kube-system:job-controller",
 	"system:serviceaccount:kube-system:cronjob-controller",
@@ -578,6 +579,8 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 	decide:  (*Server).decideDRAWorkload,
 	Resources: []Resource{
 		resourceOf(corev1.SchemeGroupVersion, "pods", podGVK),
+		// The legacy ReplicaSet: it still runs Pods from a template.
+		resourceOf(corev1.SchemeGroupVersion, "replicationcontrollers", corev1.SchemeGroupVersion.WithKind("ReplicationController")),
 		// An ephemeral container is added to a running Pod through this
 		// subresource alone.
 		{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods/ephemeralcontainers"), Kind: podGVK, Operations: []admissionv1.Operation{opUpdate}},
@@ -603,12 +606,12 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 	FailurePolicy: admissionregistrationv1.Fail,
 	Why: "Anything else that runs Pods in a DRA driver's namespace (webhook/draworkloads.md):\n" +
 		"a bare Pod (an ephemeral container added too), a Deployment, ReplicaSet,\n" +
-		"StatefulSet, Job or CronJob, created or its Pod template changed, which must\n" +
-		"not run the driver's image with the node's filesystem in reach (a second\n" +
-		"kubelet plugin). The kube-controller-manager's controllers (their Pods follow\n" +
-		"a template judged here) and kubelets (static Pods) never reach the gate, nor\n" +
-		"do the GPU Operator's own ServiceAccounts and the driver's configured\n" +
-		"controllers (config.draDrivers[].controllers). Not rendered without\n" +
+		"ReplicationController, StatefulSet, Job or CronJob, created or its Pod template\n" +
+		"changed, which must not run the driver's image with the node's filesystem in\n" +
+		"reach (a second kubelet plugin). The kube-controller-manager's controllers\n" +
+		"(their Pods follow a template judged here) and kubelets (static Pods) never\n" +
+		"reach the gate, nor do the GPU Operator's own ServiceAccounts and the driver's\n" +
+		"configured controllers (config.draDrivers[].controllers). Not rendered without\n" +
 		"config.draDrivers. Fail: while the gate is down, only they run Pods there.",
 }, {
 	Name: WebhookOperatorDaemonSets, Path: PathOperatorDaemonSets, Metric: "operator-daemonsets", Contract: "operatordaemonsets.md",

@@ -62,11 +62,11 @@ func podTemplate(u *unstructured.Unstructured, what string) (*corev1.PodTemplate
 	switch u.GetKind() {
 	case "Pod":
 		at, noun = []string{"spec"}, "Pod spec"
-	case "Deployment", "ReplicaSet", "StatefulSet", "Job":
+	case "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "Job":
 	case "CronJob":
 		at = []string{"spec", "jobTemplate", "spec", "template"}
 	default:
-		return nil, nil, fmt.Errorf("%s: kind %q runs no Pods this webhook reads, expected Pod, Deployment, ReplicaSet, StatefulSet, Job or CronJob", what, u.GetKind())
+		return nil, nil, fmt.Errorf("%s: kind %q runs no Pods this webhook reads, expected Pod, Deployment, ReplicaSet, ReplicationController, StatefulSet, Job or CronJob", what, u.GetKind())
 	}
 	path := field.NewPath(at[0], at[1:]...)
 	m, found, err := unstructured.NestedMap(u.Object, at...)

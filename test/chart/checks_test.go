@@ -902,7 +902,7 @@ func (r *rendered) checkWebhooks() []string {
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
 		{"operatordaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
 			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
-		{"draworkloads.gpu-upgrade-gate.io", []rule{{"", "v1", "pods", namespaced, cu}, {"", "v1", "pods/ephemeralcontainers", namespaced, u},
+		{"draworkloads.gpu-upgrade-gate.io", []rule{{"", "v1", "pods,replicationcontrollers", namespaced, cu}, {"", "v1", "pods/ephemeralcontainers", namespaced, u},
 			{"apps", "v1", "deployments,replicasets,statefulsets", namespaced, cu}, {"batch", "v1", "jobs,cronjobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
 		w := hook(v, wt.name)
@@ -1030,7 +1030,7 @@ func (r *rendered) checkWebhooks() []string {
 			// ServiceAccounts or the drivers' configured controllers.
 			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "!(request.userInfo.username in ['system:kube-controller-manager', "+
 				"'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', "+
-				"'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:statefulset-controller', "+
+				"'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:replication-controller', 'system:serviceaccount:kube-system:statefulset-controller', "+
 				"'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)" ||
 				!strings.HasPrefix(w.MatchConditions[1].Expression, "request.operation == 'CREATE' ||") ||
 				!strings.Contains(w.MatchConditions[1].Expression, "object.spec.template != oldObject.spec.template") ||

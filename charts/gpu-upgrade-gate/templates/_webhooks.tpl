@@ -419,12 +419,12 @@ names (templates/_helpers.tpl).
 {{- if .Values.config.draDrivers }}
 # Anything else that runs Pods in a DRA driver's namespace (webhook/draworkloads.md):
 # a bare Pod (an ephemeral container added too), a Deployment, ReplicaSet,
-# StatefulSet, Job or CronJob, created or its Pod template changed, which must
-# not run the driver's image with the node's filesystem in reach (a second
-# kubelet plugin). The kube-controller-manager's controllers (their Pods follow
-# a template judged here) and kubelets (static Pods) never reach the gate, nor
-# do the GPU Operator's own ServiceAccounts and the driver's configured
-# controllers (config.draDrivers[].controllers). Not rendered without
+# ReplicationController, StatefulSet, Job or CronJob, created or its Pod template
+# changed, which must not run the driver's image with the node's filesystem in
+# reach (a second kubelet plugin). The kube-controller-manager's controllers
+# (their Pods follow a template judged here) and kubelets (static Pods) never
+# reach the gate, nor do the GPU Operator's own ServiceAccounts and the driver's
+# configured controllers (config.draDrivers[].controllers). Not rendered without
 # config.draDrivers. Fail: while the gate is down, only they run Pods there.
 - name: draworkloads.gpu-upgrade-gate.io
   clientConfig:
@@ -432,7 +432,7 @@ names (templates/_helpers.tpl).
   rules:
     - apiGroups: [""]
       apiVersions: ["v1"]
-      resources: ["pods"]
+      resources: ["pods", "replicationcontrollers"]
       operations: ["CREATE", "UPDATE"]
       scope: Namespaced
     - apiGroups: [""]
@@ -458,7 +458,7 @@ names (templates/_helpers.tpl).
           {{- include "gug.draDriverNamespaces" . | nindent 10 }}
   matchConditions:
     - name: not-a-pod-controller
-      expression: "!(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', 'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:statefulset-controller', 'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)"
+      expression: "!(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', 'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:replication-controller', 'system:serviceaccount:kube-system:statefulset-controller', 'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)"
     - name: created-or-pods-change
       expression: >-
         request.operation == 'CREATE' ||
