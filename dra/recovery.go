@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
 
 // DefaultMinUnready is the seed's bound: a driver Pod is a recovery
@@ -36,7 +38,22 @@ type Driver struct {
 	// Namespace and DaemonSet name the kubelet-plugin DaemonSet.
 	Namespace string `json:"namespace"`
 	DaemonSet string `json:"daemonSet"`
+	// Controllers are the usernames of the driver's own controllers, as
+	// the API server authenticates them (NVIDIA's ComputeDomain controller:
+	// system:serviceaccount:<namespace>:<release>-service-account-controller).
+	// They create workloads of the driver's image in its namespace (the
+	// ComputeDomain daemons' DaemonSets) and never wait on the gate; any
+	// other writer there, a ServiceAccount of the namespace too, is judged
+	// (DRAPluginForged).
+	Controllers []string `json:"controllers,omitempty"`
 }
+
+// serviceAccountPrefix and serviceAccountGroupPrefix are how the API
+// server spells a ServiceAccount's username and its namespace's group.
+const (
+	serviceAccountPrefix      = "system:serviceaccount:"
+	serviceAccountGroupPrefix = "system:serviceaccounts:"
+)
 
 // RecoveryInput is what the planner reads: the Nodes, the plugin
 // DaemonSet (nil when it is not there), the Pods of its namespace and the
@@ -288,5 +305,38 @@ func (d Driver) Validate(path *field.Path) field.ErrorList {
 	if msgs := validation.IsDNS1123Subdomain(d.DaemonSet); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(path.Child("daemonSet"), d.DaemonSet, "expected the name of the driver's kubelet-plugin DaemonSet: "+msgs[0]))
 	}
+	seen := map[string]bool{}
+	for i, c := range d.Controllers {
+		p := path.Child("controllers").Index(i)
+		if seen[c] {
+			errs = append(errs, field.Duplicate(p, qualification.Clip(c)))
+		}
+		seen[c] = true
+		if msg := controllerProblem(c); msg != "" {
+			errs = append(errs, field.Invalid(p, qualification.Clip(c), msg))
+		}
+	}
 	return errs
+}
+
+// controllerProblem says why c is no username a controller can have ("" if
+// it can): a group (system:serviceaccounts:<ns> is every ServiceAccount of
+// a namespace, the exemption this list replaces), or a ServiceAccount's
+// username that is not system:serviceaccount:<namespace>:<name>.
+func controllerProblem(c string) string {
+	const want = "expected the username of one of the driver's controllers as the API server authenticates it, e.g. system:serviceaccount:nvidia-dra-driver-gpu:nvidia-dra-driver-gpu-service-account-controller"
+	switch {
+	case c == "":
+		return want + " (empty)"
+	case strings.ContainsAny(c, " \t\n\r"):
+		return want + " (no spaces)"
+	case strings.HasPrefix(c, serviceAccountGroupPrefix) || c == "system:serviceaccounts" || c == "system:authenticated":
+		return want + ": this is a group of users, not one controller's username"
+	case strings.HasPrefix(c, serviceAccountPrefix):
+		ns, name, ok := strings.Cut(strings.TrimPrefix(c, serviceAccountPrefix), ":")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return want + ": a ServiceAccount's username is system:serviceaccount:<namespace>:<name>"
+		}
+	}
+	return ""
 }

@@ -115,7 +115,8 @@ const (
 const CodeSUCJobForged Code = "SUCJobForged"
 
 // CodeDRAPluginForged: a DaemonSet of a DRA driver's namespace that is no
-// configured kubelet plugin runs the driver's image (rule_draplugin.go).
+// configured kubelet plugin, or another workload there whose Pods reach
+// the node, runs the driver's image (rule_draplugin.go).
 const CodeDRAPluginForged Code = "DRAPluginForged"
 
 // CodeValidatorForged: the GPU Operator's validator DaemonSet is created,

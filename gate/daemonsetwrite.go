@@ -1,8 +1,6 @@
 package gate
 
 import (
-	"slices"
-
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
@@ -65,10 +63,4 @@ func (r *daemonSetReview) codeKept() bool {
 	o, n := r.req.Old, r.req.DaemonSet
 	return o != nil && equality.Semantic.DeepEqual(o.Spec.Template.Spec, n.Spec.Template.Spec) &&
 		labels.Equals(o.Spec.Template.Labels, n.Spec.Template.Labels)
-}
-
-// inNamespaceServiceAccount: the writer is a ServiceAccount of the
-// DaemonSet's own namespace, as the API server authenticates it.
-func (r *daemonSetReview) inNamespaceServiceAccount() bool {
-	return slices.Contains(r.req.User.Groups, "system:serviceaccounts:"+r.req.DaemonSet.Namespace)
 }

@@ -14,6 +14,21 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/dra"
 )
 
+// draController is NVIDIA's ComputeDomain controller as its Helm chart
+// names its ServiceAccount (release nvidia-dra-driver-gpu).
+const draController = "system:serviceaccount:nvidia-dra-driver-gpu:nvidia-dra-driver-gpu-service-account-controller"
+
+// draConfig configures NVIDIA's DRA driver, its controller named, and
+// another driver (HAMi's) with a controller of its own.
+func draConfig() *Config {
+	cfg := DefaultConfig()
+	cfg.DRADrivers = []dra.Driver{
+		{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin", Controllers: []string{draController}},
+		{Name: "hami-core-gpu.project-hami.io", Namespace: "hami", DaemonSet: "hami-dra-kubelet-plugin", Controllers: []string{"system:serviceaccount:hami:hami-controller"}},
+	}
+	return cfg
+}
+
 func podDaemonSet(ns, name string, images ...string) *appsv1.DaemonSet {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	ds.Spec.Template.Labels = map[string]string{"app": name}
@@ -26,15 +41,17 @@ func podDaemonSet(ns, name string, images ...string) *appsv1.DaemonSet {
 // TestDRAPluginForged: a DaemonSet of a DRA driver's namespace that is no
 // configured kubelet plugin may not run a configured plugin's image (any tag
 // or digest, in any container); the neighbouring safe cases (another image,
-// the plugin itself, the namespace's own ServiceAccounts, an update that
-// keeps the template, no plugin to compare with) are allowed.
+// the plugin itself, the driver's configured controller, an update that
+// keeps the template, no plugin to compare with) are allowed; another
+// ServiceAccount of the namespace is judged like anyone.
 func TestDRAPluginForged(t *testing.T) {
 	const ns = "nvidia-dra-driver-gpu"
-	cfg := DefaultConfig()
-	cfg.DRADrivers = []dra.Driver{{Name: "gpu.nvidia.com", Namespace: ns, DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}}
+	cfg := draConfig()
 	plugin := podDaemonSet(ns, "nvidia-dra-driver-gpu-kubelet-plugin", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
 	alice := UserInfo{Name: "alice", Groups: []string{"platform-admins", "system:authenticated"}}
-	controller := UserInfo{Name: "system:serviceaccount:" + ns + ":nvidia-dra-driver-gpu-service-account-controller", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+	controller := UserInfo{Name: draController, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+	podSA := UserInfo{Name: "system:serviceaccount:" + ns + ":default", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}}
+	otherDriver := UserInfo{Name: "system:serviceaccount:hami:hami-controller", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:hami"}}
 	copyOf := podDaemonSet(ns, "dra-driver-copy", "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1")
 	withInit := podDaemonSet(ns, "dra-driver-init", "busybox:1.36")
 	withInit.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "nvcr.io/nvidia/k8s-dra-driver-gpu@sha256:" + strings.Repeat("ab", 32)}}
@@ -60,7 +77,11 @@ func TestDRAPluginForged(t *testing.T) {
 			"spec.template.spec.containers[0].image"},
 		{"safe: another image", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: exporter, User: alice}, ""},
 		{"safe: the configured plugin itself (judged on the driver path)", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: plugin, User: alice}, ""},
-		{"safe: the driver's own controller (a ServiceAccount of the namespace)", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: controller}, ""},
+		{"safe: the driver's configured controller", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: controller}, ""},
+		{"another ServiceAccount of the namespace (a Pod running as default)", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: podSA},
+			"spec.template.spec.containers[0].image"},
+		{"another driver's controller", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: copyOf, User: otherDriver},
+			"spec.template.spec.containers[0].image"},
 		{"safe: an update that keeps the Pod template", DaemonSetWriteRequest{Operation: OpUpdate, Old: copyOf, DaemonSet: relabelled, User: alice}, ""},
 		{"the plugin's repository through a mirror's prefix", DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: podDaemonSet(ns, "dra-driver-mirror", "harbor.corp/nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1"), User: alice},
 			"spec.template.spec.containers[0].image"},
@@ -79,7 +100,7 @@ func TestDRAPluginForged(t *testing.T) {
 			}
 			require.Equal(t, []Code{CodeDRAPluginForged}, d.Codes(), d.Message())
 			assert.Equal(t, tc.field, d.Blockers[0].Err.Field)
-			assert.Contains(t, d.Message(), `written by "alice"`)
+			assert.Contains(t, d.Message(), `written by "`+tc.req.User.Name+`"`)
 			assert.Contains(t, d.Message(), "the image of the DRA kubelet plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin (config draDrivers), under another name")
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -107,6 +108,10 @@ func TestRowsAppliedPerReview(t *testing.T) {
 			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "nvidia-dra-driver-gpu", Name: "x"}}
 			return DecideDRADaemonSetWrite(DefaultConfig(), DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: ds, User: UserInfo{Name: "alice"}})
 		}},
+		{"dra-workload", []Review{ReviewDRAWorkload}, func(t *testing.T) Decision {
+			return DecideDRAWorkloadWrite(DefaultConfig(), WorkloadWriteRequest{Operation: OpCreate, Kind: "Pod", Namespace: "nvidia-dra-driver-gpu", Name: "x",
+				Template: &corev1.PodTemplateSpec{}, SpecPath: field.NewPath("spec"), User: UserInfo{Name: "alice"}})
+		}},
 		{"validator", []Review{ReviewValidator}, func(t *testing.T) Decision {
 			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-operator-validator"}}
 			return DecideValidatorWrite(DefaultConfig(), DaemonSetWriteRequest{Operation: OpCreate, DaemonSet: ds, User: UserInfo{Name: "alice"}})
@@ -165,7 +170,7 @@ func TestRowsAppliedPerReview(t *testing.T) {
 	}
 	for _, r := range []Review{ReviewPlan, ReviewNode, ReviewNodeTaints, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 		ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
-		ReviewDRADaemonSet, ReviewValidator} {
+		ReviewDRADaemonSet, ReviewValidator, ReviewDRAWorkload} {
 		assert.True(t, seen[r], "no representative request of review %s", r)
 	}
 }

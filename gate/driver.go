@@ -80,7 +80,9 @@ type DriverChange struct {
 	// DRA driver's plugin, the operator) and nothing is created again in a
 	// terminating namespace, so every GPU node loses its driver. Held as a
 	// DRA driver's deletion is: by the nodes' GPU holders and by a rollout
-	// in flight, whose proofs read what goes (pullsDevices).
+	// in flight, whose proofs read what goes (pullsDevices). Also set on a
+	// person's DELETE of one DaemonSet there (the driver, the device plugin,
+	// the DCGM exporter): that operand goes from every GPU node at once.
 	OperatorNamespace bool
 	// DRAUnconfigured names the DRA driver (its ResourceSlices'
 	// spec.driver) a GPUCluster write deploys that config.draDrivers has

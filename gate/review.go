@@ -43,6 +43,7 @@ var (
 	kindsSUCJob         = []Review{ReviewSUCJob}
 	kindsPlanNudge      = []Review{ReviewPlanNudge}
 	kindsDRADaemonSet   = []Review{ReviewDRADaemonSet}
+	kindsDRAWorkload    = []Review{ReviewDRAWorkload}
 	kindsValidator      = []Review{ReviewValidator}
 	kindsUpgradeCheck   = []Review{ReviewUpgradeCheck}
 	kindsValidateRecord = []Review{ReviewValidateRecord}

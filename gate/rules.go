@@ -65,6 +65,9 @@ const (
 	// namespace that is no configured kubelet plugin
 	// (DecideDRADaemonSetWrite).
 	ReviewDRADaemonSet Review = "dra-daemonset"
+	// ReviewDRAWorkload: a write of a Pod, or of another workload's Pod
+	// template, in a DRA driver's namespace (DecideDRAWorkloadWrite).
+	ReviewDRAWorkload Review = "dra-workload"
 	// ReviewValidator: a write of the GPU Operator's validator DaemonSet by
 	// anyone but the operator (DecideValidatorWrite).
 	ReviewValidator Review = "validator"
@@ -192,7 +195,7 @@ func kindsBits(kinds []Review) uint64 {
 // allReviews lists every review, its index its bit in rowKinds.
 var allReviews = []Review{ReviewPlan, ReviewNode, ReviewNodeTaints, ReviewModeStep, ReviewDriver, ReviewDriverStep, ReviewOperator, ReviewPlanStatus, ReviewRecord,
 	ReviewUpgradeCheck, ReviewValidateRecord, ReviewCompletion, ReviewSUCStep, ReviewHaltRecord, ReviewSubscription, ReviewSUCJob, ReviewPlanNudge, ReviewAdmission,
-	ReviewDRADaemonSet, ReviewValidator}
+	ReviewDRADaemonSet, ReviewValidator, ReviewDRAWorkload}
 
 func reviewBit(v Review) uint64 { return 1 << slices.Index(allReviews, v) }
 
@@ -535,11 +538,11 @@ func rules() []Rule {
 			}},
 		// Only the configured kubelet plugin runs a DRA driver's image in its
 		// namespace, and only the GPU Operator writes its validator DaemonSet.
-		{Name: "draplugin", Codes: []Code{CodeDRAPluginForged}, Reviews: []Review{ReviewDRADaemonSet}, Apply: draPluginForgedRule,
+		{Name: "draplugin", Codes: []Code{CodeDRAPluginForged}, Reviews: []Review{ReviewDRADaemonSet, ReviewDRAWorkload}, Apply: draPluginForgedRule,
 			Docs: map[Code]CodeDoc{
-				CodeDRAPluginForged: {Meaning: "a DaemonSet in a DRA driver's namespace that is not its configured kubelet plugin (`draDrivers`) is created, or its Pod template changed, to run the image of that plugin (the same repository on any registry or below a mirror's prefix, any tag or digest, or the same digest under another name): a second kubelet plugin of the driver on GPU nodes that the gate neither judges nor reads; the driver's own controllers (ServiceAccounts of the namespace) and the GPU Operator are not judged",
+				CodeDRAPluginForged: {Meaning: "in a DRA driver's namespace, a DaemonSet that is not its configured kubelet plugin (`draDrivers`), or a bare Pod, Deployment, ReplicaSet, ReplicationController, StatefulSet, Job or CronJob whose Pods reach the node's filesystem (a hostPath or any other volume but emptyDir, configMap, secret, projected and downwardAPI; a privileged container; the node's PID namespace), is created, or its Pod template changed, to run the image of that plugin (the same repository on any registry or below a mirror's prefix, any tag or digest, or the same digest under another name): a second kubelet plugin of the driver on GPU nodes that the gate neither judges nor reads; the driver's configured controllers (`draDrivers[].controllers`), the GPU Operator, and for Pods and templates the kube-controller-manager's controllers and kubelets are not judged",
 					Example: "[DRAPluginForged] DaemonSet nvidia-dra-driver-gpu/dra-driver-copy, written by \"alice\", runs nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.1, the image of the DRA kubelet plugin DaemonSet nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin (config draDrivers), under another name: a second kubelet plugin of the driver on GPU nodes, which the gate neither judges nor reads, at a version no record names; run the driver only in its configured DaemonSet (or name this one in draDrivers), or run another image here (webhook/dradaemonsets.md)",
-					Fix:     "run the driver only in its configured kubelet-plugin DaemonSet (or name the new one in `draDrivers`), or run another image"},
+					Fix:     "run the driver only in its configured kubelet-plugin DaemonSet (or name a new DaemonSet in `draDrivers`); run other workloads of its image without the node's filesystem, as its controller does; or run another image; name the driver's own controllers in `draDrivers[].controllers`"},
 			}},
 		{Name: "validator", Codes: []Code{CodeValidatorForged}, Reviews: []Review{ReviewValidator, ReviewDriver}, Apply: validatorForgedRule,
 			Docs: map[Code]CodeDoc{

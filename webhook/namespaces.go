@@ -55,6 +55,24 @@ func (s *Server) decideNamespace(ctx context.Context, req admission.Request) (ga
 	return d, nil
 }
 
+// decideOperatorDaemonSet reviews a person's DELETE of a DaemonSet of the
+// GPU Operator's namespace (contract: operatordaemonsets.md): the driver,
+// device plugin or DCGM exporter goes from every GPU node at once, judged
+// as the namespace's deletion is (OperatorNamespace: GPU holders, a rollout
+// in flight, the rollback annotation on the DaemonSet honoured).
+func (s *Server) decideOperatorDaemonSet(ctx context.Context, req admission.Request) (gate.Decision, error) {
+	ds, _, err := decodePair(req)
+	if err != nil {
+		return gate.Decision{}, err
+	}
+	object := "DaemonSet " + namespaced(ds)
+	if req.Operation != admissionv1.Delete || !slices.Contains(OperatorNamespaces(s.Config), ds.GetNamespace()) {
+		return gate.Decision{Allowed: true, Object: object}, nil // the chart sends no other
+	}
+	return s.judgeDriverChange(ctx, req, gate.DriverChange{Object: object, Annotations: ds.GetAnnotations(),
+		Operation: string(admissionv1.Delete), OperatorNamespace: true, PolicyPath: pathUpgradePolicy})
+}
+
 // draPlugins reads, live, the configured kubelet-plugin DaemonSets of a DRA
 // driver's namespace that exist (one list of the namespace).
 func (s *Server) draPlugins(ctx context.Context, ns string) ([]*unstructured.Unstructured, error) {

@@ -24,36 +24,40 @@ import (
 // as "<name>/<key>" and prefixes denials with `admission webhook "<name>"
 // denied the request`.
 const (
-	WebhookPlans       = "plans.gpu-upgrade-gate.io"
-	WebhookNodes       = "nodes.gpu-upgrade-gate.io"
-	WebhookCompletions = "completions.gpu-upgrade-gate.io"
-	WebhookRecords     = "records.gpu-upgrade-gate.io"
-	WebhookHalts       = "halts.gpu-upgrade-gate.io"
-	WebhookDriver      = "driver.gpu-upgrade-gate.io"
-	WebhookDriverStep  = "driverstep.gpu-upgrade-gate.io"
-	WebhookOperator    = "operator.gpu-upgrade-gate.io"
-	WebhookJobs        = "jobs.gpu-upgrade-gate.io"
-	WebhookPlanStatus  = "planstatus.gpu-upgrade-gate.io"
-	WebhookDRAPlugins  = "dradaemonsets.gpu-upgrade-gate.io"
-	WebhookNamespaces  = "namespaces.gpu-upgrade-gate.io"
-	WebhookValidator   = "validatordaemonset.gpu-upgrade-gate.io"
+	WebhookPlans              = "plans.gpu-upgrade-gate.io"
+	WebhookNodes              = "nodes.gpu-upgrade-gate.io"
+	WebhookCompletions        = "completions.gpu-upgrade-gate.io"
+	WebhookRecords            = "records.gpu-upgrade-gate.io"
+	WebhookHalts              = "halts.gpu-upgrade-gate.io"
+	WebhookDriver             = "driver.gpu-upgrade-gate.io"
+	WebhookDriverStep         = "driverstep.gpu-upgrade-gate.io"
+	WebhookOperator           = "operator.gpu-upgrade-gate.io"
+	WebhookJobs               = "jobs.gpu-upgrade-gate.io"
+	WebhookPlanStatus         = "planstatus.gpu-upgrade-gate.io"
+	WebhookDRAPlugins         = "dradaemonsets.gpu-upgrade-gate.io"
+	WebhookNamespaces         = "namespaces.gpu-upgrade-gate.io"
+	WebhookValidator          = "validatordaemonset.gpu-upgrade-gate.io"
+	WebhookDRAWorkloads       = "draworkloads.gpu-upgrade-gate.io"
+	WebhookOperatorDaemonSets = "operatordaemonsets.gpu-upgrade-gate.io"
 )
 
 // Paths the handlers are served on.
 const (
-	PathPlans       = "/validate/plans"
-	PathNodes       = "/validate/nodes"
-	PathCompletions = "/validate/completions"
-	PathRecords     = "/validate/records"
-	PathHalts       = "/validate/halts"
-	PathDriver      = "/validate/driver"
-	PathDriverStep  = "/validate/driver-step"
-	PathOperator    = "/validate/operator"
-	PathJobs        = "/validate/jobs"
-	PathPlanStatus  = "/validate/plan-status"
-	PathDRAPlugins  = "/validate/dra-daemonsets"
-	PathNamespaces  = "/validate/namespaces"
-	PathValidator   = "/validate/validator-daemonset"
+	PathPlans              = "/validate/plans"
+	PathNodes              = "/validate/nodes"
+	PathCompletions        = "/validate/completions"
+	PathRecords            = "/validate/records"
+	PathHalts              = "/validate/halts"
+	PathDriver             = "/validate/driver"
+	PathDriverStep         = "/validate/driver-step"
+	PathOperator           = "/validate/operator"
+	PathJobs               = "/validate/jobs"
+	PathPlanStatus         = "/validate/plan-status"
+	PathDRAPlugins         = "/validate/dra-daemonsets"
+	PathNamespaces         = "/validate/namespaces"
+	PathValidator          = "/validate/validator-daemonset"
+	PathDRAWorkloads       = "/validate/dra-workloads"
+	PathOperatorDaemonSets = "/validate/operator-daemonsets"
 )
 
 // Webhook is one row of the webhook table: what the API server sends to one
@@ -196,6 +200,7 @@ var (
 	configMapGVK                 = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	planGVK                      = upgradev1.SchemeGroupVersion.WithKind("Plan")
 	namespaceGVK                 = corev1.SchemeGroupVersion.WithKind("Namespace")
+	podGVK                       = corev1.SchemeGroupVersion.WithKind("Pod")
 )
 
 func resourceOf(gv schema.GroupVersion, res string, kind schema.GroupVersionKind) Resource {
@@ -213,6 +218,61 @@ func nodeResources() []Resource {
 // (kubeadm's default); without it, it shares system:kube-controller-manager
 // with the garbage collector, whose deletes stay judged.
 const namespaceController = "system:serviceaccount:kube-system:namespace-controller"
+
+// garbageCollectors delete an object whose owner is gone: the
+// kube-controller-manager's garbage collector, under its own ServiceAccount
+// or the kube-controller-manager's identity.
+var garbageCollectors = []string{"system:serviceaccount:kube-system:generic-garbage-collector", "system:kube-controller-manager"}
+
+// podControllers are the kube-controller-manager's controllers that write
+// Pods, ReplicaSets or Jobs from a template (Kubernetes' bootstrap RBAC
+// policy binds each to the ServiceAccount of its name in kube-system, which
+// it runs as with --use-service-account-credentials), and the
+// kube-controller-manager's own identity without it. What they write
+// follows a template that was judged when it was written.
+var podControllers = []string{
+	"system:kube-controller-manager",
+	"system:serviceaccount:kube-system:daemon-set-controller",
+	"system:serviceaccount:kube-system:deployment-controller",
+	"system:serviceaccount:kube-system:replicaset-controller",
+	"system:serviceaccount:kube-system:replication-controller",
+	"system:serviceaccount:kube-system:statefulset-controller",
+	"system:serviceaccount:kube-system:job-controller",
+	"system:serviceaccount:kube-system:cronjob-controller",
+}
+
+// NotADRAControllerCondition is the match condition the chart's
+// gug.notADRAController renders for cfg (test/chart holds them equal): the
+// write is by none of the DRA drivers' configured controllers
+// (config.draDrivers[].controllers) in their own driver's namespace, each
+// matched as <namespace>/<username>.
+func NotADRAControllerCondition(cfg *gate.Config) string {
+	var q []string
+	for _, d := range cfg.DRADrivers {
+		for _, c := range d.Controllers {
+			if l := celString(d.Namespace + "/" + c); !slices.Contains(q, l) {
+				q = append(q, l)
+			}
+		}
+	}
+	return "!((request.namespace + '/' + request.userInfo.username) in [" + strings.Join(q, ", ") + "])"
+}
+
+// celString is a CEL string literal of s, as the chart's gug.celString
+// quotes it.
+func celString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// celNotAPodController: the write is by none of podControllers, nor by a
+// kubelet (the mirror Pod of a static Pod, from a file on its node).
+func celNotAPodController() string {
+	q := make([]string, len(podControllers))
+	for i, u := range podControllers {
+		q[i] = "'" + u + "'"
+	}
+	return "!(request.userInfo.username in [" + strings.Join(q, ", ") + "]) && !('system:nodes' in request.userInfo.groups)"
+}
 
 // celUncordon: the write uncordons the node.
 const celUncordon = "(oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false))"
@@ -468,8 +528,9 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 		"a restart; scheduling that no longer selects a node removes the driver\n" +
 		"there), or its app.kubernetes.io/version label changes; and any other\n" +
 		"DaemonSet created or whose Pod template changes there, which must not run\n" +
-		"the driver's image, unless written by a ServiceAccount of that namespace\n" +
-		"(the driver's own controllers). The DaemonSet controller's status and the\n" +
+		"the driver's image, unless written by one of the driver's configured\n" +
+		"controllers (config.draDrivers[].controllers; any other ServiceAccount of\n" +
+		"the namespace is judged). The DaemonSet controller's status and the\n" +
 		"writes of the GPU Operator's own ServiceAccounts\n" +
 		"(webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) and the\n" +
 		"namespace controller's deletes (after the reviewed deletion of the namespace)\n" +
@@ -512,6 +573,67 @@ object.metadata.?labels[?'` + gate.LabelVersion + `'].orValue('') != oldObject.m
 		"operator's own ServiceAccounts (webhook.gpuOperatorServiceAccounts) never\n" +
 		"reach the gate, nor does kubectl rollout restart. Fail: while the gate is\n" +
 		"down, only the GPU Operator writes it.",
+}, {
+	Name: WebhookDRAWorkloads, Path: PathDRAWorkloads, Metric: "dra-workloads", Contract: "draworkloads.md",
+	Reviews: []gate.Review{gate.ReviewDRAWorkload, gate.ReviewAdmission},
+	decide:  (*Server).decideDRAWorkload,
+	Resources: []Resource{
+		resourceOf(corev1.SchemeGroupVersion, "pods", podGVK),
+		// The legacy ReplicaSet: it still runs Pods from a template.
+		resourceOf(corev1.SchemeGroupVersion, "replicationcontrollers", corev1.SchemeGroupVersion.WithKind("ReplicationController")),
+		// An ephemeral container is added to a running Pod through this
+		// subresource alone.
+		{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("pods/ephemeralcontainers"), Kind: podGVK, Operations: []admissionv1.Operation{opUpdate}},
+		resourceOf(appsv1.SchemeGroupVersion, "deployments", appsv1.SchemeGroupVersion.WithKind("Deployment")),
+		resourceOf(appsv1.SchemeGroupVersion, "replicasets", appsv1.SchemeGroupVersion.WithKind("ReplicaSet")),
+		resourceOf(appsv1.SchemeGroupVersion, "statefulsets", appsv1.SchemeGroupVersion.WithKind("StatefulSet")),
+		resourceOf(batchv1.SchemeGroupVersion, "jobs", batchv1.SchemeGroupVersion.WithKind("Job")),
+		resourceOf(batchv1.SchemeGroupVersion, "cronjobs", batchv1.SchemeGroupVersion.WithKind("CronJob")),
+	},
+	Operations: []admissionv1.Operation{opCreate, opUpdate},
+	Scope:      admissionregistrationv1.NamespacedScope, Namespaces: DRADriverNamespaces, Optional: true,
+	MatchConditions: []MatchCondition{
+		{Name: "not-a-pod-controller", CEL: celNotAPodController()},
+		// What the Pods run: a Pod's spec (its labels restart nothing), a
+		// CronJob's Job template, another workload's Pod template.
+		{Name: "created-or-pods-change", Folded: true, CEL: `request.operation == 'CREATE' ||
+(request.resource.resource == 'pods' ? object.spec != oldObject.spec :
+ request.resource.resource == 'cronjobs' ? object.spec.jobTemplate != oldObject.spec.jobTemplate :
+ object.spec.template != oldObject.spec.template)`},
+		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+		{Name: "not-a-dra-driver-controller", Template: "gug.notADRAController"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "Anything else that runs Pods in a DRA driver's namespace (webhook/draworkloads.md):\n" +
+		"a bare Pod (an ephemeral container added too), a Deployment, ReplicaSet,\n" +
+		"ReplicationController, StatefulSet, Job or CronJob, created or its Pod template\n" +
+		"changed, which must not run the driver's image with the node's filesystem in\n" +
+		"reach (a second kubelet plugin). The kube-controller-manager's controllers\n" +
+		"(their Pods follow a template judged here) and kubelets (static Pods) never\n" +
+		"reach the gate, nor do the GPU Operator's own ServiceAccounts and the driver's\n" +
+		"configured controllers (config.draDrivers[].controllers). Not rendered without\n" +
+		"config.draDrivers. Fail: while the gate is down, only they run Pods there.",
+}, {
+	Name: WebhookOperatorDaemonSets, Path: PathOperatorDaemonSets, Metric: "operator-daemonsets", Contract: "operatordaemonsets.md",
+	Reviews:   []gate.Review{gate.ReviewDriver, gate.ReviewAdmission},
+	decide:    (*Server).decideOperatorDaemonSet,
+	Resources: []Resource{resourceOf(appsv1.SchemeGroupVersion, "daemonsets", daemonSetGVK)}, Operations: []admissionv1.Operation{opDelete},
+	Scope: admissionregistrationv1.NamespacedScope, Namespaces: GPUOperatorNamespace,
+	MatchConditions: []MatchCondition{
+		{Name: "not-gpu-operator", Template: "gug.notGPUOperator"},
+		// The namespace controller deletes them in a namespace whose
+		// deletion the namespaces webhook judged; the garbage collector
+		// after their owner (the ClusterPolicy or NVIDIADriver, whose
+		// deletion the driver webhook judged).
+		{Name: "not-a-system-controller", CEL: "!(request.userInfo.username in ['" + namespaceController + "', '" + strings.Join(garbageCollectors, "', '") + "'])"},
+	},
+	FailurePolicy: admissionregistrationv1.Fail,
+	Why: "A DaemonSet of the GPU Operator's namespace deleted by a person\n" +
+		"(webhook/operatordaemonsets.md): its driver, device plugin or DCGM exporter\n" +
+		"DaemonSet deleted unloads that operand from every GPU node at once, judged\n" +
+		"as the namespace's deletion is (GPU holders, a rollout in flight). The GPU\n" +
+		"Operator's own ServiceAccounts, the namespace controller and the garbage\n" +
+		"collector never reach the gate. Fail: while the gate is down, they stay.",
 }}
 
 // CheckEnforcement refuses a per-webhook mode for a name that is none of

@@ -24,7 +24,7 @@ rules:
   - group: upgrade.cattle.io
     resources: [plans, plans/status]
   - group: ""
-    resources: [nodes, nodes/status, configmaps]
+    resources: [nodes, nodes/status, configmaps, pods, pods/ephemeralcontainers]
   - group: batch
     resources: [jobs, jobs/status]
   - group: apps

@@ -56,6 +56,8 @@ var variants = map[string]func(e *expect){
 		e.dra = true
 		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
 		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
+		e.draControllers = []string{"nvidia-dra-driver-gpu/system:serviceaccount:nvidia-dra-driver-gpu:nvidia-dra-driver-gpu-service-account-controller",
+			"hami-system/system:serviceaccount:hami-system:hami-dra-controller"}
 		e.draClaimsNamespace, e.checksNamespace = "gpu-checks", "gpu-checks"
 		e.gpuOperatorServiceAccounts = []string{"system:serviceaccount:gpu-operator:gpu-operator", "system:serviceaccount:gpu-operator:gpu-operator-dra"}
 		// platform-bots is narrowed by labels: no match condition
@@ -187,6 +189,13 @@ func TestRenderRefusals(t *testing.T) {
 		"DRA driver in kube-system": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
 			map[string]any{"name": "gpu.nvidia.com", "namespace": "kube-system", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin"}}}},
 			want: "draDrivers"},
+		"NVIDIA's DRA driver without its controllers": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
+			map[string]any{"name": "gpu.nvidia.com", "namespace": "nvidia-dra-driver-gpu", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin"}}}},
+			want: "config.draDrivers[0] (gpu.nvidia.com) names no controllers"},
+		"a DRA driver's controllers as the namespace's group": {values: map[string]any{"config": map[string]any{"draDrivers": []any{
+			map[string]any{"name": "gpu.nvidia.com", "namespace": "nvidia-dra-driver-gpu", "daemonSet": "nvidia-dra-driver-gpu-kubelet-plugin",
+				"controllers": []any{"system:serviceaccounts:nvidia-dra-driver-gpu"}}}}},
+			want: "controllers"},
 		"CEL precondition on every resource": {values: map[string]any{"config": map[string]any{"preconditions": []any{
 			map[string]any{"name": "all", "kind": "cel", "cel": map[string]any{"version": "v1", "resource": "*", "expression": "true"}}}}},
 			want: "resource"},
@@ -412,6 +421,29 @@ func TestChecksCanFail(t *testing.T) {
 			mc := wh(o, "dradaemonsets").MatchConditions
 			mc[0].Expression, _, _ = strings.Cut(mc[0].Expression, " || (request.operation != 'DELETE'")
 		}, "the DRA plugin webhook must match only"},
+		{"every ServiceAccount of a DRA driver's namespace exempt again", "ignore-node-policy-values.yaml", func(o []Object) {
+			mc := wh(o, "dradaemonsets").MatchConditions
+			before, _, _ := strings.Cut(mc[0].Expression, " || (request.operation != 'DELETE'")
+			mc[0].Expression = before + " || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))"
+		}, "the DRA plugin webhook must match only"},
+		{"the ReplicaSet controller's Pods sent to the DRA workload webhook", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "draworkloads").MatchConditions = wh(o, "draworkloads").MatchConditions[1:]
+		}, "the DRA workload webhook must match only"},
+		{"a DRA driver's controller exempt in every namespace", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "draworkloads").MatchConditions[3].Expression = "!(request.userInfo.username in ['system:serviceaccount:nvidia-dra-driver-gpu:nvidia-dra-driver-gpu-service-account-controller'])"
+		}, "the DRA workload webhook must match only"},
+		{"the garbage collector waits on the gate for the operator's DaemonSets", "", func(o []Object) {
+			wh(o, "operatordaemonsets").MatchConditions = wh(o, "operatordaemonsets").MatchConditions[:1]
+		}, "the operator DaemonSet webhook must match only"},
+		{"the operator's DaemonSets deleted unreviewed", "", func(o []Object) {
+			v := vwc(o)
+			v.Webhooks = slices.DeleteFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "operatordaemonsets.gpu-upgrade-gate.io"
+			})
+		}, "no webhook operatordaemonsets.gpu-upgrade-gate.io"},
+		{"DRA workloads' deletes sent", "ignore-node-policy-values.yaml", func(o []Object) {
+			wh(o, "draworkloads").Rules[0].Operations = append(wh(o, "draworkloads").Rules[0].Operations, admissionregistrationv1.Delete)
+		}, "only CREATE and UPDATE"},
 		{"the namespace controller waits on the gate", "ignore-node-policy-values.yaml", func(o []Object) {
 			wh(o, "dradaemonsets").MatchConditions = wh(o, "dradaemonsets").MatchConditions[:3]
 		}, "the DRA plugin webhook must match only"},

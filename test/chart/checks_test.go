@@ -74,6 +74,10 @@ type expect struct {
 	// draNamespaces.
 	dra                       bool
 	draPlugins, draNamespaces []string
+	// draControllers: the drivers' configured controllers, each as
+	// <namespace>/<username>, the only writers the DRA webhooks leave out
+	// in their namespaces.
+	draControllers []string
 	// draClaimsNamespace: config.proof.allocationCheck.namespace, where the
 	// ResourceClaims are read ("": cluster-wide).
 	draClaimsNamespace string
@@ -822,11 +826,14 @@ func (r *rendered) checkWebhooks() []string {
 				// label transition). plans/status only on the Plan status
 				// webhook, which guards SUC's status.applying on purpose (its
 				// match conditions, TestCoherence, keep SUC and every other
-				// status write away from the gate).
+				// status write away from the gate). pods/ephemeralcontainers
+				// only on the DRA workload webhook: the one way to add a
+				// container, of the driver's image too, to a running Pod.
 				statusOK := (res == "nodes/status" && slices.Contains([]string{"nodes.gpu-upgrade-gate.io", "completions.gpu-upgrade-gate.io", "driverstep.gpu-upgrade-gate.io"}, w.Name)) ||
-					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io")
+					(res == "plans/status" && w.Name == "planstatus.gpu-upgrade-gate.io") ||
+					(res == "pods/ephemeralcontainers" && w.Name == "draworkloads.gpu-upgrade-gate.io")
 				if res == "*" || (strings.Contains(res, "/") && !statusOK) || slices.Contains([]string{"leases", "endpoints", "endpointslices", "events"}, res) {
-					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node, completions and driver-step webhooks), leases, endpoints or events", res)
+					bad("matches %q: never subresources (plans/status only on the Plan status webhook; nodes/status only on the Node, completions and driver-step webhooks; pods/ephemeralcontainers only on the DRA workload webhook), leases, endpoints or events", res)
 				}
 			}
 			if slices.Contains(rule.APIGroups, "*") || slices.Contains(rule.APIVersions, "*") {
@@ -840,9 +847,10 @@ func (r *rendered) checkWebhooks() []string {
 				// Deleting a DRA driver's plugin DaemonSet unloads it, and
 				// creating it again must not be judged from nothing.
 				// Deleting the GPU Operator's or a DRA driver's namespace
-				// deletes its driver Pods.
+				// deletes its driver Pods, and deleting one of the operator's
+				// DaemonSets its operand's on every GPU node.
 				if op == admissionregistrationv1.Delete && (w.Name == "driver.gpu-upgrade-gate.io" || w.Name == "halts.gpu-upgrade-gate.io" ||
-					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "namespaces.gpu-upgrade-gate.io") {
+					w.Name == "dradaemonsets.gpu-upgrade-gate.io" || w.Name == "namespaces.gpu-upgrade-gate.io" || w.Name == "operatordaemonsets.gpu-upgrade-gate.io") {
 					continue
 				}
 				if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -892,6 +900,10 @@ func (r *rendered) checkWebhooks() []string {
 		{"namespaces.gpu-upgrade-gate.io", []rule{{"", "v1", "namespaces", cluster, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
 			admissionregistrationv1.Fail, append([]string{r.e.gpuOperator[0]}, r.e.draNamespaces...)},
 		{"validatordaemonset.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, cu}}, admissionregistrationv1.Fail, []string{"gpu-operator"}},
+		{"operatordaemonsets.gpu-upgrade-gate.io", []rule{{"apps", "v1", "daemonsets", namespaced, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}}},
+			admissionregistrationv1.Fail, []string{r.e.gpuOperator[0]}},
+		{"draworkloads.gpu-upgrade-gate.io", []rule{{"", "v1", "pods,replicationcontrollers", namespaced, cu}, {"", "v1", "pods/ephemeralcontainers", namespaced, u},
+			{"apps", "v1", "deployments,replicasets,statefulsets", namespaced, cu}, {"batch", "v1", "jobs,cronjobs", namespaced, cu}}, admissionregistrationv1.Fail, r.e.draNamespaces},
 	} {
 		w := hook(v, wt.name)
 		if optional[wt.name] && !r.e.dra {
@@ -996,12 +1008,35 @@ func (r *rendered) checkWebhooks() []string {
 			// namespace is judged; nor the namespace controller's deletes,
 			// after the namespace's reviewed deletion.
 			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "request.namespace + '/' + (request.operation == 'DELETE' ? oldObject : object).metadata.name in ["+celList(r.e.draPlugins)+"]"+
-				" || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" ||
+				" || (request.operation != 'DELETE' && !((request.namespace + '/' + request.userInfo.username) in ["+celList(r.e.draControllers)+"]))" ||
 				w.MatchConditions[1].Expression != "request.operation != 'UPDATE' || object.spec.template != oldObject.spec.template || "+
 					"object.metadata.?labels[?'app.kubernetes.io/version'].orValue('') != oldObject.metadata.?labels[?'app.kubernetes.io/version'].orValue('')" ||
 				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
 				w.MatchConditions[3].Expression != "request.operation != 'DELETE' || request.userInfo.username != 'system:serviceaccount:kube-system:namespace-controller'" {
-				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but their namespace's ServiceAccounts, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
+				bad("the DRA plugin webhook must match only the configured kubelet-plugin DaemonSets' Pod template or version-label changes (and creates and deletes) and other DaemonSets' creates and template changes by anyone but the drivers' configured controllers, not the GPU Operator's own ServiceAccounts' writes nor the namespace controller's deletes, got %v", w.MatchConditions)
+			}
+		case "operatordaemonsets.gpu-upgrade-gate.io":
+			// A person's deletion; never the GPU Operator's own, the
+			// namespace controller's or the garbage collector's.
+			if len(w.MatchConditions) != 2 || w.MatchConditions[0].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
+				w.MatchConditions[1].Expression != "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', "+
+					"'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])" {
+				bad("the operator DaemonSet webhook must match only a person's deletion, not the GPU Operator's own ServiceAccounts', the namespace controller's or the garbage collector's, got %v", w.MatchConditions)
+			}
+		case "draworkloads.gpu-upgrade-gate.io":
+			// Pods and Pod templates created or changed, never by the
+			// kube-controller-manager's Pod-writing controllers or kubelets
+			// (their Pods follow a judged template), the GPU Operator's own
+			// ServiceAccounts or the drivers' configured controllers.
+			if len(w.MatchConditions) != 4 || w.MatchConditions[0].Expression != "!(request.userInfo.username in ['system:kube-controller-manager', "+
+				"'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', "+
+				"'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:replication-controller', 'system:serviceaccount:kube-system:statefulset-controller', "+
+				"'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)" ||
+				!strings.HasPrefix(w.MatchConditions[1].Expression, "request.operation == 'CREATE' ||") ||
+				!strings.Contains(w.MatchConditions[1].Expression, "object.spec.template != oldObject.spec.template") ||
+				w.MatchConditions[2].Expression != "!(request.userInfo.username in ["+celList(r.e.gpuOperatorServiceAccounts)+"])" ||
+				w.MatchConditions[3].Expression != "!((request.namespace + '/' + request.userInfo.username) in ["+celList(r.e.draControllers)+"])" {
+				bad("the DRA workload webhook must match only Pods and Pod templates created or changed, not by the kube-controller-manager's Pod-writing controllers, kubelets, the GPU Operator's own ServiceAccounts or the drivers' configured controllers, got %v", w.MatchConditions)
 			}
 		case "validatordaemonset.gpu-upgrade-gate.io":
 			// The validator DaemonSet by name, created or its Pods changed,

@@ -100,6 +100,16 @@ func TestCoherence(t *testing.T) {
 				ns, _ := namespacesSelected(w.NamespaceSelector)
 				assert.Equal(t, webhook.DRADriverNamespaces.Of(cfg), ns, "DRA plugin webhook namespaces vs config draDrivers")
 				assert.Equal(t, r.e.draNamespaces, ns, "each namespace once")
+				// The drivers' configured controllers, as the engine reads them.
+				assert.Contains(t, w.MatchConditions[0].Expression, " || (request.operation != 'DELETE' && "+webhook.NotADRAControllerCondition(cfg)+")",
+					"DRA plugin webhook's exempt controllers vs config draDrivers[].controllers")
+			}
+			if w := hook(v, webhook.WebhookDRAWorkloads); w != nil {
+				ns, _ := namespacesSelected(w.NamespaceSelector)
+				assert.Equal(t, webhook.DRADriverNamespaces.Of(cfg), ns, "DRA workload webhook namespaces vs config draDrivers")
+				require.Len(t, w.MatchConditions, 4)
+				assert.Equal(t, webhook.NotADRAControllerCondition(cfg), w.MatchConditions[3].Expression,
+					"DRA workload webhook's exempt controllers vs config draDrivers[].controllers")
 			}
 			deletions, _ := namespacesSelected(hook(v, webhook.WebhookNamespaces).NamespaceSelector)
 			assert.Equal(t, webhook.DriverNamespaces.Of(cfg), deletions, "namespaces webhook namespaces vs config gpuOperator, proof.validator and draDrivers")

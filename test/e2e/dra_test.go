@@ -33,8 +33,15 @@ import (
 // before the gate), and the plugin Pod carries the controller reference the
 // DaemonSet controller would set, with the DaemonSet's UID.
 
-// nvidiaDRA is NVIDIA's DRA driver as its Helm chart names it.
-var nvidiaDRA = dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin"}
+// nvidiaDRA is NVIDIA's DRA driver as its Helm chart names it (release
+// nvidia-dra-driver-gpu), its ComputeDomain controller's ServiceAccount
+// too.
+var nvidiaDRA = dra.Driver{Name: "gpu.nvidia.com", Namespace: "nvidia-dra-driver-gpu", DaemonSet: "nvidia-dra-driver-gpu-kubelet-plugin",
+	Controllers: []string{"system:serviceaccount:nvidia-dra-driver-gpu:" + nvidiaDRAControllerSA}}
+
+// nvidiaDRAControllerSA is the ServiceAccount NVIDIA's DRA driver chart
+// runs its ComputeDomain controller as (<release>-service-account-controller).
+const nvidiaDRAControllerSA = "nvidia-dra-driver-gpu-service-account-controller"
 
 // draPluginOwner is the controller reference the DaemonSet controller sets
 // on ds's Pods.

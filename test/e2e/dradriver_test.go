@@ -132,9 +132,10 @@ func TestDRADriverGPUCluster(t *testing.T) {
 // refused, also when the DaemonSet is deleted and created again; so is any
 // other change of its Pod template (a rollout restart, a command, an env),
 // which restarts the plugin on every node. Edits that leave the Pod template
-// alone, the driver's own controller's DaemonSets and the GPU Operator's own
-// ServiceAccount's write never reach the webhook (its request count does not
-// move); another ServiceAccount of the operator's namespace is judged.
+// alone, the driver's configured controller's DaemonSets and the GPU
+// Operator's own ServiceAccount's write never reach the webhook (its request
+// count does not move); another ServiceAccount of the operator's or the
+// driver's namespace is judged.
 // Another DaemonSet of the namespace is admitted unless it runs the
 // driver's image (DRAPluginForged). Deleting the plugin while a node it serves holds GPUs
 // is refused (the suite's gpu-v100-holder). No DaemonSet controller runs
@@ -165,7 +166,8 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "gpu-operator"},
-			{Kind: rbacv1.ServiceAccountKind, Name: "compute-domain-controller", Namespace: ns}}}
+			{Kind: rbacv1.ServiceAccountKind, Name: nvidiaDRAControllerSA, Namespace: ns},
+			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}
 	preGate(t, func() {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 		for _, o := range []client.Object{role, binding, plugin, other} {
@@ -252,12 +254,20 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		assert.Contains(t, err.Error(), "the image of the DRA kubelet plugin DaemonSet "+ns+"/"+nvidiaDRA.DaemonSet+" (config draDrivers), under another name")
 		requireDenied(t, update(alice, other, newImage("nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")), gate.CodeDRAPluginForged)
 	})
-	t.Run("the driver's own controller (a ServiceAccount of its namespace) never reaches the gate", func(t *testing.T) {
-		controller, err := client.New(env.CP.ConfigFor("system:serviceaccount:"+ns+":compute-domain-controller", "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated"),
+	t.Run("the driver's configured controller never reaches the gate", func(t *testing.T) {
+		controller, err := client.New(env.CP.ConfigFor("system:serviceaccount:"+ns+":"+nvidiaDRAControllerSA, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated"),
 			client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
 		daemon := daemonSet(computeDomainDaemon, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0")
 		notSent(t, func() error { return controller.Create(ctx, daemon, client.DryRunAll) })
+	})
+	t.Run("another ServiceAccount of the driver's namespace is judged", func(t *testing.T) {
+		podSA, err := client.New(env.CP.ConfigFor("system:serviceaccount:"+ns+":default", "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated"),
+			client.Options{Scheme: env.Scheme})
+		require.NoError(t, err)
+		own := own()
+		requireDenied(t, podSA.Create(ctx, daemonSet(computeDomainDaemon, "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0"), client.DryRunAll), gate.CodeDRAPluginForged)
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookDRAPlugins, 1), "the chart's DRA plugin webhook judged it")
 	})
 	t.Run("the GPU Operator's own write never reaches the gate", func(t *testing.T) {
 		op := gpuOperator(t)

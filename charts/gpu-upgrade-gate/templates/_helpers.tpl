@@ -79,6 +79,11 @@ own-CA settings.
 {{- if not $operatorThere }}
 {{- fail (printf "webhook.gpuOperatorServiceAccounts names no ServiceAccount of config.proof.validator.namespace %q: only those may create the validator DaemonSet (webhook/validatordaemonset.md), so the GPU Operator would be refused its own; name its ServiceAccount, e.g. system:serviceaccount:%s:gpu-operator" $validatorNS $validatorNS) }}
 {{- end }}
+{{- range $i, $d := .Values.config.draDrivers }}
+{{- if and (eq $d.name "gpu.nvidia.com") (not (hasKey $d "controllers")) }}
+{{- fail (printf "config.draDrivers[%d] (gpu.nvidia.com) names no controllers: NVIDIA's ComputeDomain controller creates DaemonSets of the driver's image in %s, which the gate refuses (DRAPluginForged) from anyone not listed; name its username, e.g. controllers: [system:serviceaccount:%s:nvidia-dra-driver-gpu-service-account-controller] (the driver's chart names it <release>-service-account-controller), or controllers: [] when ComputeDomains are off" $i $d.namespace $d.namespace) }}
+{{- end }}
+{{- end }}
 {{- if eq .Release.Namespace "kube-system" }}
 {{- fail "install gpu-upgrade-gate into its own namespace, not kube-system: its record webhook matches ConfigMaps in the release namespace" }}
 {{- end }}
@@ -177,13 +182,30 @@ others' writes that change neither labels nor start stay away. */}}
 {{- end }}
 
 {{/*
+The DRA drivers' configured controllers (config.draDrivers[].controllers),
+each as <namespace>/<username> (a controller is exempt in its driver's
+namespace alone), a CEL list; webhook.DRAControllers builds the same.
+*/}}
+{{- define "gug.draControllers" -}}
+{{- $c := list }}
+{{- range .Values.config.draDrivers }}{{ $ns := .namespace }}{{ range .controllers }}{{ $c = append $c (printf "%s/%s" $ns .) }}{{ end }}{{ end }}
+{{- include "gug.celList" (uniq $c) }}
+{{- end }}
+
+{{/* Written by none of the DRA drivers' configured controllers in their namespaces. */}}
+{{- define "gug.notADRAController" -}}
+{{- printf "!((request.namespace + '/' + request.userInfo.username) in [%s])" (include "gug.draControllers" .) }}
+{{- end }}
+
+{{/*
 DRA plugin webhook: a configured kubelet plugin, or another DaemonSet of its
-namespace created or changed (never deleted) by anyone but a ServiceAccount
-of that namespace (the driver's own controllers, e.g. NVIDIA's ComputeDomain
-daemons): it must not run the driver's image (DRAPluginForged).
+namespace created or changed (never deleted) by anyone but the driver's
+configured controllers (e.g. NVIDIA's ComputeDomain controller, which
+creates its daemons' DaemonSets): it must not run the driver's image
+(DRAPluginForged). Another ServiceAccount of the namespace is judged.
 */}}
 {{- define "gug.draPluginOrAnotherDaemonSet" -}}
-{{- printf "%s || (request.operation != 'DELETE' && !(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))" (include "gug.draKubeletPlugin" .) }}
+{{- printf "%s || (request.operation != 'DELETE' && %s)" (include "gug.draKubeletPlugin" .) (include "gug.notADRAController" .) }}
 {{- end }}
 
 {{/* Validator webhook: the GPU Operator's validator DaemonSet, by name (config.proof.validator). */}}

@@ -49,4 +49,10 @@ dict of "root" (the chart's context) and "uid" (the probe's uid).
 - path: /validate/validator-daemonset
   env: REVIEW_VALIDATOR_DAEMONSET
   review: {{ printf `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":%[1]q,"kind":{"group":"apps","version":"v1","kind":"DaemonSet"},"resource":{"group":"apps","version":"v1","resource":"daemonsets"},"name":%[1]q,"namespace":%[2]q,"operation":"CREATE","userInfo":{"username":%[1]q},"object":{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":%[1]q,"namespace":%[2]q}},"oldObject":null,"options":null}}` $uid $root.Values.config.proof.validator.namespace | quote }}
+- path: /validate/dra-workloads
+  env: REVIEW_DRA_WORKLOADS
+  review: {{ printf `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":%[1]q,"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"name":%[1]q,"namespace":%[2]q,"operation":"CREATE","userInfo":{"username":%[1]q},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":%[1]q,"namespace":%[2]q}},"oldObject":null,"options":null}}` $uid (first (default (list (dict "namespace" $root.Release.Namespace)) $root.Values.config.draDrivers)).namespace | quote }}
+- path: /validate/operator-daemonsets
+  env: REVIEW_OPERATOR_DAEMONSETS
+  review: {{ printf `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":%[1]q,"kind":{"group":"apps","version":"v1","kind":"DaemonSet"},"resource":{"group":"apps","version":"v1","resource":"daemonsets"},"name":%[1]q,"namespace":%[2]q,"operation":"DELETE","userInfo":{"username":%[1]q},"object":null,"oldObject":{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":%[1]q,"namespace":%[2]q}},"options":null}}` $uid $root.Values.config.gpuOperator.namespace | quote }}
 {{- end }}

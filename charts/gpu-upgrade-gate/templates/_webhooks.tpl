@@ -313,8 +313,9 @@ names (templates/_helpers.tpl).
 # a restart; scheduling that no longer selects a node removes the driver
 # there), or its app.kubernetes.io/version label changes; and any other
 # DaemonSet created or whose Pod template changes there, which must not run
-# the driver's image, unless written by a ServiceAccount of that namespace
-# (the driver's own controllers). The DaemonSet controller's status and the
+# the driver's image, unless written by one of the driver's configured
+# controllers (config.draDrivers[].controllers; any other ServiceAccount of
+# the namespace is judged). The DaemonSet controller's status and the
 # writes of the GPU Operator's own ServiceAccounts
 # (webhook.gpuOperatorServiceAccounts, after its reviewed GPUCluster) and the
 # namespace controller's deletes (after the reviewed deletion of the namespace)
@@ -410,6 +411,96 @@ names (templates/_helpers.tpl).
       expression: "request.operation == 'CREATE' || object.spec.template.spec != oldObject.spec.template.spec || object.spec.template.?metadata.?labels.orValue({}) != oldObject.spec.template.?metadata.?labels.orValue({})"
     - name: not-gpu-operator
       expression: {{ include "gug.notGPUOperator" . | quote }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+{{- if .Values.config.draDrivers }}
+# Anything else that runs Pods in a DRA driver's namespace (webhook/draworkloads.md):
+# a bare Pod (an ephemeral container added too), a Deployment, ReplicaSet,
+# ReplicationController, StatefulSet, Job or CronJob, created or its Pod template
+# changed, which must not run the driver's image with the node's filesystem in
+# reach (a second kubelet plugin). The kube-controller-manager's controllers
+# (their Pods follow a template judged here) and kubelets (static Pods) never
+# reach the gate, nor do the GPU Operator's own ServiceAccounts and the driver's
+# configured controllers (config.draDrivers[].controllers). Not rendered without
+# config.draDrivers. Fail: while the gate is down, only they run Pods there.
+- name: draworkloads.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/dra-workloads") | nindent 4 }}
+  rules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["pods", "replicationcontrollers"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      resources: ["pods/ephemeralcontainers"]
+      operations: ["UPDATE"]
+      scope: Namespaced
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["deployments", "replicasets", "statefulsets"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+    - apiGroups: ["batch"]
+      apiVersions: ["v1"]
+      resources: ["jobs", "cronjobs"]
+      operations: ["CREATE", "UPDATE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- include "gug.draDriverNamespaces" . | nindent 10 }}
+  matchConditions:
+    - name: not-a-pod-controller
+      expression: "!(request.userInfo.username in ['system:kube-controller-manager', 'system:serviceaccount:kube-system:daemon-set-controller', 'system:serviceaccount:kube-system:deployment-controller', 'system:serviceaccount:kube-system:replicaset-controller', 'system:serviceaccount:kube-system:replication-controller', 'system:serviceaccount:kube-system:statefulset-controller', 'system:serviceaccount:kube-system:job-controller', 'system:serviceaccount:kube-system:cronjob-controller']) && !('system:nodes' in request.userInfo.groups)"
+    - name: created-or-pods-change
+      expression: >-
+        request.operation == 'CREATE' ||
+        (request.resource.resource == 'pods' ? object.spec != oldObject.spec :
+         request.resource.resource == 'cronjobs' ? object.spec.jobTemplate != oldObject.spec.jobTemplate :
+         object.spec.template != oldObject.spec.template)
+    - name: not-gpu-operator
+      expression: {{ include "gug.notGPUOperator" . | quote }}
+    - name: not-a-dra-driver-controller
+      expression: {{ include "gug.notADRAController" . | quote }}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+  admissionReviewVersions: ["v1"]
+{{- end }}
+# A DaemonSet of the GPU Operator's namespace deleted by a person
+# (webhook/operatordaemonsets.md): its driver, device plugin or DCGM exporter
+# DaemonSet deleted unloads that operand from every GPU node at once, judged
+# as the namespace's deletion is (GPU holders, a rollout in flight). The GPU
+# Operator's own ServiceAccounts, the namespace controller and the garbage
+# collector never reach the gate. Fail: while the gate is down, they stay.
+- name: operatordaemonsets.gpu-upgrade-gate.io
+  clientConfig:
+    {{- include "gug.clientConfig" (dict "root" . "path" "/validate/operator-daemonsets") | nindent 4 }}
+  rules:
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      resources: ["daemonsets"]
+      operations: ["DELETE"]
+      scope: Namespaced
+  namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          - {{ .Values.config.gpuOperator.namespace }}
+  matchConditions:
+    - name: not-gpu-operator
+      expression: {{ include "gug.notGPUOperator" . | quote }}
+    - name: not-a-system-controller
+      expression: "!(request.userInfo.username in ['system:serviceaccount:kube-system:namespace-controller', 'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])"
   failurePolicy: Fail
   matchPolicy: Equivalent
   sideEffects: None
