@@ -228,10 +228,15 @@ func celAnnotationChanged(key string) string {
 // node-lifecycle controller's condition taints, the taint-eviction
 // controller; the cloud controllers' uninitialized and shutdown taints; a
 // cluster autoscaler installed there; a Pod that can run as one of them is
-// already cluster-admin), or the kube-controller-manager running as its own
-// user. The kubelets never reach the webhook at all (not-a-kubelet), nor do
-// the exempt system controllers' taint writes (not-a-system-controller).
-const celSystemTaintWriter = "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager'"
+// already cluster-admin), or a control-plane component authenticated by
+// the cluster's client CA: the kube-controller-manager as its own user, and
+// RKE2's and k3s's cloud controller manager, which lifts
+// node.cloudprovider.kubernetes.io/uninitialized from every joining node
+// as the user rke2-cloud-controller-manager (k3s-cloud-controller-manager),
+// no ServiceAccount. The kubelets never reach the webhook at all
+// (not-a-kubelet), nor do the exempt system controllers' taint writes
+// (not-a-system-controller).
+const celSystemTaintWriter = "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username in ['system:kube-controller-manager', 'rke2-cloud-controller-manager', 'k3s-cloud-controller-manager']"
 
 // NodeChangeCondition is the Node webhook's "labels-taints-or-uncordon"
 // match condition for the configured node-taint controllers outside

@@ -1069,8 +1069,9 @@ func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregist
 func expectedNodeMatchConditions(gpuVendors []string, exemptions []gate.Exemption, taintControllers []string) []admissionregistrationv1.MatchCondition {
 	cfg := &gate.Config{GPUVendors: gpuVendors, Exemptions: exemptions}
 	// Who writes, not which key: kube-system's ServiceAccounts, the
-	// kube-controller-manager and the configured node-taint controllers.
-	system := "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username in [" + celList(taintControllers) + "]"
+	// kube-controller-manager, RKE2's and k3s's cloud controller manager and
+	// the configured node-taint controllers.
+	system := "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username in ['system:kube-controller-manager', 'rke2-cloud-controller-manager', 'k3s-cloud-controller-manager'] || request.userInfo.username in [" + celList(taintControllers) + "]"
 	conds := []admissionregistrationv1.MatchCondition{
 		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Expression: cfg.GPUNodeCondition()},

@@ -440,7 +440,7 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ds)))
 			for _, n := range nodes {
 				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+label+`":null}}}`))
-				require.NoError(t, editTaints(env.Admin, n, lift(dedicated.Key, tolerated.Key, maintenance.Key, corev1.TaintNodeUnreachable, "ToBeDeletedByClusterAutoscaler", "karpenter.sh/unregistered")))
+				require.NoError(t, editTaints(env.Admin, n, lift(dedicated.Key, tolerated.Key, maintenance.Key, corev1.TaintNodeUnreachable, "ToBeDeletedByClusterAutoscaler", "karpenter.sh/unregistered", "node.cloudprovider.kubernetes.io/uninitialized")))
 			}
 		})
 	})
@@ -503,8 +503,11 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 	// node-lifecycle controller's is Kubernetes' bootstrap policy), on the
 	// node with a GPU holder, where a reviewed write would be refused.
 	system := func(t *testing.T, user string, groups ...string) client.Client {
-		ns := strings.Split(user, ":")[2]
-		c, err := client.New(env.CP.ConfigFor(user, append([]string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, groups...)...), client.Options{Scheme: env.Scheme})
+		groups = append(groups, "system:authenticated")
+		if sa := strings.Split(user, ":"); len(sa) == 4 && sa[1] == "serviceaccount" {
+			groups = append(groups, "system:serviceaccounts", "system:serviceaccounts:"+sa[2])
+		}
+		c, err := client.New(env.CP.ConfigFor(user, groups...), client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
 		return c
 	}
@@ -517,6 +520,10 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 		{"the node-lifecycle controller's unreachable taint", "system:serviceaccount:kube-system:node-controller", nil, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}},
 		// Added on scale-down and lifted again when it aborts.
 		{"a cluster autoscaler's ToBeDeletedByClusterAutoscaler", "system:serviceaccount:kube-system:cluster-autoscaler", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1733148000", Effect: corev1.TaintEffectNoSchedule}},
+		// RKE2's cloud controller manager is a user (a client certificate of
+		// the cluster's CA), no ServiceAccount; it lifts uninitialized from
+		// every joining node.
+		{"RKE2's cloud controller manager's uninitialized taint", "rke2-cloud-controller-manager", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
 		// Outside kube-system: the chart's default webhook.nodeTaintControllers.
 		{"Karpenter's karpenter.sh/unregistered, lifted at registration", "system:serviceaccount:karpenter:karpenter", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}},
 	} {
