@@ -191,6 +191,7 @@ func TestNodeTaintsAlone(t *testing.T) {
 	holder := []Holder{{Namespace: "ml", Pod: "train-0", Owner: "Job/train", Resources: []string{"resourceClaims"}}}
 	dedicated := corev1.Taint{Key: "example.com/dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
 	maintenance := corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoExecute}
+	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 	cases := []struct {
 		name   string
 		dra    bool // a DRA driver is configured, its plugin selecting the node
@@ -216,6 +217,20 @@ func TestNodeTaintsAlone(t *testing.T) {
 		{name: "no holders: the NoExecute taint unloads the driver from nothing in use", dra: true, mutate: func(s *scenario, _ *appsv1.DaemonSet, _, n *corev1.Node) {
 			delete(s.holders, "gpu-v100-01")
 			n.Spec.Taints = []corev1.Taint{maintenance}
+		}},
+		// The Node webhook sends a person's out-of-service taint like any
+		// (it decides by who writes, not by the key): on a live node it
+		// evicts the holders and the plugin.
+		{name: "GPUHolders: a person's out-of-service taint on a node running a GPU holder", dra: true, mutate: func(_ *scenario, _ *appsv1.DaemonSet, _, n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{outOfService}
+		}, want: []Code{CodeGPUHolders}, says: "this change of the node's taints"},
+		// Non-graceful shutdown: the taint-eviction controller deleted the
+		// holders once they outlived their unreachable toleration; Pods
+		// being deleted hold nothing (Config.HoldersOf), so the listing is
+		// empty and the recovery goes through.
+		{name: "the out-of-service taint on a shut-down node whose holders are being deleted", dra: true, mutate: func(s *scenario, _ *appsv1.DaemonSet, _, n *corev1.Node) {
+			delete(s.holders, "gpu-v100-01")
+			n.Spec.Taints = []corev1.Taint{outOfService}
 		}},
 		{name: "FactsMissing: the plugin DaemonSets cannot be read", dra: true, mutate: func(s *scenario, _ *appsv1.DaemonSet, _, n *corev1.Node) {
 			s.cluster.Proof.DRA.DaemonSets, s.cluster.Proof.DRA.DaemonSetsUnreadable = nil, "daemonsets.apps is forbidden"

@@ -157,9 +157,9 @@ var ownershipTable = []Fact{
 	},
 	{
 		Field:   "spec.taints (node.kubernetes.io/unschedulable's timeAdded; out-of-service and health taints)",
-		Owner:   "the node lifecycle controller (node.kubernetes.io/*), health agents and people",
+		Owner:   "the node lifecycle and cloud controllers (node.kubernetes.io/*, node.cloudprovider.kubernetes.io/*), autoscalers, health agents and people",
 		Input:   true,
-		Judged:  "the system's (node.kubernetes.io/, node.cloudprovider.kubernetes.io/, node-role.kubernetes.io/) and the configured out-of-service taints never reach the Node webhook; a person's NoExecute taint added or NoSchedule/NoExecute taint lifted does, judged by the DRA plugin's install and unload alone (webhook/nodes.md)",
+		Judged:  "by who writes, not by the key: the kubelets', kube-system's ServiceAccounts', the kube-controller-manager's, RKE2's and k3s's cloud controller manager's, the exempt identities' and webhook.nodeTaintControllers' taint writes never reach the Node webhook; anyone else's NoExecute taint added or NoSchedule/NoExecute taint lifted does, whatever its key (node.kubernetes.io/ and the out-of-service taints included), judged by the DRA plugin's install and unload alone (webhook/nodes.md)",
 		Instead: "-",
 		Source:  "kubernetes pkg/controller/nodelifecycle (TaintNodesByCondition)",
 	},

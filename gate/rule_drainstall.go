@@ -23,11 +23,12 @@ import (
 // NoExecute taint it does not tolerate added, makes the controller delete
 // the plugin Pod, so GPU holders there block it (holdersRule). The Node
 // webhook sends a taint write that can do either (a NoExecute taint added,
-// a NoSchedule or NoExecute one lifted; not the system's nor the configured
-// out-of-service taints: webhook.NodeChangeConditionFor); written alone,
-// it is judged by these rules only (ReviewNodeTaints). The exempt system controllers (NFD's labels, the GPU Operator's) never
-// reach these rules (PrepareNode returns first), so they never wait on
-// them.
+// a NoSchedule or NoExecute one lifted) by anyone but the system and the
+// configured node-taint controllers, whatever its key
+// (webhook.NodeChangeConditionFor); written alone, it is judged by these
+// rules only (ReviewNodeTaints). The exempt system controllers (NFD's
+// labels, the GPU Operator's) never reach these rules (PrepareNode returns
+// first), so they never wait on them.
 
 // draInstall is one configured DRA driver a Node write installs on the node.
 type draInstall struct {

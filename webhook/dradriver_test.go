@@ -450,12 +450,22 @@ func TestValidatorMatchConditionSendsItsPods(t *testing.T) {
 // TestNodeMatchConditionSendsTaints: the Node webhook's change condition
 // sends a taint write that can start or stop a DaemonSet's Pod on the node
 // (a NoExecute taint added, a NoSchedule or NoExecute one lifted, by key,
-// effect and value), and keeps the system's taints and the configured
-// out-of-service ones away (the node-lifecycle controller, the cloud
-// controllers and health agents never wait on the gate for them). Seen
-// failing before: every taint write stayed away.
+// effect and value), and decides by who writes, never by the key: the
+// system's identities (kube-system's ServiceAccounts, the
+// kube-controller-manager) and the configured node-taint controllers never
+// wait on the gate for a taint, anyone else's is sent whatever its key
+// (a made-up node.kubernetes.io/ key, the out-of-service taint). Seen
+// failing before: every taint write stayed away; then the node.kubernetes.io/
+// and out-of-service keys stayed away for everyone.
 func TestNodeMatchConditionSendsTaints(t *testing.T) {
-	prog := celProgram(t, NodeChangeCondition([]string{"node.kubernetes.io/out-of-service", "AggregatedNodeHealth"}))
+	const (
+		alice          = "alice"
+		nodeController = "system:serviceaccount:kube-system:node-controller"
+		autoscaler     = "system:serviceaccount:kube-system:cluster-autoscaler"
+		karpenter      = "system:serviceaccount:karpenter:karpenter"
+		nhc            = "system:serviceaccount:medik8s:self-node-remediation"
+	)
+	prog := celProgram(t, NodeChangeCondition([]string{karpenter, nhc}))
 	taint := func(key, value, effect string) map[string]any {
 		out := map[string]any{"key": key, "effect": effect}
 		if value != "" {
@@ -465,27 +475,48 @@ func TestNodeMatchConditionSendsTaints(t *testing.T) {
 	}
 	dedicated := taint("example.com/dedicated", "ml", "NoSchedule")
 	maintenance := taint("example.com/maintenance", "", "NoExecute")
+	outOfService := taint("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute")
+	toBeDeleted := taint("ToBeDeletedByClusterAutoscaler", "1733148000", "NoSchedule")
 	for _, tc := range []struct {
 		name     string
+		writer   string
 		old, cur []any
 		sent     bool
 	}{
-		{"a NoExecute taint added", nil, []any{maintenance}, true},
-		{"a NoSchedule taint lifted", []any{dedicated}, nil, true},
-		{"a NoExecute taint lifted", []any{maintenance}, nil, true},
-		{"a taint's value changes", []any{dedicated}, []any{taint("example.com/dedicated", "batch", "NoSchedule")}, true},
-		{"a taint's effect changes to NoExecute", []any{dedicated}, []any{taint("example.com/dedicated", "ml", "NoExecute")}, true},
-		{"a NoSchedule taint added: keeps every running Pod", nil, []any{dedicated}, false},
-		{"a PreferNoSchedule taint added and lifted", []any{taint("example.com/a", "", "PreferNoSchedule")}, []any{taint("example.com/b", "", "PreferNoSchedule")}, false},
-		{"the taints reordered", []any{dedicated, maintenance}, []any{maintenance, dedicated}, false},
-		{"the taint manager's timeAdded", []any{maintenance}, []any{map[string]any{"key": "example.com/maintenance", "effect": "NoExecute", "timeAdded": "2026-12-02T15:00:00Z"}}, false},
-		{"the node-lifecycle controller's unreachable taint", nil, []any{taint("node.kubernetes.io/unreachable", "", "NoExecute")}, false},
-		{"the node-lifecycle controller lifts not-ready", []any{taint("node.kubernetes.io/not-ready", "", "NoExecute")}, nil, false},
-		{"the cloud controller lifts uninitialized", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, false},
-		{"a control-plane role taint lifted", []any{taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")}, nil, false},
-		{"a health agent's configured quarantine taint", nil, []any{taint("AggregatedNodeHealth", "False", "NoExecute")}, false},
-		{"a health agent's quarantine lifted", []any{taint("AggregatedNodeHealth", "False", "NoSchedule")}, nil, false},
-		{"a person's taint beside the system's", []any{taint("node.kubernetes.io/not-ready", "", "NoSchedule")}, []any{maintenance}, true},
+		{"a NoExecute taint added", alice, nil, []any{maintenance}, true},
+		{"a NoSchedule taint lifted", alice, []any{dedicated}, nil, true},
+		{"a NoExecute taint lifted", alice, []any{maintenance}, nil, true},
+		{"a taint's value changes", alice, []any{dedicated}, []any{taint("example.com/dedicated", "batch", "NoSchedule")}, true},
+		{"a taint's effect changes to NoExecute", alice, []any{dedicated}, []any{taint("example.com/dedicated", "ml", "NoExecute")}, true},
+		{"a NoSchedule taint added: keeps every running Pod", alice, nil, []any{dedicated}, false},
+		{"a PreferNoSchedule taint added and lifted", alice, []any{taint("example.com/a", "", "PreferNoSchedule")}, []any{taint("example.com/b", "", "PreferNoSchedule")}, false},
+		{"the taints reordered", alice, []any{dedicated, maintenance}, []any{maintenance, dedicated}, false},
+		{"the taint manager's timeAdded", alice, []any{maintenance}, []any{map[string]any{"key": "example.com/maintenance", "effect": "NoExecute", "timeAdded": "2026-12-02T15:00:00Z"}}, false},
+		// A person escapes by no spelling.
+		{"a person's made-up node.kubernetes.io/ NoExecute taint", alice, nil, []any{taint("node.kubernetes.io/made-up", "", "NoExecute")}, true},
+		{"a person lifts the node-lifecycle controller's not-ready", alice, []any{taint("node.kubernetes.io/not-ready", "", "NoExecute")}, nil, true},
+		{"a person lifts the cloud controller's uninitialized", alice, []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, true},
+		{"a person lifts a control-plane role taint", alice, []any{taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")}, nil, true},
+		{"a person's out-of-service taint", alice, nil, []any{outOfService}, true},
+		{"a person lifts the out-of-service taint", alice, []any{outOfService}, nil, true},
+		{"a person's taint beside the system's", alice, []any{taint("node.kubernetes.io/not-ready", "", "NoSchedule")}, []any{maintenance}, true},
+		{"a person writes the autoscaler's taint", alice, []any{toBeDeleted}, nil, true},
+		// The system and the configured controllers never wait on the gate.
+		{"the node-lifecycle controller's unreachable taint", nodeController, nil, []any{taint("node.kubernetes.io/unreachable", "", "NoExecute")}, false},
+		{"the node-lifecycle controller lifts not-ready", nodeController, []any{taint("node.kubernetes.io/not-ready", "", "NoExecute")}, nil, false},
+		{"the kube-controller-manager as its own user", "system:kube-controller-manager", nil, []any{taint("node.kubernetes.io/unreachable", "", "NoExecute")}, false},
+		{"the cloud controller lifts uninitialized", "system:serviceaccount:kube-system:cloud-node-controller", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, false},
+		{"RKE2's cloud controller manager lifts uninitialized from a joining node", "rke2-cloud-controller-manager", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, false},
+		{"k3s's cloud controller manager lifts uninitialized", "k3s-cloud-controller-manager", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, false},
+		{"a user named like RKE2's cloud controller manager, but not it", "rke2-cloud-controller-manager-bot", []any{taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule")}, nil, true},
+		{"a cluster autoscaler in kube-system lifts ToBeDeletedByClusterAutoscaler (an aborted scale-down)", autoscaler, []any{toBeDeleted}, nil, false},
+		{"Karpenter lifts karpenter.sh/unregistered at registration", karpenter, []any{taint("karpenter.sh/unregistered", "", "NoExecute")}, nil, false},
+		{"Karpenter lifts karpenter.sh/disrupted", karpenter, []any{taint("karpenter.sh/disrupted", "", "NoSchedule")}, nil, false},
+		{"a configured health agent's out-of-service taint", nhc, nil, []any{outOfService}, false},
+		// Neighbours of those identities are people.
+		{"another ServiceAccount of Karpenter's namespace", "system:serviceaccount:karpenter:default", []any{taint("karpenter.sh/unregistered", "", "NoExecute")}, nil, true},
+		{"a namespace that only starts like kube-system", "system:serviceaccount:kube-system-tools:bot", nil, []any{maintenance}, true},
+		{"a user named like a ServiceAccount of kube-system's namespace", "kube-system:node-controller", nil, []any{maintenance}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := func(taints []any) map[string]any {
@@ -495,11 +526,22 @@ func TestNodeMatchConditionSendsTaints(t *testing.T) {
 				}
 				return map[string]any{"metadata": map[string]any{"name": "gpu-v100-01", "labels": map[string]any{"nvidia.com/gpu.present": "true"}}, "spec": spec}
 			}
-			out, _, err := prog.Eval(map[string]any{"object": node(tc.cur), "oldObject": node(tc.old), "request": map[string]any{"operation": "UPDATE"}})
+			request := map[string]any{"operation": "UPDATE", "userInfo": map[string]any{"username": tc.writer}}
+			out, _, err := prog.Eval(map[string]any{"object": node(tc.cur), "oldObject": node(tc.old), "request": request})
 			require.NoError(t, err)
 			assert.Equal(t, tc.sent, out.Value())
 		})
 	}
+	t.Run("a system identity's label change is still sent", func(t *testing.T) {
+		old := map[string]any{"metadata": map[string]any{"name": "gpu-v100-01"}, "spec": map[string]any{}}
+		cur := map[string]any{"metadata": map[string]any{"name": "gpu-v100-01", "labels": map[string]any{"team": "ml"}}, "spec": map[string]any{}}
+		out, _, err := prog.Eval(map[string]any{"object": cur, "oldObject": old, "request": map[string]any{"operation": "UPDATE", "userInfo": map[string]any{"username": nodeController}}})
+		require.NoError(t, err)
+		assert.Equal(t, true, out.Value())
+	})
+	t.Run("a quote in a configured username stays a literal", func(t *testing.T) {
+		celProgram(t, NodeChangeCondition([]string{`it's`, `back\slash`}))
+	})
 }
 
 // TestGPUClusterUnconfiguredDRA: a GPUCluster write that rolls the NVIDIA

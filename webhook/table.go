@@ -282,56 +282,60 @@ func celAnnotationChanged(key string) string {
 	return "object.metadata.?annotations.orValue({})[?'" + key + "'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'" + key + "'].orValue('')"
 }
 
-// systemTaintPrefixes are the taint keys the kubelet and the system
-// controllers manage: the node-lifecycle controller's condition taints
-// (node.kubernetes.io/not-ready, unreachable, ...; its unschedulable taint
-// follows the cordon), Kubernetes' out-of-service taint, the cloud
-// controllers' uninitialized and shutdown taints, the node roles'. Their
-// writes never reach the Node webhook for a taint (the DaemonSet
-// controller tolerates most of them for every daemon Pod anyway).
-var systemTaintPrefixes = []string{"node.kubernetes.io/", "node.cloudprovider.kubernetes.io/", "node-role.kubernetes.io/"}
+// celSystemTaintWriter: the write is Kubernetes' own, by identity: a
+// ServiceAccount of kube-system (the kube-controller-manager's controllers
+// with --use-service-account-credentials, kubeadm's default: the
+// node-lifecycle controller's condition taints, the taint-eviction
+// controller; the cloud controllers' uninitialized and shutdown taints; a
+// cluster autoscaler installed there; a Pod that can run as one of them is
+// already cluster-admin), or a control-plane component authenticated by
+// the cluster's client CA: the kube-controller-manager as its own user, and
+// RKE2's and k3s's cloud controller manager, which lifts
+// node.cloudprovider.kubernetes.io/uninitialized from every joining node
+// as the user rke2-cloud-controller-manager (k3s-cloud-controller-manager),
+// no ServiceAccount. The kubelets never reach the webhook at all
+// (not-a-kubelet), nor do the exempt system controllers' taint writes
+// (not-a-system-controller).
+const celSystemTaintWriter = "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username in ['system:kube-controller-manager', 'rke2-cloud-controller-manager', 'k3s-cloud-controller-manager']"
 
 // NodeChangeCondition is the Node webhook's "labels-taints-or-uncordon"
-// match condition for the configured out-of-service taint keys
-// (gate.Config.OutOfService.Taints).
-func NodeChangeCondition(outOfServiceTaints []string) string {
-	q := make([]string, len(outOfServiceTaints))
-	for i, k := range outOfServiceTaints {
-		q[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(k) + "'"
+// match condition for the configured node-taint controllers outside
+// kube-system (the chart's webhook.nodeTaintControllers, usernames).
+func NodeChangeCondition(taintControllers []string) string {
+	q := make([]string, len(taintControllers))
+	for i, u := range taintControllers {
+		q[i] = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(u) + "'"
 	}
 	return NodeChangeConditionFor(strings.Join(q, ", "))
 }
 
-// NodeChangeConditionFor builds it with outOfService, the body of a CEL
+// NodeChangeConditionFor builds it with taintControllers, the body of a CEL
 // list of string literals, spliced in; the chart's generated
 // templates/_nodechange.tpl passes a Helm expression listing
-// config.outOfService.taints (test/chart writes and checks it). A write is
+// webhook.nodeTaintControllers (test/chart writes and checks it). A write is
 // sent when it changes labels, uncordons, changes the moved-by or
 // cordon-handover annotation, or changes a taint that can start or stop a
 // DaemonSet's Pod on the node: adds a NoExecute taint (the DaemonSet
 // controller deletes a Pod that does not tolerate it) or lifts a
 // NoSchedule or NoExecute one (it creates one there), each compared as
 // key, effect and value. A NoSchedule taint added keeps every running Pod,
-// and PreferNoSchedule binds no DaemonSet Pod: never sent. Left out:
-// the system's taints (systemTaintPrefixes) and the configured
-// out-of-service taints: those are a health agent's (or the
-// non-graceful-shutdown operator's) mark that the node is out, which the
-// budget and the node's state read; its quarantine must never wait on the
-// gate, nor on its availability (the failure policy), and the taint lifted
-// returns a node the plugin ran on before.
-func NodeChangeConditionFor(outOfService string) string {
-	var system []string
-	for _, p := range systemTaintPrefixes {
-		system = append(system, "t.key.startsWith('"+p+"')")
-	}
-	person := "!(" + strings.Join(system, " || ") + " || t.key in [" + outOfService + "])"
+// and PreferNoSchedule binds no DaemonSet Pod: never sent. Which taint
+// writes stay away is decided by who writes, never by the key: the system's
+// (celSystemTaintWriter) and the configured node-taint controllers'
+// (autoscalers, health agents) never wait on the gate for a taint, while a
+// person's is sent whatever its key says, node.kubernetes.io/ and the
+// configured out-of-service taints included: a made-up
+// node.kubernetes.io/ key, or the out-of-service taint on a live node,
+// evicts the DRA kubelet plugin like any NoExecute taint.
+func NodeChangeConditionFor(taintControllers string) string {
 	in := func(obj string) string {
 		return "[t.key, t.effect, t.?value.orValue('')] in " + obj + ".spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])"
 	}
-	added := "object.spec.?taints.orValue([]).exists(t, t.effect == 'NoExecute' && " + person + " && !(" + in("oldObject") + "))"
-	lifted := "oldObject.spec.?taints.orValue([]).exists(t, t.effect in ['NoSchedule', 'NoExecute'] && " + person + " && !(" + in("object") + "))"
+	added := "object.spec.?taints.orValue([]).exists(t, t.effect == 'NoExecute' && !(" + in("oldObject") + "))"
+	lifted := "oldObject.spec.?taints.orValue([]).exists(t, t.effect in ['NoSchedule', 'NoExecute'] && !(" + in("object") + "))"
+	byPerson := "!(" + celSystemTaintWriter + " || request.userInfo.username in [" + taintControllers + "])"
 	return "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || " + celUncordon + " || " + celAnnotationChanged(gate.AnnotationMovedBy) + " || " + celAnnotationChanged(gate.AnnotationCordonHandover) +
-		" || " + added + " || " + lifted
+		" || (" + byPerson + " && (" + added + " || " + lifted + "))"
 }
 
 // Webhooks is the webhook table, in the chart's order.
@@ -357,8 +361,9 @@ var Webhooks = []Webhook{{
 	FailurePolicy: admissionregistrationv1.Fail, FailurePolicyValue: "webhook.nodeFailurePolicy",
 	Why: "Label changes, uncordons and taint changes that can start or stop a DaemonSet's Pod\n" +
 		"of GPU nodes by people (nodes/status too: a label changed through the status\n" +
-		"subresource is reviewed like one changed through the Node); kubelets, the exempt\n" +
-		"system controllers and the system's own taints never reach it. Failure policy a value.",
+		"subresource is reviewed like one changed through the Node); kubelets and the exempt\n" +
+		"system controllers never reach it, nor do the system's and the configured node-taint\n" +
+		"controllers' taint writes. Failure policy a value.",
 }, {
 	Name: WebhookCompletions, Path: PathCompletions, Metric: "completions", Contract: "completions.md",
 	Reviews:    []gate.Review{gate.ReviewCompletion, gate.ReviewAdmission},

@@ -33,7 +33,7 @@ func defaults() expect {
 	return expect{
 		namespace: "gpu-upgrade-gate", replicas: 2, nodePolicy: admissionregistrationv1.Fail, timeout: 5,
 		sucNamespaces: []string{"system-upgrade"}, gpuVendors: []string{"10de"}, exemptions: defaultExemptions,
-		outOfService:               gate.DefaultOutOfServiceConfig().Taints,
+		taintControllers:           []string{"system:serviceaccount:karpenter:karpenter"},
 		sucServiceAccounts:         []string{"system:serviceaccount:system-upgrade:system-upgrade"},
 		gpuOperatorServiceAccounts: []string{"system:serviceaccount:gpu-operator:gpu-operator"},
 		antiAffinity:               true, zoneSpread: true, priorityClassName: "system-cluster-critical", nfd: true,
@@ -52,7 +52,7 @@ var variants = map[string]func(e *expect){
 		e.nodePolicy, e.timeout = admissionregistrationv1.Ignore, 3
 		e.sucNamespaces = []string{"system-upgrade", "cattle-system"}
 		e.gpuVendors = []string{"10de", "1002"}
-		e.outOfService = []string{"node.kubernetes.io/out-of-service", "AggregatedNodeHealth"}
+		e.taintControllers = []string{"system:serviceaccount:cluster-autoscaler:cluster-autoscaler-clusterapi-cluster-autoscaler", "system:serviceaccount:medik8s:self-node-remediation"}
 		e.dra = true
 		e.draPlugins = []string{"nvidia-dra-driver-gpu/nvidia-dra-driver-gpu-kubelet-plugin", "hami-system/hami-dra-kubelet-plugin", "nvidia-dra-driver-gpu/nvidia-dra-driver-mig-kubelet-plugin"}
 		e.draNamespaces = []string{"nvidia-dra-driver-gpu", "hami-system"}
@@ -398,11 +398,15 @@ func TestChecksCanFail(t *testing.T) {
 		}, "match conditions"},
 		{"taint changes never sent", "", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions
-			mc[2].Expression, _, _ = strings.Cut(mc[2].Expression, " || object.spec.?taints")
+			mc[2].Expression, _, _ = strings.Cut(mc[2].Expression, " || (!(request.userInfo")
 		}, "match conditions"},
-		{"out-of-service taints sent", "ignore-node-policy-values.yaml", func(o []Object) {
+		{"a configured node-taint controller's taints sent", "ignore-node-policy-values.yaml", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions
-			mc[2].Expression = strings.ReplaceAll(mc[2].Expression, ", 'AggregatedNodeHealth'", "")
+			mc[2].Expression = strings.ReplaceAll(mc[2].Expression, ", 'system:serviceaccount:medik8s:self-node-remediation'", "")
+		}, "match conditions"},
+		{"a person escapes by a key's spelling", "", func(o []Object) {
+			mc := wh(o, "nodes").MatchConditions
+			mc[2].Expression = strings.ReplaceAll(mc[2].Expression, "t.effect == 'NoExecute' && ", "t.effect == 'NoExecute' && !t.key.startsWith('node.kubernetes.io/') && ")
 		}, "match conditions"},
 		{"GPU-node condition on the new object only", "", func(o []Object) {
 			mc := wh(o, "nodes").MatchConditions

@@ -41,7 +41,7 @@ type expect struct {
 	sucNamespaces      []string
 	gpuVendors         []string
 	exemptions         []gate.Exemption // the Node exemptions not narrowed by namespaces or matchLabels
-	outOfService       []string         // config.outOfService.taints: never sent to the Node webhook
+	taintControllers   []string         // webhook.nodeTaintControllers: their taint writes never sent to the Node webhook
 	sucServiceAccounts []string         // whose completion writes the completions webhook reviews
 	ownCA              bool
 	url                string   // webhook.url: the API server calls it instead of the Service
@@ -1101,18 +1101,21 @@ func expectedPlanStatusMatchConditions(sucNamespaces []string) []admissionregist
 // system controllers, non-GPU nodes and changes that neither touch labels nor
 // uncordon never reach the webhook). The GPU-node condition is the engine's
 // own (gate.Config.GPUNodeCondition): the chart rendering anything else fails.
-func expectedNodeMatchConditions(gpuVendors []string, exemptions []gate.Exemption, outOfService []string) []admissionregistrationv1.MatchCondition {
+func expectedNodeMatchConditions(gpuVendors []string, exemptions []gate.Exemption, taintControllers []string) []admissionregistrationv1.MatchCondition {
 	cfg := &gate.Config{GPUVendors: gpuVendors, Exemptions: exemptions}
-	person := "!(t.key.startsWith('node.kubernetes.io/') || t.key.startsWith('node.cloudprovider.kubernetes.io/') || t.key.startsWith('node-role.kubernetes.io/') || t.key in [" + celList(outOfService) + "])"
+	// Who writes, not which key: kube-system's ServiceAccounts, the
+	// kube-controller-manager, RKE2's and k3s's cloud controller manager and
+	// the configured node-taint controllers.
+	system := "request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || request.userInfo.username in ['system:kube-controller-manager', 'rke2-cloud-controller-manager', 'k3s-cloud-controller-manager'] || request.userInfo.username in [" + celList(taintControllers) + "]"
 	conds := []admissionregistrationv1.MatchCondition{
 		{Name: "not-a-kubelet", Expression: "!('system:nodes' in request.userInfo.groups)"},
 		{Name: "gpu-node", Expression: cfg.GPUNodeCondition()},
 		{Name: "labels-taints-or-uncordon", Expression: "object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || (oldObject.spec.?unschedulable.orValue(false) && !object.spec.?unschedulable.orValue(false)) || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/moved-by'].orValue('') || object.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('') != oldObject.metadata.?annotations.orValue({})[?'gpu-upgrade-gate.io/cordon-handover'].orValue('')" +
 			// A taint that starts or stops a DaemonSet's Pod: a NoExecute one
 			// added, a NoSchedule or NoExecute one lifted (key, effect, value),
-			// neither the system's nor a configured out-of-service taint.
-			" || object.spec.?taints.orValue([]).exists(t, t.effect == 'NoExecute' && " + person + " && !([t.key, t.effect, t.?value.orValue('')] in oldObject.spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])))" +
-			" || oldObject.spec.?taints.orValue([]).exists(t, t.effect in ['NoSchedule', 'NoExecute'] && " + person + " && !([t.key, t.effect, t.?value.orValue('')] in object.spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])))"},
+			// by anyone but the system, whatever the key.
+			" || (!(" + system + ") && (object.spec.?taints.orValue([]).exists(t, t.effect == 'NoExecute' && !([t.key, t.effect, t.?value.orValue('')] in oldObject.spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])))" +
+			" || oldObject.spec.?taints.orValue([]).exists(t, t.effect in ['NoSchedule', 'NoExecute'] && !([t.key, t.effect, t.?value.orValue('')] in object.spec.?taints.orValue([]).map(o, [o.key, o.effect, o.?value.orValue('')])))))"},
 	}
 	if exempt := cfg.NodeExemptCondition(); exempt != "" {
 		conds = append(conds, admissionregistrationv1.MatchCondition{Name: "not-a-system-controller", Expression: exempt})
@@ -1141,7 +1144,7 @@ func (r *rendered) checkNodeMatchConditions() []string {
 	if w == nil {
 		return problems
 	}
-	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptions, r.e.outOfService)
+	want := expectedNodeMatchConditions(r.e.gpuVendors, r.e.exemptions, r.e.taintControllers)
 	if !slices.Equal(w.MatchConditions, want) {
 		problems = append(problems, fmt.Sprintf("nodes.gpu-upgrade-gate.io match conditions\n  got  %v\n  want %v", w.MatchConditions, want))
 	}

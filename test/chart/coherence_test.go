@@ -124,8 +124,8 @@ func TestCoherence(t *testing.T) {
 			records, _ := namespacesSelected(hook(v, webhook.WebhookRecords).NamespaceSelector)
 			assert.Equal(t, []string{cfg.Namespace}, records, "record webhook namespace vs config namespace")
 
-			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, cfg.Exemptions, cfg.OutOfService.Taints), hook(v, webhook.WebhookNodes).MatchConditions,
-				"Node match conditions vs config gpuVendors (the engine's GPU-node definition) and unnarrowed Node exemptions")
+			assert.Equal(t, expectedNodeMatchConditions(cfg.GPUVendors, cfg.Exemptions, r.e.taintControllers), hook(v, webhook.WebhookNodes).MatchConditions,
+				"Node match conditions vs config gpuVendors (the engine's GPU-node definition), unnarrowed Node exemptions and webhook.nodeTaintControllers")
 			assert.Equal(t, expectedCompletionMatchConditions(cfg.GPUVendors, r.e.sucServiceAccounts), hook(v, webhook.WebhookCompletions).MatchConditions,
 				"completion match conditions vs config gpuVendors and webhook.sucServiceAccounts")
 

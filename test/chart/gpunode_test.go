@@ -62,29 +62,29 @@ func requireGenerated(t *testing.T, file, want, source, test string) {
 	require.Equal(t, want, string(got), "%s is not what %s generates: run go test ./test/chart -run %s -update", path, source, test)
 }
 
-// outOfServiceAction is the Helm expression the generated template splices
-// where webhook.NodeChangeConditionFor takes the out-of-service taint keys:
-// config.outOfService.taints as a CEL list body, as
+// taintControllersAction is the Helm expression the generated template
+// splices where webhook.NodeChangeConditionFor takes the node-taint
+// controllers: webhook.nodeTaintControllers as a CEL list body, as
 // webhook.NodeChangeCondition quotes them.
-const outOfServiceAction = `{{ include "gug.celList" (.Values.config.outOfService.taints | default list) }}`
+const taintControllersAction = `{{ include "gug.celList" (.Values.webhook.nodeTaintControllers | default list) }}`
 
 // nodeChangeTemplate is the chart's templates/_nodechange.tpl as the
 // webhook table defines it.
 func nodeChangeTemplate(t *testing.T) string {
-	expr := webhook.NodeChangeConditionFor("OUTOFSERVICE")
+	expr := webhook.NodeChangeConditionFor("TAINTCONTROLLERS")
 	require.NotContains(t, expr, "{{", "the condition would break the Helm template")
 	require.NotContains(t, expr, "}}", "the condition would break the Helm template")
-	require.Equal(t, 2, strings.Count(expr, "OUTOFSERVICE"), "the condition names the out-of-service taints once per object")
+	require.Equal(t, 1, strings.Count(expr, "TAINTCONTROLLERS"), "the condition names the node-taint controllers once")
 	return `{{- /*
 Generated from webhook/table.go (NodeChangeConditionFor) by
 go test ./test/chart -run TestNodeChangeTemplateIsGenerated -update
 Do not edit: change webhook/table.go and regenerate. The Node webhook's
 labels-taints-or-uncordon match condition: labels, an uncordon, the moved-by
 and cordon-handover annotations, or a taint that starts or stops a DaemonSet's
-Pod (not the system's nor config.outOfService.taints).
+Pod written by anyone but the system and webhook.nodeTaintControllers.
 */ -}}
 {{- define "gug.nodeChangeCondition" -}}
-` + strings.ReplaceAll(expr, "OUTOFSERVICE", outOfServiceAction) + `
+` + strings.ReplaceAll(expr, "TAINTCONTROLLERS", taintControllersAction) + `
 {{- end }}
 `
 }
@@ -92,7 +92,7 @@ Pod (not the system's nor config.outOfService.taints).
 // TestNodeChangeTemplateIsGenerated: the chart's Node change condition is
 // the one the webhook table builds; change it without regenerating and this
 // fails (checkNodeMatchConditions then checks every rendered variant against
-// webhook.NodeChangeCondition for its own out-of-service taints).
+// webhook.NodeChangeCondition for its own node-taint controllers).
 func TestNodeChangeTemplateIsGenerated(t *testing.T) {
 	requireGenerated(t, "_nodechange.tpl", nodeChangeTemplate(t), "webhook/table.go", "TestNodeChangeTemplateIsGenerated")
 }

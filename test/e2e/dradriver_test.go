@@ -381,12 +381,15 @@ func TestDRANodeInstall(t *testing.T) {
 // taint write alone now reaches the Node webhook when it can start or stop
 // the plugin: lifting a NoSchedule taint the plugin does not tolerate
 // installs it (refused without a record naming its version), the same lift
-// of a taint it tolerates is allowed, and the node-lifecycle controller's
-// node.kubernetes.io/ taints never reach the webhook (counted from the
-// audit log). No DaemonSet controller nor node-lifecycle controller runs
-// here: the DaemonSet is written as the driver's Helm chart would, the
-// test writes the node-lifecycle controller's taint as its ServiceAccount
-// would, and the refused writes are dry runs.
+// of a taint it tolerates is allowed. Which taint writes reach the webhook
+// is decided by who writes, not by the key: a person's made-up
+// node.kubernetes.io/ NoExecute taint is refused GPUHolders like any, while
+// the node-lifecycle controller's, a cluster autoscaler's and Karpenter's
+// taints never reach the webhook (counted from the audit log). No
+// DaemonSet controller, node-lifecycle controller, autoscaler nor Karpenter
+// runs here: the DaemonSet is written as the driver's Helm chart would, the
+// test writes the controllers' taints as their ServiceAccounts would (by
+// impersonation), and the refused writes are dry runs.
 func TestDRANodeUnloadAndTaints(t *testing.T) {
 	driverWorld(t)
 	ctx := context.Background()
@@ -394,6 +397,7 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 	dedicated := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/dedicated", Value: "ml", Effect: corev1.TaintEffectNoSchedule}
 	tolerated := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/tolerated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
 	maintenance := corev1.Taint{Key: "e2e.gpu-upgrade-gate.io/maintenance", Effect: corev1.TaintEffectNoExecute}
+	madeUp := corev1.Taint{Key: "node.kubernetes.io/made-up", Effect: corev1.TaintEffectNoExecute}
 	labels := map[string]string{"app": "dra-unload"}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: nvidiaDRA.Namespace, Name: nvidiaDRA.DaemonSet},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -446,7 +450,7 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ds)))
 			for _, n := range nodes {
 				require.NoError(t, patchNode(env.Admin, n, `{"metadata":{"labels":{"`+label+`":null}}}`))
-				require.NoError(t, editTaints(env.Admin, n, lift(dedicated.Key, tolerated.Key, maintenance.Key, corev1.TaintNodeUnreachable)))
+				require.NoError(t, editTaints(env.Admin, n, lift(dedicated.Key, tolerated.Key, maintenance.Key, corev1.TaintNodeUnreachable, "ToBeDeletedByClusterAutoscaler", "karpenter.sh/unregistered", "node.cloudprovider.kubernetes.io/uninitialized")))
 			}
 		})
 	})
@@ -488,14 +492,64 @@ func TestDRANodeUnloadAndTaints(t *testing.T) {
 		require.NoError(t, editTaints(alice, "gpu-v100-02", lift(tolerated.Key)))
 		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "judged, and allowed")
 	})
-	t.Run("the node-lifecycle controller's taints never reach the webhook", func(t *testing.T) {
-		const nodeController = "system:serviceaccount:kube-system:node-controller"
-		c, err := client.New(env.CP.ConfigFor(nodeController, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"), client.Options{Scheme: env.Scheme})
+	// Which taint writes reach the webhook is decided by who writes, not by
+	// the key (webhook/nodes.md).
+	t.Run("GPUHolders: a person's made-up node.kubernetes.io/ NoExecute taint", func(t *testing.T) {
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{"gpu-v100-holder"}}
+		err := editTaints(alice, "gpu-v100-holder", add(madeUp), client.DryRunAll)
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Contains(t, err.Error(), "this change of the node's taints")
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1), "the system's key prefix hides no person's taint")
+	})
+	t.Run("the same made-up taint on a node without holders: judged, and allowed", func(t *testing.T) {
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{"alice"}, names: []string{"gpu-v100-02"}}
+		require.NoError(t, editTaints(alice, "gpu-v100-02", add(madeUp), client.DryRunAll))
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1))
+	})
+	// The system's identities never wait on the gate for a taint. No
+	// node-lifecycle controller, cluster autoscaler or Karpenter runs here:
+	// the test writes their taints as their ServiceAccounts would, by
+	// impersonation (in platform-admins for the RBAC their charts grant; the
+	// node-lifecycle controller's is Kubernetes' bootstrap policy), on the
+	// node with a GPU holder, where a reviewed write would be refused.
+	system := func(t *testing.T, user string, groups ...string) client.Client {
+		groups = append(groups, "system:authenticated")
+		if sa := strings.Split(user, ":"); len(sa) == 4 && sa[1] == "serviceaccount" {
+			groups = append(groups, "system:serviceaccounts", "system:serviceaccounts:"+sa[2])
+		}
+		c, err := client.New(env.CP.ConfigFor(user, groups...), client.Options{Scheme: env.Scheme})
 		require.NoError(t, err)
-		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{nodeController}, names: []string{"gpu-v100-holder"}}
-		unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
-		require.NoError(t, editTaints(c, "gpu-v100-holder", add(unreachable)))
-		require.NoError(t, editTaints(c, "gpu-v100-holder", lift(unreachable.Key)))
-		assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 2), "a system taint's add and lift reached the Node webhook")
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		user   string
+		groups []string
+		taint  corev1.Taint
+	}{
+		{"the node-lifecycle controller's unreachable taint", "system:serviceaccount:kube-system:node-controller", nil, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}},
+		// Added on scale-down and lifted again when it aborts.
+		{"a cluster autoscaler's ToBeDeletedByClusterAutoscaler", "system:serviceaccount:kube-system:cluster-autoscaler", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1733148000", Effect: corev1.TaintEffectNoSchedule}},
+		// RKE2's cloud controller manager is a user (a client certificate of
+		// the cluster's CA), no ServiceAccount; it lifts uninitialized from
+		// every joining node.
+		{"RKE2's cloud controller manager's uninitialized taint", "rke2-cloud-controller-manager", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		// Outside kube-system: the chart's default webhook.nodeTaintControllers.
+		{"Karpenter's karpenter.sh/unregistered, lifted at registration", "system:serviceaccount:karpenter:karpenter", []string{testenv.PlatformAdmins}, corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}},
+	} {
+		t.Run(tc.name+" never reaches the webhook", func(t *testing.T) {
+			c := system(t, tc.user, tc.groups...)
+			own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{tc.user}, names: []string{"gpu-v100-holder"}}
+			require.NoError(t, editTaints(c, "gpu-v100-holder", add(tc.taint)))
+			require.NoError(t, editTaints(c, "gpu-v100-holder", lift(tc.taint.Key)))
+			assert.Equal(t, 0, own.reviews(t, webhook.WebhookNodes, 2), "a system taint's add and lift reached the Node webhook")
+		})
+	}
+	t.Run("another ServiceAccount of Karpenter's namespace is judged", func(t *testing.T) {
+		const other = "system:serviceaccount:karpenter:default"
+		own := ownWrites{since: time.Now(), resources: []string{"nodes"}, users: []string{other}, names: []string{"gpu-v100-holder"}}
+		err := editTaints(system(t, other, testenv.PlatformAdmins), "gpu-v100-holder", add(corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}), client.DryRunAll)
+		requireDeniedWith(t, err, gate.CodeGPUHolders)
+		assert.Equal(t, 1, own.reviews(t, webhook.WebhookNodes, 1))
 	})
 }

@@ -30,8 +30,9 @@ names (templates/_helpers.tpl).
   admissionReviewVersions: ["v1"]
 # Label changes, uncordons and taint changes that can start or stop a DaemonSet's Pod
 # of GPU nodes by people (nodes/status too: a label changed through the status
-# subresource is reviewed like one changed through the Node); kubelets, the exempt
-# system controllers and the system's own taints never reach it. Failure policy a value.
+# subresource is reviewed like one changed through the Node); kubelets and the exempt
+# system controllers never reach it, nor do the system's and the configured node-taint
+# controllers' taint writes. Failure policy a value.
 - name: nodes.gpu-upgrade-gate.io
   clientConfig:
     {{- include "gug.clientConfig" (dict "root" . "path" "/validate/nodes") | nindent 4 }}
