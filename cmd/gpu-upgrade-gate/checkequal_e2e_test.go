@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -215,7 +216,9 @@ func TestCheckEqualsTheWebhook(t *testing.T) {
 			require.NoError(t, env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "crosscheck-suc-jobs"},
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "crosscheck-suc-jobs"},
 				Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:system-upgrade"}}}))
-			suc, err := client.New(env.CP.ConfigFor(testenv.SUCUser, "system:serviceaccounts", "system:serviceaccounts:system-upgrade", "system:authenticated"), client.Options{Scheme: env.Scheme})
+			sucGroups := []string{"system:serviceaccounts", "system:serviceaccounts:system-upgrade", "system:authenticated"}
+			require.NoError(t, env.WaitGranted(ctx, testenv.SUCUser, sucGroups, authorizationv1.ResourceAttributes{Namespace: "system-upgrade", Verb: "create", Group: "batch", Resource: "jobs"}))
+			suc, err := client.New(env.CP.ConfigFor(testenv.SUCUser, sucGroups...), client.Options{Scheme: env.Scheme})
 			require.NoError(t, err)
 			require.NoError(t, suc.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "system-upgrade", Name: "apply-crosscheck-other-on-gpu-v100-02",
 				Labels: map[string]string{upgradev1.LabelPlan: other.Name, upgradev1.LabelNode: "gpu-v100-02"}},

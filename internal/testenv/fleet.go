@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -244,7 +245,11 @@ func (e *Env) Base(ctx context.Context) error {
 			return fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	operator, err := e.clientAs(operatorSA, "system:serviceaccounts", "system:serviceaccounts:"+op.Namespace, "system:authenticated")
+	operatorGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + op.Namespace, "system:authenticated"}
+	if err := e.WaitGranted(ctx, operatorSA, operatorGroups, authorizationv1.ResourceAttributes{Namespace: v.Namespace, Verb: "create", Group: "apps", Resource: "daemonsets"}); err != nil {
+		return err
+	}
+	operator, err := e.clientAs(operatorSA, operatorGroups...)
 	if err != nil {
 		return err
 	}
