@@ -31,18 +31,28 @@ func (s *Server) decideDRADaemonSet(ctx context.Context, req admission.Request, 
 	if err != nil {
 		return gate.Decision{}, err
 	}
-	plugins, err := s.draPlugins(ctx, obj.GetNamespace())
-	if err != nil {
+	if r.Plugins, err = s.typedDRAPlugins(ctx, obj.GetNamespace()); err != nil {
 		return gate.FactsUnavailable(object, err), nil
 	}
+	return gate.DecideDRADaemonSetWrite(s.Config, r), nil
+}
+
+// typedDRAPlugins are the namespace's configured kubelet-plugin DaemonSets
+// (draPlugins), typed: what both DRA webhooks compare a write with.
+func (s *Server) typedDRAPlugins(ctx context.Context, ns string) ([]*appsv1.DaemonSet, error) {
+	plugins, err := s.draPlugins(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*appsv1.DaemonSet, 0, len(plugins))
 	for _, u := range plugins {
 		ds, err := typedDaemonSet(u, "DaemonSet "+namespaced(u))
 		if err != nil {
-			return gate.FactsUnavailable(object, err), nil
+			return nil, err
 		}
-		r.Plugins = append(r.Plugins, ds)
+		out = append(out, ds)
 	}
-	return gate.DecideDRADaemonSetWrite(s.Config, r), nil
+	return out, nil
 }
 
 // typedDaemonSet converts a DaemonSet read as unstructured; what names

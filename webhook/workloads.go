@@ -40,16 +40,8 @@ func (s *Server) decideDRAWorkload(ctx context.Context, req admission.Request) (
 			return gate.Decision{}, err
 		}
 	}
-	plugins, err := s.draPlugins(ctx, obj.GetNamespace())
-	if err != nil {
+	if r.Plugins, err = s.typedDRAPlugins(ctx, obj.GetNamespace()); err != nil {
 		return gate.FactsUnavailable(object, err), nil
-	}
-	for _, u := range plugins {
-		ds, err := typedDaemonSet(u, "DaemonSet "+namespaced(u))
-		if err != nil {
-			return gate.FactsUnavailable(object, err), nil
-		}
-		r.Plugins = append(r.Plugins, ds)
 	}
 	return gate.DecideDRAWorkloadWrite(s.Config, r), nil
 }
