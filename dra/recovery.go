@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
 )
@@ -47,13 +49,6 @@ type Driver struct {
 	// (DRAPluginForged).
 	Controllers []string `json:"controllers,omitempty"`
 }
-
-// serviceAccountPrefix and serviceAccountGroupPrefix are how the API
-// server spells a ServiceAccount's username and its namespace's group.
-const (
-	serviceAccountPrefix      = "system:serviceaccount:"
-	serviceAccountGroupPrefix = "system:serviceaccounts:"
-)
 
 // RecoveryInput is what the planner reads: the Nodes, the plugin
 // DaemonSet (nil when it is not there), the Pods of its namespace and the
@@ -330,11 +325,10 @@ func controllerProblem(c string) string {
 		return want + " (empty)"
 	case strings.ContainsAny(c, " \t\n\r"):
 		return want + " (no spaces)"
-	case strings.HasPrefix(c, serviceAccountGroupPrefix) || c == "system:serviceaccounts" || c == "system:authenticated":
+	case strings.HasPrefix(c, serviceaccount.ServiceAccountGroupPrefix) || c == serviceaccount.AllServiceAccountsGroup || c == user.AllAuthenticated:
 		return want + ": this is a group of users, not one controller's username"
-	case strings.HasPrefix(c, serviceAccountPrefix):
-		ns, name, ok := strings.Cut(strings.TrimPrefix(c, serviceAccountPrefix), ":")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+	case strings.HasPrefix(c, serviceaccount.ServiceAccountUsernamePrefix):
+		if _, _, err := serviceaccount.SplitUsername(c); err != nil {
 			return want + ": a ServiceAccount's username is system:serviceaccount:<namespace>:<name>"
 		}
 	}
