@@ -56,6 +56,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 			}),
 		} {
 			require.NoError(t, env.Admin.Create(ctx, o))
+			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 		}
 	})
 	defer preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ref))) })
@@ -172,6 +173,7 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 		for _, o := range []client.Object{role, binding, plugin, other} {
 			require.NoError(t, env.Admin.Create(ctx, o))
+			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 		}
 	})
 	t.Cleanup(func() {

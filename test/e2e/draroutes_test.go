@@ -57,6 +57,7 @@ func TestDRANamespaceDeletion(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Name: "generic-garbage-collector", Namespace: "kube-system"}}}
 	for _, o := range []client.Object{role, binding, dsRole, dsBinding} {
 		require.NoError(t, env.Admin.Create(ctx, o))
+		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 	}
 	t.Cleanup(func() {
 		preGate(t, func() {
@@ -131,6 +132,7 @@ func TestGPUOperatorNamespaceDeletion(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"}}}
 	for _, o := range []client.Object{role, binding} {
 		require.NoError(t, env.Admin.Create(ctx, o))
+		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 	}
 	op, err := client.New(env.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
@@ -187,6 +189,7 @@ func TestValidatorDaemonSet(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}}
 	for _, o := range []client.Object{role, binding} {
 		require.NoError(t, env.Admin.Create(ctx, o))
+		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 	}
 	t.Cleanup(func() {
 		for _, o := range []client.Object{binding, role} {

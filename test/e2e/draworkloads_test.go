@@ -72,6 +72,7 @@ func TestDRAWorkloads(t *testing.T) {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 		for _, o := range []client.Object{role, binding, plugin} {
 			require.NoError(t, env.Admin.Create(ctx, o))
+			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 		}
 	})
 	t.Cleanup(func() {

@@ -354,9 +354,9 @@ func sucJobWriter(t *testing.T) client.Client {
 	ctx := context.Background()
 	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-suc-jobs"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "update", "patch", "get", "delete"}}}})))
-	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-suc-jobs"},
+	grant(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-suc-jobs"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-suc-jobs"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}}})))
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}}})
 	return sucServiceAccount(t)
 }
 
@@ -371,9 +371,9 @@ func sucJobWriter(t *testing.T) client.Client {
 func TestSUCJobForgedThroughAPIServer(t *testing.T) {
 	ctx := context.Background()
 	suc := sucJobWriter(t)
-	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-alice-jobs"},
+	grant(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-alice-jobs"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-suc-jobs"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})))
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})
 	alice, _ := as(t, "alice")
 	job := func(parallelism int32, labels map[string]string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "apply-forged-on-gpu-v100-02", Labels: labels},

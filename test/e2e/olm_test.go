@@ -46,6 +46,7 @@ func olmWorld(t *testing.T) {
 					{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:serviceaccounts:olm"}}},
 		} {
 			require.NoError(t, env.Admin.Create(ctx, o))
+			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 		}
 	})
 }

@@ -37,6 +37,7 @@ func TestGPUOperatorDaemonSetDeletion(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: dc.Namespace}}}
 	for _, o := range []client.Object{role, binding} {
 		require.NoError(t, env.Admin.Create(ctx, o))
+		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
 	}
 	t.Cleanup(func() {
 		for _, o := range []client.Object{binding, role} {

@@ -29,10 +29,10 @@ func sucStatusClient(t *testing.T) client.Client {
 	ctx := context.Background()
 	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-plan-status"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"upgrade.cattle.io"}, Resources: []string{"plans/status"}, Verbs: []string{"get", "update", "patch"}}}})))
-	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-plan-status"},
+	grant(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.SUCNamespace, Name: "e2e-plan-status"},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-plan-status"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace},
-			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})))
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})
 	c, err := client.New(env.CP.ConfigFor(testenv.SUCUser), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return c

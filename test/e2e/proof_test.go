@@ -74,7 +74,7 @@ func eventuallyWrite(t *testing.T, write func() error, codes ...gate.Code) {
 		if len(codes) == 0 && err == nil {
 			return
 		}
-		if len(codes) > 0 && err != nil && apierrors.IsForbidden(err) && containsAll(err.Error(), codes) {
+		if len(codes) > 0 && err != nil && apierrors.IsForbidden(err) && sameCodes(err.Error(), codes) {
 			break
 		}
 	}
@@ -83,6 +83,18 @@ func eventuallyWrite(t *testing.T, write func() error, codes ...gate.Code) {
 		return
 	}
 	requireDenied(t, err, codes...)
+}
+
+// sameCodes: msg names exactly codes, as requireDenied holds it (a stale
+// cache can add a blocker as well as miss one).
+func sameCodes(msg string, codes []gate.Code) bool {
+	var seen []gate.Code
+	for _, c := range allCodes {
+		if strings.Contains(msg, "["+string(c)+"]") {
+			seen = append(seen, c)
+		}
+	}
+	return len(seen) == len(codes) && containsAll(msg, codes)
 }
 
 func containsAll(msg string, codes []gate.Code) bool {
@@ -325,4 +337,13 @@ func TestForgedValidatorThroughAPIServer(t *testing.T) {
 	require.NoError(t, env.Admin.Status().Update(ctx, &v))
 	eventuallyWrite(t, canary, gate.CodePreviousNodeUnproven)
 	assert.Contains(t, canary().Error(), "validator Pod gpu-operator/nvidia-operator-validator-"+node+" is not Ready")
+}
+
+// grant creates a binding (kept if it exists) and waits until the
+// authorizer lets its subjects use it: its informers lag the write.
+func grant(t *testing.T, b client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, b)))
+	require.NoError(t, env.WaitBound(ctx, b))
 }

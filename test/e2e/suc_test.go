@@ -530,9 +530,9 @@ func TestJobMatchConditions(t *testing.T) {
 	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-jobs"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "update", "patch", "get"}}}})))
 	for _, ns := range []string{testenv.SUCNamespace, "ml"} {
-		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-jobs"},
+		grant(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "e2e-jobs"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-jobs"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})))
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + testenv.SUCNamespace}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}})
 	}
 	sucClient, err := client.New(env.CP.ConfigFor(testenv.SUCUser), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)

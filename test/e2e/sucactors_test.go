@@ -95,9 +95,9 @@ func TestSystemActorsNeverRefused(t *testing.T) {
 	op := gpuOperator(t)
 	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gpu-operator-daemonsets"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"*"}}}})))
-	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gpu-operator-daemonsets"},
+	grant(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-gpu-operator-daemonsets"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "e2e-gpu-operator-daemonsets"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}})))
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}})
 	require.NoError(t, patchNode(op, node, `{"metadata":{"labels":{"nvidia.com/gpu.present":"true","nvidia.com/gpu.deploy.driver":"true","nvidia.com/mig.config.state":"success","`+gate.LabelDriverUpgradeState+`":"upgrade-done"}}}`))
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: "nvidia-driver-daemonset-actors"},
 		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nvidia-driver-daemonset"}},
