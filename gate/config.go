@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -231,17 +232,17 @@ func DefaultExemptions(gpuOperatorNamespace, nfdNamespace string) []Exemption {
 	return []Exemption{{
 		Name:      "suc",
 		Resources: []string{"nodes"},
-		Users:     []string{"system:serviceaccount:system-upgrade:system-upgrade"},
+		Users:     []string{serviceaccount.MakeUsername("system-upgrade", "system-upgrade")},
 		Facts:     []string{FactPlanLabels, FactCordon},
 	}, {
 		Name:      "gpu-operator",
 		Resources: []string{"nodes"},
-		Groups:    []string{"system:serviceaccounts:" + gpuOperatorNamespace},
+		Groups:    []string{serviceaccount.MakeNamespaceGroupName(gpuOperatorNamespace)},
 		Facts:     []string{FactNFDLabels, FactGFDLabels, FactGPUOperatorState, FactGPUOperatorInput, FactCordon},
 	}, {
 		Name:      "nfd",
 		Resources: []string{"nodes"},
-		Groups:    []string{"system:serviceaccounts:" + nfdNamespace},
+		Groups:    []string{serviceaccount.MakeNamespaceGroupName(nfdNamespace)},
 		Facts:     []string{FactNFDLabels, FactGFDLabels, FactModeLabels},
 	}}
 }

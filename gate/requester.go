@@ -3,6 +3,9 @@ package gate
 import (
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 )
 
 // SystemIdentity classes: a bounded set, so a metric labelled by it stays
@@ -31,8 +34,15 @@ func (c *Config) SystemIdentity(u UserInfo) string {
 		return slices.Contains(e.Users, u.Name) || slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(e.Groups, g) })
 	}):
 		return IdentityExempt
-	case slices.Contains(controlPlaneUsers, u.Name) || strings.HasPrefix(u.Name, "system:serviceaccount:kube-system:"):
+	case slices.Contains(controlPlaneUsers, u.Name) || inKubeSystem(u.Name):
 		return IdentityControlPlane
 	}
 	return ""
+}
+
+// inKubeSystem: the user is a ServiceAccount of kube-system, the control
+// plane's controllers (split as the API server spells the name).
+func inKubeSystem(user string) bool {
+	ns, _, err := serviceaccount.SplitUsername(user)
+	return err == nil && ns == metav1.NamespaceSystem
 }

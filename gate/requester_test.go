@@ -22,6 +22,11 @@ func TestSystemIdentity(t *testing.T) {
 		{"a GitOps ServiceAccount", UserInfo{Name: "system:serviceaccount:argocd:argocd-application-controller", Groups: []string{"system:serviceaccounts:argocd"}}, ""},
 		{"a user named like SUC's group but not in it", UserInfo{Name: "system:serviceaccounts:system-upgrade"}, ""},
 		{"a user named like a node without the prefix", UserInfo{Name: "node:gpu-1"}, ""},
+		// Split as the API server spells a ServiceAccount's name: a
+		// namespace that only starts with kube-system, or a name no
+		// ServiceAccount can have, is not kube-system's.
+		{"a ServiceAccount of kube-system-tools", UserInfo{Name: "system:serviceaccount:kube-system-tools:node-controller"}, ""},
+		{"a name with kube-system's prefix and no valid ServiceAccount name", UserInfo{Name: "system:serviceaccount:kube-system:a:b"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := cfg.SystemIdentity(tc.user); got != tc.want {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
 	upgradev1 "github.com/gpu-upgrade-gate/gpu-upgrade-gate/api/upgrade/v1"
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/qualification"
@@ -96,7 +97,7 @@ func isSUC(cfg *Config, u UserInfo) bool {
 func sucGroups(cfg *Config) []string {
 	gs := make([]string, len(cfg.SUCNamespaces))
 	for i, ns := range cfg.SUCNamespaces {
-		gs[i] = "system:serviceaccounts:" + ns
+		gs[i] = serviceaccount.MakeNamespaceGroupName(ns)
 	}
 	return gs
 }
