@@ -30,6 +30,24 @@ func holderRead(a *scale.Admission, mode string) time.Duration {
 
 const gateRead = "NotOlderThan the gate's Pod informer"
 
+// guardReads is what SUC's Job start waits for to read, at the median of
+// mode m: the longest of the reads the guard makes at once, from its own
+// trace (its holder listing and, for a Plan that moves the node's RKE2
+// minor as the bench's does, the etcd snapshot list), and how to say it.
+// Without a trace, the holder read alone from the holder-read table.
+func guardReads(a *scale.Admission, m *scale.AdmissionMode) (time.Duration, string) {
+	holders, traced := m.JobPhases["holders"]
+	if !traced {
+		read := holderRead(a, m.Name)
+		return read, "a " + ms(read) + " holder read"
+	}
+	etcd, ok := m.JobPhases["etcd"]
+	if !ok || etcd.P50 <= holders.P50 {
+		return holders.P50, "its " + ms(holders.P50) + " holder listing"
+	}
+	return etcd.P50, "its " + ms(etcd.P50) + " etcd snapshot read (beside a " + ms(holders.P50) + " holder listing)"
+}
+
 // admissionTargets: handler is BenchmarkHandler/plan-create (nil: not run).
 func admissionTargets(res *scale.Results, handler *bench) []target {
 	a := res.Admission
@@ -52,8 +70,8 @@ func admissionTargets(res *scale.Results, handler *bench) []target {
 			planMet = planMet && g <= 2500*time.Microsecond
 		}
 		jg, _, _ := added(m, "job-gate", "job-plain")
-		read := holderRead(a, m.Name)
-		line := fmt.Sprintf("%s: %s beyond a %s holder read (%s in all)", m.Name, ms(jg-read), ms(read), ms(jg))
+		read, reads := guardReads(a, m)
+		line := fmt.Sprintf("%s: %s beyond %s (%s in all)", m.Name, ms(jg-read), reads, ms(jg))
 		if _, ok := m.Series["job-cpu"]; ok {
 			cpu, _, _ := added(m, "job-cpu", "job-plain")
 			line += fmt.Sprintf(", a CPU node's Job %s", ms(cpu))
@@ -71,9 +89,9 @@ func admissionTargets(res *scale.Results, handler *bench) []target {
 		{id: "plan-added", what: "Plan create through the API server: added by the gate (every rule), median", goal: "≤ 2.5 ms (the best peer) idle",
 			measured: strings.Join(plan, "; "), met: planMet, known: true,
 			how: fmt.Sprintf("%d creates of each series a mode, round-robin with a plain namespace and a ValidatingAdmissionPolicy (%d CEL rules)", n, len(a.Policy))},
-		{id: "job-added", what: "SUC's Job start through the per-node guard: added beyond its holder read, median", goal: "≤ 5 ms idle",
+		{id: "job-added", what: "SUC's Job start through the per-node guard: added beyond its reads, median", goal: "≤ 5 ms idle",
 			measured: strings.Join(job, "; "), met: jobMet, known: true,
-			how: "Job create (parallelism 1) as SUC's ServiceAccount, round-robin with the same Job in a plain namespace (and an RKE2 agent Plan's Job on a CPU node, `job-cpu`, which lists no holders); the holder read alone from the holder-read table"},
+			how: "Job create (parallelism 1) as SUC's ServiceAccount, round-robin with the same Job in a plain namespace (and an RKE2 agent Plan's Job on a CPU node, `job-cpu`, which lists no holders); its reads are the longest of those it makes at once, at the median of its trace (the holder listing; the etcd snapshot read, as the bench's Plan moves the node's RKE2 minor)"},
 	}
 }
 
@@ -193,7 +211,7 @@ func readOrder(m map[string]scale.Stats) []string {
 }
 
 // phaseOrder is the order of a review's phases (webhook/trace.go marks).
-var phaseOrder = []string{"admit", "read", "decode", "node", "plan", "plans", "reads", "facts", "engine", "rules", "holders", "wait", "decide", "respond"}
+var phaseOrder = []string{"admit", "read", "decode", "node", "plan", "plans", "reads", "facts", "engine", "rules", "holders", "holders-after", "etcd", "drain", "wait", "decide", "respond"}
 
 // writePhases: the gate's handling split by phase, p50 (p90), per mode.
 func writePhases(w func(string, ...any), a *scale.Admission) {

@@ -215,8 +215,8 @@ func memoryGoal(in *inputs) goal {
 }
 
 // jobGuard is goal 4: the admission phase's job-gate series (scale.json,
-// test/scale/admission_test.go) minus the plain Job minus the holder read
-// alone, in the idle modes.
+// test/scale/admission_test.go) minus the plain Job minus its reads
+// (guardReads), in the idle modes.
 func jobGuard(in *inputs) goal {
 	g := goal{n: 4, goal: "The per-node guard: SUC's Job start adds ≤ 5 ms at the median beyond its reads",
 		figure: "–", met: notMeasured, load: "–", command: "`make bench-scale` (admission phase: `GUG_SCALE_PHASES=admission go test -tags scale -run TestScale ./test/scale/`)"}
@@ -233,8 +233,8 @@ func jobGuard(in *inputs) goal {
 			continue
 		}
 		jg, _, _ := added(m, "job-gate", "job-plain")
-		read := holderRead(a, m.Name)
-		parts = append(parts, fmt.Sprintf("%s: %s beyond a %s holder read (%s in all)", m.Name, plus(jg-read), ms(read), plus(jg)))
+		read, reads := guardReads(a, m)
+		parts = append(parts, fmt.Sprintf("%s: %s beyond %s (%s in all)", m.Name, plus(jg-read), reads, plus(jg)))
 		loads = append(loads, m.LoadBefore)
 		known = true
 		met = met && jg-read <= 5*time.Millisecond

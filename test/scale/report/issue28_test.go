@@ -44,6 +44,11 @@ func TestIssue28Goals(t *testing.T) {
 		{"rollout: a slow gap over p99", inputs{pace: paceRun(2*time.Second, 20*time.Second)}, 1, "**no**", "p99 20.0 s"},
 		{"rollout: absent", inputs{}, 1, notMeasured, "| – |"},
 		{"job guard: absent points at the last figure", inputs{}, 4, notMeasured, "per-node guard"},
+		{"job guard: beyond its holder listing, within", inputs{res: jobRun(8*time.Millisecond, 4*time.Millisecond, 0)}, 4, "yes", "+4.00 ms beyond its 4.00 ms holder listing (+8.00 ms in all)"},
+		{"job guard: the etcd read is the longer wait", inputs{res: jobRun(9*time.Millisecond, 2*time.Millisecond, 3*time.Millisecond)}, 4, "**no**", "+6.00 ms beyond its 3.00 ms etcd snapshot read (beside a 2.00 ms holder listing)"},
+		{"job guard: no trace, the holder read alone", inputs{res: &scale.Results{Admission: &scale.Admission{
+			Modes: []scale.AdmissionMode{{Name: "idle", Series: map[string]scale.Stats{"job-plain": {N: 1, P50: time.Millisecond}, "job-gate": {N: 1, P50: 7 * time.Millisecond}}}},
+			Reads: []scale.HolderReadMode{{Mode: "idle", Reads: map[string]scale.Stats{gateRead: {N: 1, P50: time.Millisecond}}}}}}}, 4, "yes", "+5.00 ms beyond a 1.00 ms holder read (+6.00 ms in all)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			block := issue28Block(&tc.in)
@@ -84,4 +89,16 @@ func paceRun(gaps ...time.Duration) *paceResults {
 	}
 	floor := paceWave{Mode: "floor", Nodes: []paceNode{{Completed: t0}, {Started: t0.Add(100 * time.Millisecond)}}}
 	return &paceResults{Soak: 3 * time.Second, LoadAvg: [2]string{"1 1 1", "1 1 1"}, Command: "make bench-pace", Waves: []paceWave{wave, floor}}
+}
+
+// jobRun is a scale.json of one idle mode whose Job start took added more
+// than the plain Job, with its trace's holder listing and etcd read
+// (none: 0) at the median.
+func jobRun(added, holders, etcd time.Duration) *scale.Results {
+	phases := map[string]scale.Stats{"holders": {N: 1, P50: holders}}
+	if etcd > 0 {
+		phases["etcd"] = scale.Stats{N: 1, P50: etcd}
+	}
+	return &scale.Results{Admission: &scale.Admission{Modes: []scale.AdmissionMode{{Name: "idle", LoadBefore: "1.00 1.00 1.00", JobPhases: phases,
+		Series: map[string]scale.Stats{"job-plain": {N: 1, P50: time.Millisecond}, "job-gate": {N: 1, P50: time.Millisecond + added}}}}}}
 }
