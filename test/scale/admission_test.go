@@ -726,6 +726,27 @@ func (m metricSums) mean(before metricSums, metric, match string) time.Duration 
 	return time.Duration(sum / count * float64(time.Second))
 }
 
+// webhookMeans is mean, since before, of each validating webhook's
+// admission duration on operation, by the webhook's name.
+func (m metricSums) webhookMeans(before metricSums, operation string) map[string]time.Duration {
+	const metric = "apiserver_admission_webhook_admission_duration_seconds"
+	out := map[string]time.Duration{}
+	for k := range m {
+		if !strings.HasPrefix(k, metric+"_count{") || !strings.Contains(k, `operation="`+operation+`"`) || !strings.Contains(k, `type="validating"`) {
+			continue
+		}
+		_, rest, _ := strings.Cut(k, `name="`)
+		name, _, _ := strings.Cut(rest, `"`)
+		if _, done := out[name]; done || name == "" {
+			continue
+		}
+		if d := m.mean(before, metric, `name="`+name+`",operation="`+operation+`"`); d > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
 // gateGCs is the serve process's count of garbage collections
 // (go_gc_duration_seconds_count on its metrics endpoint; -1 unknown).
 func gateGCs(addr string) int {

@@ -43,6 +43,15 @@ type PeersRun struct {
 	// Processes: each webhook process's CPU over the run and its memory
 	// after it.
 	Processes []ProcessUse `json:"processes"`
+	// Webhooks: what the API server waited for each validating webhook it
+	// called on the run's Plan creates, the mean of its
+	// apiserver_admission_webhook_admission_duration_seconds (by webhook
+	// name): the hop and the engine together, as the API server sees them.
+	Webhooks map[string]time.Duration `json:"webhooks,omitempty"`
+	// GateHandler and GatePhases are the gate's own handling of its
+	// series' reviews, from its decision log (durationMs, phasesMs).
+	GateHandler Stats            `json:"gateHandler"`
+	GatePhases  map[string]Stats `json:"gatePhases,omitempty"`
 }
 
 // ProcessUse is one process's memory (bytes) and CPU time.

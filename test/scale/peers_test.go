@@ -243,6 +243,9 @@ func TestScalePeers(t *testing.T) {
 		gap  time.Duration
 	}{{"idle, paced 150 ms", pacedGap}, {"idle, back to back", 0}} {
 		run := PeersRun{Name: m.name, Gap: m.gap, Rounds: n, LoadBefore: LoadAverage()}
+		metricsBefore, err := apiserverMetrics(ctx, cs)
+		require.NoError(t, err)
+		logStart := fileSize(e.serve.LogPath)
 		cpu := map[string]time.Duration{}
 		for name, pid := range procs {
 			cpu[name], err = loadgen.ProcessCPU(pid)
@@ -262,6 +265,12 @@ func TestScalePeers(t *testing.T) {
 		}
 		run.LoadAfter = LoadAverage()
 		run.Series = statsOf(took)
+		metricsAfter, err := apiserverMetrics(ctx, cs)
+		require.NoError(t, err)
+		run.Webhooks = metricsAfter.webhookMeans(metricsBefore, "CREATE")
+		var phases map[string][]time.Duration
+		run.GateHandler, phases = handlerDurations(e.serve.LogPath, logStart, "Plan "+fleetgen.NamespaceSUC+"/adm-write")
+		run.GatePhases = statsOf(phases)
 		for _, name := range sortedKeys(procs) {
 			after, err := loadgen.ProcessCPU(procs[name])
 			require.NoError(t, err, name)

@@ -322,9 +322,52 @@ func writePeers(w func(string, ...any), p *scale.Peers) {
 		w("\n")
 	}
 	w("\n")
+	writePeerWebhooks(w, p)
 	if len(p.Failures) > 0 {
 		w("Failures: %s\n\n", strings.Join(p.Failures, "; "))
 	}
+}
+
+// writePeerWebhooks: where each engine's time goes, as the API server saw
+// each webhook call and as the gate saw its own handling.
+func writePeerWebhooks(w func(string, ...any), p *scale.Peers) {
+	var names []string
+	for _, r := range p.Runs {
+		for n := range r.Webhooks {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	w("What the API server waited for each validating webhook it called on the runs' Plan creates, the mean of `apiserver_admission_webhook_admission_duration_seconds` by webhook (the hop and the engine together; the VAP is not a webhook), ")
+	w("and the gate's own handling of its series from its decision log (`durationMs`, `phasesMs`: webhook/trace.go), p50 (p90):\n\n")
+	w("| run | %s | the gate's handler | the gate's phases |\n|---|%s---|---|\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	for _, r := range p.Runs {
+		var cells []string
+		for _, n := range names {
+			if d, ok := r.Webhooks[n]; ok {
+				cells = append(cells, ms(d))
+			} else {
+				cells = append(cells, "–")
+			}
+		}
+		var phases []string
+		for _, ph := range phaseOrder {
+			if st, ok := r.GatePhases[ph]; ok {
+				phases = append(phases, fmt.Sprintf("%s %s (%s)", ph, ms(st.P50), ms(st.P90)))
+			}
+		}
+		handler := "–"
+		if r.GateHandler.N > 0 {
+			handler = fmt.Sprintf("%s (%s)", ms(r.GateHandler.P50), ms(r.GateHandler.P90))
+		}
+		w("| %s | %s | %s | %s |\n", r.Name, strings.Join(cells, " | "), handler, strings.Join(phases, ", "))
+	}
+	w("\n")
 }
 
 func versions(p *scale.Peers) string {

@@ -102,3 +102,20 @@ func jobRun(added, holders, etcd time.Duration) *scale.Results {
 	return &scale.Results{Admission: &scale.Admission{Modes: []scale.AdmissionMode{{Name: "idle", LoadBefore: "1.00 1.00 1.00", JobPhases: phases,
 		Series: map[string]scale.Stats{"job-plain": {N: 1, P50: time.Millisecond}, "job-gate": {N: 1, P50: time.Millisecond + added}}}}}}
 }
+
+// TestPeerWebhooks: the API server's wait on each webhook and the gate's
+// own phases are written beside each other, one row a run; none measured,
+// no table.
+func TestPeerWebhooks(t *testing.T) {
+	run := peersRun(5*time.Millisecond, 3*time.Millisecond, 4*time.Millisecond)
+	run.Webhooks = map[string]time.Duration{"plans.gpu-upgrade-gate.io": 4 * time.Millisecond, "validate.kyverno.svc-fail": 2 * time.Millisecond}
+	run.GateHandler = scale.Stats{N: 3, P50: 3 * time.Millisecond, P90: 4 * time.Millisecond}
+	run.GatePhases = map[string]scale.Stats{"holders": {N: 3, P50: 2 * time.Millisecond, P90: 3 * time.Millisecond}, "read": {N: 3, P50: time.Millisecond, P90: time.Millisecond}}
+	var b strings.Builder
+	w := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
+	writePeerWebhooks(w, &scale.Peers{Runs: []scale.PeersRun{run}})
+	assert.Contains(t, b.String(), "| idle, paced 150 ms | 4.00 ms | 2.00 ms | 3.00 ms (4.00 ms) | read 1.00 ms (1.00 ms), holders 2.00 ms (3.00 ms) |")
+	b.Reset()
+	writePeerWebhooks(w, &scale.Peers{Runs: []scale.PeersRun{peersRun(1, 1, 1)}})
+	assert.Empty(t, b.String())
+}
