@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -16,7 +17,11 @@ import (
 // serve is the handler's HTTP endpoint. Node reviews take the one-pass path
 // (nodeEndpoint); the others controller-runtime's admission handler.
 func (h *handler) serve() http.Handler {
-	slow := &webhook.Admission{Handler: h}
+	// controller-runtime's own logger for the request, without the values
+	// its default adds to each one (a zap logger cloned per review, ~12% of
+	// a Plan review's CPU in process): the gate's decision log line names
+	// the object, the requester and the request's UID already.
+	slow := &webhook.Admission{Handler: h, LogConstructor: func(base logr.Logger, _ *admission.Request) logr.Logger { return base }}
 	for _, r := range h.Resources {
 		if r.Kind != nodeGVK {
 			return slow
