@@ -168,7 +168,7 @@ func (s *Server) decideJob(ctx context.Context, req admission.Request) (gate.Dec
 		drainFacts gate.DrainFacts
 	)
 	if etcd {
-		read(&rest, "etcd", func() { snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live) })
+		read(&rest, "etcd", func() { snaps = s.Facts.etcdSnapshots(ctx) })
 	}
 	if len(drain) > 0 {
 		read(&rest, "drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, pods.podsOn(s.Facts)) })

@@ -66,12 +66,12 @@ func (s *Server) decidePlan(ctx context.Context, req admission.Request) (gate.De
 		if err := concurrently(
 			func() {
 				if etcd {
-					snaps = loader.ReadEtcdSnapshots(ctx, s.Facts.Live)
+					tr.timed("etcd", func() { snaps = s.Facts.requestEtcdSnapshots(ctx) })
 				}
 			},
 			func() {
 				if len(drain) > 0 {
-					drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods)
+					tr.timed("drain", func() { drainFacts = loader.ReadDrainFacts(ctx, s.Facts.Live, drain, s.Facts.SharedPods) })
 				}
 			},
 		); err != nil {

@@ -30,12 +30,23 @@ const EtcdSnapshotTimeout = 3 * time.Second
 // ReadEtcdSnapshots lists the ETCDSnapshotFiles through r. A cluster that
 // serves no such kind (no RKE2/k3s CRD) reads as not served; any other
 // failure is the reading's Err.
+//
+// The list is served from the API server's watch cache as it stands
+// (resourceVersion 0), not read consistently: the rule judges a snapshot's
+// age in hours, against which the cache's lag (milliseconds) is nothing,
+// while a consistent list waits for the cache to catch up with etcd's
+// revision, which other kinds' writes move (up to its ~100 ms progress
+// notification when no ETCDSnapshotFile changed: docs/performance.md,
+// "GPU holders: the read options"). What the lag can do: miss a snapshot
+// written a moment ago (the Plan is refused, and passes on retry), or show
+// one RKE2 pruned a moment ago (only an older one than the newest it
+// keeps).
 func ReadEtcdSnapshots(ctx context.Context, r client.Reader) gate.EtcdSnapshots {
 	ctx, cancel := context.WithTimeout(ctx, EtcdSnapshotTimeout)
 	defer cancel()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(ETCDSnapshotFileGVK.GroupVersion().WithKind(ETCDSnapshotFileGVK.Kind + "List"))
-	err := r.List(ctx, list)
+	err := r.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
 	switch {
 	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		return gate.EtcdSnapshots{}

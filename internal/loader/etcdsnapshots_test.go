@@ -102,6 +102,19 @@ func TestReadEtcdSnapshots(t *testing.T) {
 		require.Len(t, got.Items, 1)
 		assert.True(t, got.Items[0].ReadyToUse)
 	})
+	t.Run("from the watch cache as it stands, not a consistent read", func(t *testing.T) {
+		var rv *string
+		c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{List: func(_ context.Context, _ client.WithWatch, _ client.ObjectList, opts ...client.ListOption) error {
+			o := (&client.ListOptions{}).ApplyOptions(opts)
+			if o.Raw != nil {
+				rv = &o.Raw.ResourceVersion
+			}
+			return nil
+		}}).Build()
+		ReadEtcdSnapshots(context.Background(), c)
+		require.NotNil(t, rv, "no resourceVersion asked for: a consistent read")
+		assert.Equal(t, "0", *rv)
+	})
 }
 
 // TestEtcdSnapshotNoYoungerThanItsObject: a status.creationTime later than
