@@ -44,7 +44,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 	require.NoError(t, err)
 	ref := nvidiaObject("nvidia.com/v1alpha1", "GPUCluster", "gpu-cluster", nil)
 	preGate(t, func() {
-		for _, o := range []client.Object{
+		createAll(t,
 			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "gpuclusters-editor"}, Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"nvidia.com"}, Resources: []string{"gpuclusters"}, Verbs: []string{"*"}}}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gpuclusters-editors"},
@@ -54,10 +54,7 @@ func TestDRADriverGPUCluster(t *testing.T) {
 				"draDriver":    map[string]any{"repository": "nvcr.io/nvidia", "image": "k8s-dra-driver-gpu", "version": "v25.3.0"},
 				"dcgmExporter": map[string]any{"version": testenv.Source.DCGMExporter},
 			}),
-		} {
-			require.NoError(t, env.Admin.Create(ctx, o))
-			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-		}
+		)
 	})
 	defer preGate(t, func() { require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, ref))) })
 	alice, _ := as(t, "alice")
@@ -171,10 +168,7 @@ func TestDRADriverKubeletPlugin(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}
 	preGate(t, func() {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-		for _, o := range []client.Object{role, binding, plugin, other} {
-			require.NoError(t, env.Admin.Create(ctx, o))
-			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-		}
+		createAll(t, role, binding, plugin, other)
 	})
 	t.Cleanup(func() {
 		// The plugin's deletion is reviewed: done with the gate away.

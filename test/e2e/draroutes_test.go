@@ -55,10 +55,7 @@ func TestDRANamespaceDeletion(t *testing.T) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: dsRole.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "namespace-controller", Namespace: "kube-system"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "generic-garbage-collector", Namespace: "kube-system"}}}
-	for _, o := range []client.Object{role, binding, dsRole, dsBinding} {
-		require.NoError(t, env.Admin.Create(ctx, o))
-		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-	}
+	createAll(t, role, binding, dsRole, dsBinding)
 	t.Cleanup(func() {
 		preGate(t, func() {
 			for _, o := range []client.Object{plugin, binding, role, dsBinding, dsRole} {
@@ -130,10 +127,7 @@ func TestGPUOperatorNamespaceDeletion(t *testing.T) {
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "operator-namespace-deleters"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"}}}
-	for _, o := range []client.Object{role, binding} {
-		require.NoError(t, env.Admin.Create(ctx, o))
-		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-	}
+	createAll(t, role, binding)
 	op, err := client.New(env.CP.ConfigFor(operatorSA, "system:serviceaccounts", "system:serviceaccounts:gpu-operator", "system:authenticated"), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -187,10 +181,7 @@ func TestValidatorDaemonSet(t *testing.T) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: "gpu-operator"}}}
-	for _, o := range []client.Object{role, binding} {
-		require.NoError(t, env.Admin.Create(ctx, o))
-		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-	}
+	createAll(t, role, binding)
 	t.Cleanup(func() {
 		for _, o := range []client.Object{binding, role} {
 			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))

@@ -70,10 +70,7 @@ func TestDRAWorkloads(t *testing.T) {
 			{Kind: rbacv1.ServiceAccountKind, Name: "replicaset-controller", Namespace: "kube-system"}}}
 	preGate(t, func() {
 		require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-		for _, o := range []client.Object{role, binding, plugin} {
-			require.NoError(t, env.Admin.Create(ctx, o))
-			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-		}
+		createAll(t, role, binding, plugin)
 	})
 	t.Cleanup(func() {
 		// The plugin's deletion is reviewed: done with the gate away.

@@ -88,10 +88,7 @@ func driverWorld(t *testing.T) {
 				Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "platform-admins"},
 					{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:serviceaccounts:olm"}}},
 		}
-		for _, o := range objs {
-			require.NoError(t, env.Admin.Create(ctx, o))
-			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-		}
+		createAll(t, objs...)
 		require.NoError(t, env.RegisterWebhook(ctx))
 	})
 }

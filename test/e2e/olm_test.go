@@ -32,22 +32,18 @@ var olmWorldOnce sync.Once
 func olmWorld(t *testing.T) {
 	t.Helper()
 	olmWorldOnce.Do(func() {
-		ctx := context.Background()
 		root, err := testenv.RepoRoot()
 		require.NoError(t, err)
 		_, err = envtest.InstallCRDs(env.CP.RESTConfig(), envtest.CRDInstallOptions{Paths: []string{filepath.Join(root, "testdata", "olm", "crd-subscriptions.yaml")}})
 		require.NoError(t, err)
-		for _, o := range []client.Object{
+		createAll(t,
 			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "olm-subscribers"}, Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"operators.coreos.com"}, Resources: []string{"subscriptions", "subscriptions/status", "installplans/status"}, Verbs: []string{"*"}}}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "olm-subscribers"},
 				RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "olm-subscribers"},
 				Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "platform-admins"},
 					{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:serviceaccounts:olm"}}},
-		} {
-			require.NoError(t, env.Admin.Create(ctx, o))
-			require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-		}
+		)
 	})
 }
 

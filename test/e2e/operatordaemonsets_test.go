@@ -35,10 +35,7 @@ func TestGPUOperatorDaemonSetDeletion(t *testing.T) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "platform-admins"},
 			{Kind: rbacv1.ServiceAccountKind, Name: "gpu-operator", Namespace: dc.Namespace}}}
-	for _, o := range []client.Object{role, binding} {
-		require.NoError(t, env.Admin.Create(ctx, o))
-		require.NoError(t, env.WaitBound(ctx, o)) // a grant, seen by the authorizer before it is used
-	}
+	createAll(t, role, binding)
 	t.Cleanup(func() {
 		for _, o := range []client.Object{binding, role} {
 			require.NoError(t, client.IgnoreNotFound(env.Admin.Delete(ctx, o)))

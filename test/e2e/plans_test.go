@@ -161,13 +161,18 @@ func requireDenied(t *testing.T, err error, codes ...gate.Code) {
 	require.Error(t, err)
 	msg := err.Error()
 	assert.Contains(t, msg, "denied the request")
+	assert.ElementsMatch(t, codes, codesIn(msg), msg)
+}
+
+// codesIn are the table's codes a denial names, each once.
+func codesIn(msg string) []gate.Code {
 	var seen []gate.Code
 	for _, c := range allCodes {
 		if strings.Contains(msg, "["+string(c)+"]") {
 			seen = append(seen, c)
 		}
 	}
-	assert.ElementsMatch(t, codes, seen, msg)
+	return seen
 }
 
 // allCodes is every code of the rule table, once each: a code added to the

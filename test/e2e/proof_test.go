@@ -88,13 +88,7 @@ func eventuallyWrite(t *testing.T, write func() error, codes ...gate.Code) {
 // sameCodes: msg names exactly codes, as requireDenied holds it (a stale
 // cache can add a blocker as well as miss one).
 func sameCodes(msg string, codes []gate.Code) bool {
-	var seen []gate.Code
-	for _, c := range allCodes {
-		if strings.Contains(msg, "["+string(c)+"]") {
-			seen = append(seen, c)
-		}
-	}
-	return len(seen) == len(codes) && containsAll(msg, codes)
+	return len(codesIn(msg)) == len(codes) && containsAll(msg, codes)
 }
 
 func containsAll(msg string, codes []gate.Code) bool {
@@ -346,4 +340,15 @@ func grant(t *testing.T, b client.Object) {
 	ctx := context.Background()
 	require.NoError(t, client.IgnoreAlreadyExists(env.Admin.Create(ctx, b)))
 	require.NoError(t, env.WaitBound(ctx, b))
+}
+
+// createAll creates objs as the admin, in order (none may exist yet), and
+// waits until the authorizer honours the bindings among them.
+func createAll(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range objs {
+		require.NoError(t, env.Admin.Create(ctx, o))
+	}
+	require.NoError(t, env.WaitBound(ctx, objs...))
 }
