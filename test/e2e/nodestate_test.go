@@ -271,6 +271,11 @@ func TestHaltNamesTheMoverThroughAPIServer(t *testing.T) {
 	require.NoError(t, dave.Create(ctx, p), "it selects no node yet")
 	release(t, p)
 
+	// The gate's Plan cache sees moved6 a moment after its create: a dry
+	// run waits for that, then the write itself is refused.
+	eventuallyWrite(t, func() error {
+		return alice.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"wave6":"next"}}}`)), client.DryRunAll)
+	}, gate.CodeMovedByMissing)
 	requireDenied(t, patchNode(alice, node, `{"metadata":{"labels":{"wave6":"next"}}}`), gate.CodeMovedByMissing)
 	require.NoError(t, patchNode(alice, node, `{"metadata":{"labels":{"wave6":"next"},"annotations":{"`+gate.AnnotationMovedBy+`":"alice"}}}`), "alice names herself")
 
