@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -563,8 +562,8 @@ func stripNode(obj any, taints, annotations []string) (any, error) {
 	return out, nil
 }
 
-// intern returns the one copy of s that every cached object shares.
-func intern(s string) string { return unique.Make(s).Value() }
+// intern returns the copy of s that every cached object shares.
+func intern(s string) string { return fleetStrings.intern(s) }
 
 // extendedResources keeps a capacity's extended resources (a "/" in the
 // name): their names make a GPU node (gate/gpunode.go); only the nvidia.com/
@@ -581,7 +580,7 @@ func extendedResources(l corev1.ResourceList) corev1.ResourceList {
 		if !isProofResource(k) {
 			v = resource.Quantity{}
 		}
-		out[corev1.ResourceName(unique.Make(string(k)).Value())] = v
+		out[corev1.ResourceName(intern(string(k)))] = v
 	}
 	return out
 }
@@ -595,7 +594,7 @@ func gpuResources(l corev1.ResourceList) corev1.ResourceList {
 			if out == nil {
 				out = corev1.ResourceList{}
 			}
-			out[corev1.ResourceName(unique.Make(string(k)).Value())] = v
+			out[corev1.ResourceName(intern(string(k)))] = v
 		}
 	}
 	return out

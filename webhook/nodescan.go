@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -276,7 +274,7 @@ func (s *nodeScan) stringValueLike(like string, ok bool) string {
 		if b := s.b[start+1 : s.i-1]; ok && like == string(b) {
 			return like
 		}
-		return reviewStrings.get(s.b[start+1 : s.i-1])
+		return fleetStrings.get(s.b[start+1 : s.i-1])
 	}
 	raw := s.b[start:s.i]
 	for _, e := range s.escaped {
@@ -630,7 +628,7 @@ func (s *nodeScan) userInfo(u *authenticationv1.UserInfo) {
 }
 
 // stringOf is a key as a string.
-func (s *nodeScan) stringOf(k []byte) string { return reviewStrings.get(k) }
+func (s *nodeScan) stringOf(k []byte) string { return fleetStrings.get(k) }
 
 // strings decodes a list of strings: null is nil, a null element "".
 func (s *nodeScan) strings() []string {
@@ -1006,37 +1004,4 @@ func (s *nodeScan) time(t *metav1.Time) {
 	if raw := s.raw(); !s.bad && t.UnmarshalJSON(raw) != nil {
 		s.fail()
 	}
-}
-
-// reviewStrings interns the short plain strings the scan copies out: label
-// keys and values, resource and condition names repeat across Nodes, so a
-// review's 100-odd strings are mostly found here instead of allocated. A
-// fixed table of atomic slots: no lock, bounded (a collision replaces the
-// slot), and a lookup that does not allocate.
-var reviewStrings internTable
-
-type internTable struct {
-	seed  maphash.Seed
-	slots [4096]atomic.Pointer[string]
-}
-
-func init() { reviewStrings.seed = maphash.MakeSeed() }
-
-// maxIntern: longer strings (annotations' JSON, say) are copied, not kept.
-const maxIntern = 96
-
-func (t *internTable) get(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > maxIntern {
-		return string(b)
-	}
-	slot := &t.slots[maphash.Bytes(t.seed, b)%uint64(len(t.slots))]
-	if p := slot.Load(); p != nil && *p == string(b) {
-		return *p
-	}
-	str := string(b)
-	slot.Store(&str)
-	return str
 }
