@@ -722,13 +722,27 @@ func SelfCPU() time.Duration {
 // ProcessMemory reads a process's resident set size and its peak (VmRSS and
 // VmHWM in /proc/<pid>/status), in bytes.
 func ProcessMemory(pid int) (rss, peak int64, err error) {
+	m, err := procStatus(pid)
+	return m["VmRSS"], m["VmHWM"], err
+}
+
+// ProcessFileRSS reads the part of a process's resident set that is mapped
+// from files (RssFile: for a Go binary, its own text and tables), in bytes.
+func ProcessFileRSS(pid int) (int64, error) {
+	m, err := procStatus(pid)
+	return m["RssFile"], err
+}
+
+// procStatus is /proc/<pid>/status's sizes in kB, in bytes by name.
+func procStatus(pid int) (map[string]int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	out := map[string]int64{}
 	for _, line := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		if !ok {
 			continue
 		}
 		f := strings.Fields(v)
@@ -737,13 +751,9 @@ func ProcessMemory(pid int) (rss, peak int64, err error) {
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return nil, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
 		}
-		if k == "VmRSS" {
-			rss = n << 10
-		} else {
-			peak = n << 10
-		}
+		out[k] = n << 10
 	}
-	return rss, peak, nil
+	return out, nil
 }

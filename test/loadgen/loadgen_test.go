@@ -45,6 +45,10 @@ func TestProcessMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, rss)
 	assert.GreaterOrEqual(t, peak, rss)
+	file, err := ProcessFileRSS(os.Getpid())
+	require.NoError(t, err)
+	assert.Positive(t, file, "a test binary's own pages")
+	assert.Less(t, file, peak)
 }
 
 // TestRunAgainstStub checks the machinery with a TLS server that allows

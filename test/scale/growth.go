@@ -23,9 +23,12 @@ type GrowthPoint struct {
 	ProofPods int `json:"proofPods"`
 	// SyncedRSS and SyncedHWM: bytes, after every review was answered as
 	// expected and a few idle seconds.
-	SyncedRSS int64  `json:"syncedRSS"`
-	SyncedHWM int64  `json:"syncedHWM"`
-	Load      string `json:"load"`
+	SyncedRSS int64 `json:"syncedRSS"`
+	SyncedHWM int64 `json:"syncedHWM"`
+	// SyncedFileRSS is the part of SyncedRSS mapped from the binary
+	// (RssFile): the floor no cache change moves.
+	SyncedFileRSS int64  `json:"syncedFileRSS,omitempty"`
+	Load          string `json:"load"`
 	// NodeFlat is Node relabel reviews flat out; Plan200 Plan reviews at
 	// 200/s offered. AfterLoadRSS is the RSS after both.
 	NodeFlat     LoadRun `json:"nodeFlat"`

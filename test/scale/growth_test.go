@@ -69,6 +69,8 @@ func growthPoint(t *testing.T, out string, nodes int, run time.Duration) GrowthP
 	var err error
 	p.SyncedRSS, p.SyncedHWM, err = loadgen.ProcessMemory(e.serve.PID())
 	require.NoError(t, err)
+	p.SyncedFileRSS, err = loadgen.ProcessFileRSS(e.serve.PID())
+	require.NoError(t, err)
 	p.Load = LoadAverage()
 	t.Logf("%d nodes: serve RSS %.1f MiB (peak %.1f MiB), %d proof Pods cached", nodes, float64(p.SyncedRSS)/(1<<20), float64(p.SyncedHWM)/(1<<20), p.ProofPods)
 

@@ -56,10 +56,12 @@ type PeersRun struct {
 
 // ProcessUse is one process's memory (bytes) and CPU time.
 type ProcessUse struct {
-	Name string        `json:"name"`
-	RSS  int64         `json:"rss"`
-	HWM  int64         `json:"hwm"`
-	CPU  time.Duration `json:"cpu,omitempty"`
+	Name string `json:"name"`
+	RSS  int64  `json:"rss"`
+	HWM  int64  `json:"hwm"`
+	// FileRSS is the part of RSS mapped from the binary (RssFile), idle only.
+	FileRSS int64         `json:"fileRSS,omitempty"`
+	CPU     time.Duration `json:"cpu,omitempty"`
 }
 
 // PeerRule is one rule and what each engine answered to a Plan breaking

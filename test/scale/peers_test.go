@@ -212,7 +212,9 @@ func TestScalePeers(t *testing.T) {
 	for _, name := range sortedKeys(procs) {
 		rss, hwm, err := loadgen.ProcessMemory(procs[name])
 		require.NoError(t, err, name)
-		res.Idle = append(res.Idle, ProcessUse{Name: name, RSS: rss, HWM: hwm})
+		file, err := loadgen.ProcessFileRSS(procs[name])
+		require.NoError(t, err, name)
+		res.Idle = append(res.Idle, ProcessUse{Name: name, RSS: rss, HWM: hwm, FileRSS: file})
 	}
 
 	res.Plan = "GPU canary Plan (one V100 node by hostname), created and deleted, allowed by every engine"

@@ -51,14 +51,7 @@ func TestIssue28Goals(t *testing.T) {
 			Reads: []scale.HolderReadMode{{Mode: "idle", Reads: map[string]scale.Stats{gateRead: {N: 1, P50: time.Millisecond}}}}}}}, 4, "yes", "+5.00 ms beyond a 1.00 ms holder read (+6.00 ms in all)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			block := issue28Block(&tc.in)
-			var row string
-			for _, l := range strings.Split(block, "\n") {
-				if strings.HasPrefix(l, "| "+string(rune('0'+tc.goal))+" |") {
-					row = l
-				}
-			}
-			require.NotEmpty(t, row, block)
+			row := goalRow(t, &tc.in, tc.goal)
 			assert.Contains(t, row, "| "+tc.met+" |")
 			assert.Contains(t, row, tc.shows)
 		})
@@ -118,4 +111,54 @@ func TestPeerWebhooks(t *testing.T) {
 	b.Reset()
 	writePeerWebhooks(w, &scale.Peers{Runs: []scale.PeersRun{peersRun(1, 1, 1)}})
 	assert.Empty(t, b.String())
+}
+
+// TestIssue28Causes: a goal not met carries what the same runs measured of
+// its cause (the gate's traced holder listing, the binary's own pages); a
+// goal met carries none.
+func TestIssue28Causes(t *testing.T) {
+	traced := func(r scale.PeersRun) scale.PeersRun {
+		r.GateHandler = scale.Stats{N: 3, P50: 1500 * time.Microsecond}
+		r.GatePhases = map[string]scale.Stats{"admit": {P50: 100 * time.Microsecond}, "read": {P50: 100 * time.Microsecond},
+			"decode": {P50: 100 * time.Microsecond}, "facts": {P50: 100 * time.Microsecond}, "engine": {P50: 50 * time.Microsecond},
+			"holders": {P50: 1200 * time.Microsecond}}
+		return r
+	}
+	over := &scale.Growth{Points: []scale.GrowthPoint{{Fleet: scale.FleetInfo{Nodes: 5000}, SyncedRSS: 110 << 20, SyncedFileRSS: 34 << 20}}}
+	for _, tc := range []struct {
+		name  string
+		in    inputs
+		goal  int
+		cause string
+	}{
+		{"plan over: the holder listing", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{traced(peersRun(3*time.Millisecond, 4*time.Millisecond, 2500*time.Microsecond))}}},
+			2, "0.50 ms over gatekeeper; the gate's handler 1.50 ms p50, its longest part the holder listing (1.20 ms), a live read of the Pods on the Plan's pending nodes, starting about 0.45 ms into the review"},
+		{"plan over, untraced", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{peersRun(3*time.Millisecond, 4*time.Millisecond, 2500*time.Microsecond)}}},
+			2, "the gate's phases were not traced in this run"},
+		{"plan met", inputs{peers: &scale.Peers{Runs: []scale.PeersRun{traced(peersRun(2*time.Millisecond, 4*time.Millisecond, 2500*time.Microsecond))}}},
+			2, "| – |"},
+		{"memory over: the binary's pages", inputs{growth: over}, 3, "of the 110.0 MiB, 34.0 MiB is the binary's own pages (RssFile) and 76.0 MiB anonymous"},
+		{"memory beside the peers", inputs{peers: &scale.Peers{Idle: []scale.ProcessUse{{Name: "gate", RSS: 60 << 20, FileRSS: 33 << 20}, {Name: "gatekeeper", RSS: 105 << 20}}}},
+			3, "a third of the smallest is 35.0 MiB and the gate's own pages (RssFile) are 33.0 MiB of its 60.0 MiB"},
+		{"memory met", inputs{growth: &scale.Growth{Points: []scale.GrowthPoint{{Fleet: scale.FleetInfo{Nodes: 5000}, SyncedRSS: 90 << 20, SyncedFileRSS: 34 << 20}}}},
+			3, "| – |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := goalRow(t, &tc.in, tc.goal)
+			assert.Contains(t, row, tc.cause)
+			assert.True(t, strings.HasSuffix(row, "| – |") == strings.HasSuffix(tc.cause, "| – |"), row)
+		})
+	}
+}
+
+// goalRow is goal n's row of the block rendered from in.
+func goalRow(t *testing.T, in *inputs, n int) string {
+	block := issue28Block(in)
+	for _, l := range strings.Split(block, "\n") {
+		if strings.HasPrefix(l, fmt.Sprintf("| %d |", n)) {
+			return l
+		}
+	}
+	require.Failf(t, "no row", "goal %d in:\n%s", n, block)
+	return ""
 }
