@@ -44,6 +44,7 @@ bench-scale: controlplane helm ## The scale and fault tests against a real contr
 bench-growth: controlplane helm ## The growth curve: RSS, Node reviews/s and Plan p99 at 1,000 / 5,000 / 15,000 nodes (BENCH_DIR/growth.json; GUG_SCALE_GROWTH=sizes)
 	@mkdir -p $(BENCH_DIR)
 	@set -o pipefail; GUG_SCALE_OUT=$(BENCH_ABS) $(GO) test -count=1 -tags scale -run TestScaleGrowth -timeout 90m -v ./test/scale/ 2>&1 | tee $(BENCH_DIR)/growth.log
+	$(GO) run ./test/scale/report -dir $(BENCH_DIR) -growth -out docs/performance.md
 
 bench-report: ## Write docs/performance.md from BENCH_DIR
 	$(GO) run ./test/scale/report -dir $(BENCH_DIR) -out docs/performance.md

@@ -12,6 +12,21 @@ import (
 	"github.com/gpu-upgrade-gate/gpu-upgrade-gate/test/scale"
 )
 
+const growthHeading = "## Growth with the fleet"
+
+// spliceGrowth rewrites the growth section of the report at out from
+// dir/growth.json (make bench-growth).
+func spliceGrowth(dir, out string) error {
+	section, _, err := growthOf(dir)
+	if err != nil {
+		return err
+	}
+	if section == "" {
+		return fmt.Errorf("no %s", filepath.Join(dir, "growth.json"))
+	}
+	return spliceSection(out, growthHeading, section)
+}
+
 // growthOf renders the growth curve (growth.json, TestScaleGrowth; issue 14
 // item 6) and its memory target. No file: no section, no target.
 func growthOf(dir string) (string, []target, error) {
@@ -28,14 +43,18 @@ func growthOf(dir string) (string, []target, error) {
 	}
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("## Growth with the fleet\n\n")
+	w("%s\n\n", growthHeading)
 	w("Each size on a control plane of its own: the fleet as above scaled (a fifth GPU nodes), with a Ready GPU Operator validator Pod on every GPU node, ")
 	w("the proof facts the webhook caches by label; `serve` synced to it, then Node relabel reviews flat out (16 workers) and Plan reviews at 200/s offered. `%s`\n\n", g.Command)
-	w("| nodes (GPU) | proof Pods | RSS synced (peak) | load | Node relabel reviews/s | Node p99 | Plan p99 at 200/s (answered/s) | load | RSS after load (peak) |\n|---|---|---|---|---|---|---|---|---|\n")
+	w("| nodes (GPU) | proof Pods | RSS synced (peak) | of it the binary's pages (RssFile) | load | Node relabel reviews/s | Node p99 | Plan p99 at 200/s (answered/s) | load | RSS after load (peak) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	var ts []target
 	for _, p := range g.Points {
-		w("| %d (%d) | %d | %s (%s) | %s | %.0f | %s | %s (%.0f) | %s | %s (%s) |\n", p.Fleet.Nodes, p.Fleet.GPUNodes, p.ProofPods,
-			mib(p.SyncedRSS), mib(p.SyncedHWM), p.Load, p.NodeFlat.Summary.Throughput, ms(p.NodeFlat.Summary.P99),
+		file := "–"
+		if p.SyncedFileRSS > 0 {
+			file = mib(p.SyncedFileRSS)
+		}
+		w("| %d (%d) | %d | %s (%s) | %s | %s | %.0f | %s | %s (%.0f) | %s | %s (%s) |\n", p.Fleet.Nodes, p.Fleet.GPUNodes, p.ProofPods,
+			mib(p.SyncedRSS), mib(p.SyncedHWM), file, p.Load, p.NodeFlat.Summary.Throughput, ms(p.NodeFlat.Summary.P99),
 			ms(p.Plan200.Summary.P99), p.Plan200.Summary.Throughput, p.Plan200.LoadBefore, mib(p.AfterLoadRSS), mib(p.AfterLoadHWM))
 		if p.Fleet.Nodes == 5000 {
 			ts = append(ts, target{id: "rss-proof", what: "Webhook RSS with 5,000 nodes synced, with the proof facts (a validator Pod per GPU node)", goal: "≤ 100 MiB",

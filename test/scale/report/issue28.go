@@ -171,7 +171,7 @@ func planVsPeers(in *inputs) goal {
 		g.met = metWord(met)
 	}
 	if len(causes) > 0 {
-		g.cause = strings.Join(causes, "; ") + ". Would close it: the holder listing started before the facts and the engine (its nodes chosen from the last fleet view), or a listing the API server answers faster; no peer makes this read"
+		g.cause = strings.Join(causes, "; ") + ". No peer makes this read: it is one round trip through the API server, about what the hop to a webhook costs (noop). Would close it: the listing started before the facts and the engine (its nodes chosen from the last fleet view; those phases' time at most), holders from an informer instead of a live read, which section “GPU holders: how fresh, and why” weighs and declines (a less fresh answer, and memory and a watch per GPU node), or no holder read at the Plan's create at all, leaving it to SUC's Job start, whose guard repeats it live: the person applying the Plan would learn of the holders only when the node's Job is held"
 	}
 	return g
 }

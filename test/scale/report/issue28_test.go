@@ -162,3 +162,14 @@ func goalRow(t *testing.T, in *inputs, n int) string {
 	require.Failf(t, "no row", "goal %d in:\n%s", n, block)
 	return ""
 }
+
+// TestReplaceSection: a section is replaced up to the next "## " heading,
+// the rest kept, and added before "## Reproduce" when absent.
+func TestReplaceSection(t *testing.T) {
+	doc := "# T\n\n## Memory\n\nm\n\n" + growthHeading + "\n\nold\n| 1 |\n\n## Faults\n\nf\n\n## Reproduce\n\nr\n"
+	got := replaceSection(doc, growthHeading, growthHeading+"\n\nnew\n\n")
+	assert.Equal(t, "# T\n\n## Memory\n\nm\n\n"+growthHeading+"\n\nnew\n\n## Faults\n\nf\n\n## Reproduce\n\nr\n", got)
+	assert.Equal(t, got, replaceSection(got, growthHeading, growthHeading+"\n\nnew\n\n"))
+	added := replaceSection("# T\n\n## Reproduce\n\nr\n", paceHeading, paceHeading+"\n\np\n")
+	assert.Equal(t, "# T\n\n"+paceHeading+"\n\np\n\n## Reproduce\n\nr\n", added)
+}

@@ -29,6 +29,7 @@ func main() {
 	dir := flag.String("dir", "bin/bench", "what make bench wrote: bench.txt, *.pprof.txt, scale.json")
 	out := flag.String("out", "docs/performance.md", "the report")
 	paceOnly := flag.Bool("pace", false, "rewrite only the rollout pace section of -out from -dir/pace.json (make bench-pace)")
+	growthOnly := flag.Bool("growth", false, "rewrite only the growth section of -out from -dir/growth.json (make bench-growth)")
 	only28 := flag.Bool("splice", false, "refresh only issue 28's block (goals, peers) in the existing -out (make bench-peers)")
 	flag.Parse()
 	if *paceOnly {
@@ -37,6 +38,14 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("wrote the rollout pace section of", *out)
+		return
+	}
+	if *growthOnly {
+		if err := spliceGrowth(*dir, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote the growth section of", *out)
 		return
 	}
 	render := render

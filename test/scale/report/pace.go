@@ -143,26 +143,33 @@ func splicePace(dir, out string) error {
 	if section == "" {
 		return fmt.Errorf("no %s", filepath.Join(dir, "pace.json"))
 	}
+	return spliceSection(out, paceHeading, section)
+}
+
+// spliceSection rewrites the section under heading (up to the next "## ")
+// of the report at out with section, or adds it before "## Reproduce".
+func spliceSection(out, heading, section string) error {
 	data, err := os.ReadFile(out)
 	if err != nil {
 		return err
 	}
-	doc := string(data)
-	start := strings.Index(doc, "\n"+paceHeading+"\n")
+	return os.WriteFile(out, []byte(replaceSection(string(data), heading, section)), 0o644)
+}
+
+func replaceSection(doc, heading, section string) string {
+	start := strings.Index(doc, "\n"+heading+"\n")
 	if start < 0 {
 		i := strings.Index(doc, "\n## Reproduce")
 		if i < 0 {
 			i = len(doc)
 		}
-		doc = doc[:i] + "\n" + strings.TrimRight(section, "\n") + "\n" + doc[i:]
-	} else {
-		end := strings.Index(doc[start+1:], "\n## ")
-		if end < 0 {
-			end = len(doc)
-		} else {
-			end += start + 1
-		}
-		doc = doc[:start+1] + strings.TrimRight(section, "\n") + "\n" + doc[end:]
+		return doc[:i] + "\n" + strings.TrimRight(section, "\n") + "\n" + doc[i:]
 	}
-	return os.WriteFile(out, []byte(doc), 0o644)
+	end := strings.Index(doc[start+1:], "\n## ")
+	if end < 0 {
+		end = len(doc)
+	} else {
+		end += start + 1
+	}
+	return doc[:start+1] + strings.TrimRight(section, "\n") + "\n" + doc[end:]
 }
