@@ -456,7 +456,10 @@ func render(dir string) (string, error) {
 	}
 	w("%s\n", issue28Block(in))
 
-	w("## Reproduce\n\n```sh\nmake bench    # all of the below, then this file (about 20 minutes on 2 idle cores)\n```\n\n")
+	w("## Reproduce\n\n```sh\nmake bench    # all of the below, then this file (about 20 minutes on 2 idle cores)\n")
+	w("make bench-growth   # the growth curve alone (1,000 / 5,000 / 15,000 nodes), then its section here\n")
+	w("make bench-pace     # the rollout pace alone (real SUC), then its section here\n")
+	w("make bench-peers    # the Plan create beside Kyverno and Gatekeeper, then issue 28's block here\n```\n\n")
 	w("```sh\n%s```\n", commands)
 	return b.String(), nil
 }
