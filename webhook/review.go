@@ -50,21 +50,26 @@ func (e *nodeEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.slow.ServeHTTP(w, r)
 		return
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer putBody(buf)
-	buf.Reset()
-	if r.ContentLength > 0 && r.ContentLength <= MaxReviewBytes {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
-	_ = r.Body.Close()
-	if err != nil {
-		writeReview(w, admissionv1.SchemeGroupVersion.String(), admission.Errored(http.StatusBadRequest, fmt.Errorf("read the review: %w", err)))
-		return
-	}
 	// The decoded review holds no byte of body (nodescan.go copies what it
-	// keeps), so the buffer goes back to the pool when this returns.
-	body := buf.Bytes()
+	// keeps), so the buffer goes back to its pool when this returns.
+	var body []byte
+	if rb, ok := r.Body.(*readBody); ok {
+		body = rb.bytes // serve's limiter read it, into its pooled buffer
+	} else {
+		buf := bodyPool.Get().(*bytes.Buffer)
+		defer putBody(buf)
+		buf.Reset()
+		if r.ContentLength > 0 && r.ContentLength <= MaxReviewBytes {
+			buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		}
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxReviewBytes))
+		_ = r.Body.Close()
+		if err != nil {
+			writeReview(w, admissionv1.SchemeGroupVersion.String(), admission.Errored(http.StatusBadRequest, fmt.Errorf("read the review: %w", err)))
+			return
+		}
+		body = buf.Bytes()
+	}
 	req, ok := decodeNodeReview(body)
 	if !ok {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -92,7 +97,8 @@ func (e *nodeEndpoint) handle(r *http.Request, req admission.Request) (resp admi
 	return resp
 }
 
-// bodyPool holds read buffers of Node reviews: a review's body is
+// bodyPool holds read buffers of reviews (the limiter's, and the Node
+// endpoint's when no limiter read the body): a Node review's body is
 // 40-80 KB, read into a fresh growing buffer about ten allocations.
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
