@@ -480,7 +480,8 @@ func stripJob(obj any) (any, error) {
 
 // StripNode keeps only what the rules read, so 5,000 cached Nodes stay small:
 // no images, addresses, annotations or managed fields; of the capacity only
-// the nvidia.com/ resources, of the taints only the cordon's. The labels,
+// the nvidia.com/ resources, of the taints only the cordon's, of the
+// conditions Ready and the configured GPU-health ones. The labels,
 // most of what is left, are interned: the same keys and most values repeat
 // on every node, and JSON decoding gives each node its own copies (at 5,000
 // nodes, 44 MiB of live heap without, 29 MiB with).
@@ -500,16 +501,24 @@ func StripNodeFor(cfg *gate.Config) func(any) (any, error) {
 // for a snapshot read before the config is known (check), so whatever
 // out-of-service marks the config names are still there to be read.
 func StripNodeKeepingMarks(obj any) (any, error) {
-	return asIs(obj, func(obj any) (any, error) { return stripNode(obj, nil, nil) })
+	return asIs(obj, func(obj any) (any, error) { return stripNode(obj, nil, nil, nil) })
 }
 
 func nodeStripper(cfg *gate.Config) func(any) (any, error) {
 	taints := slices.Concat([]string{gate.TaintUnschedulable}, cfg.OutOfService.Taints)
 	annotations := slices.Concat([]string{gate.AnnotationMovedBy, gate.AnnotationCordonHandover}, cfg.OutOfService.Annotations)
-	return func(obj any) (any, error) { return stripNode(obj, taints, annotations) }
+	// The conditions the rules read: Ready, and the configured GPU-health
+	// ones (a kubelet and its agents write a dozen; most nodes are CPU
+	// nodes, of which only Ready is read).
+	conditions := []corev1.NodeConditionType{corev1.NodeReady}
+	for _, h := range cfg.Proof.HealthConditions {
+		conditions = append(conditions, corev1.NodeConditionType(h.Type))
+	}
+	return func(obj any) (any, error) { return stripNode(obj, taints, annotations, conditions) }
 }
 
-func stripNode(obj any, taints, annotations []string) (any, error) {
+// stripNode keeps the taints, annotations and conditions named (nil: all).
+func stripNode(obj any, taints, annotations []string, conditions []corev1.NodeConditionType) (any, error) {
 	n, ok := obj.(*corev1.Node)
 	if !ok {
 		return obj, nil
@@ -525,14 +534,21 @@ func stripNode(obj any, taints, annotations []string) (any, error) {
 		// The versions repeat across the fleet: interned, as the labels.
 		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KernelVersion: intern(n.Status.NodeInfo.KernelVersion), KubeletVersion: intern(n.Status.NodeInfo.KubeletVersion)}},
 	}
-	if len(n.Status.Conditions) > 0 {
-		// Every condition, without its text: Ready and the GPU-health ones
-		// the proof reads (their set is configured; a node has a dozen).
-		// Sized exactly (append's doubling left 8 slots for 5, ~2 MiB at
-		// 5,000 nodes), their type and status interned.
-		out.Status.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
-		for i, c := range n.Status.Conditions {
-			out.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))), LastTransitionTime: c.LastTransitionTime}
+	kept := 0
+	for _, c := range n.Status.Conditions {
+		if conditions == nil || slices.Contains(conditions, c.Type) {
+			kept++
+		}
+	}
+	if kept > 0 {
+		// The conditions the rules read, without their text: sized exactly
+		// (append's doubling left 8 slots for 5, ~2 MiB at 5,000 nodes),
+		// their type and status interned.
+		out.Status.Conditions = make([]corev1.NodeCondition, 0, kept)
+		for _, c := range n.Status.Conditions {
+			if conditions == nil || slices.Contains(conditions, c.Type) {
+				out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))), LastTransitionTime: c.LastTransitionTime})
+			}
 		}
 	}
 	for _, t := range n.Spec.Taints {

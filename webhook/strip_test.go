@@ -39,10 +39,22 @@ func TestStripNode(t *testing.T) {
 	assert.Equal(t, a.Labels, na.Labels)
 	assert.Equal(t, a.Status.NodeInfo.KernelVersion, na.Status.NodeInfo.KernelVersion)
 	assert.Equal(t, a.Status.NodeInfo.KubeletVersion, na.Status.NodeInfo.KubeletVersion)
-	require.Len(t, na.Status.Conditions, len(a.Status.Conditions))
-	for i, c := range a.Status.Conditions {
-		assert.Equal(t, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}, na.Status.Conditions[i], "conditions keep type, status and time, not their text")
+	// Of the conditions, Ready and the configured GPU-health ones, with
+	// their type, status and time, not their text.
+	health := gate.DefaultConfig().Proof.HealthConditions
+	require.NotEmpty(t, health)
+	a.Status.Conditions = append(a.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeConditionType(health[0].Type), Status: health[0].UnhealthyStatus, Reason: "XidError", Message: "GPU fell off the bus"})
+	sa, err = StripNode(a)
+	require.NoError(t, err)
+	na = sa.(*corev1.Node)
+	var want []corev1.NodeCondition
+	for _, c := range a.Status.Conditions {
+		if c.Type == corev1.NodeReady || c.Type == corev1.NodeConditionType(health[0].Type) {
+			want = append(want, corev1.NodeCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		}
 	}
+	require.Len(t, want, 2)
+	assert.Equal(t, want, na.Status.Conditions, "Ready and the health condition; not MemoryPressure, DiskPressure and the others")
 	for k := range na.Status.Capacity {
 		assert.Contains(t, string(k), "/", "only extended resources are kept")
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,6 +62,9 @@ func TestCacheTransformsKeepDecisions(t *testing.T) {
 		drop func(*corev1.Node)
 	}{
 		{"conditions", func(n *corev1.Node) { n.Status.Conditions = nil }},
+		{"health conditions", func(n *corev1.Node) {
+			n.Status.Conditions = slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type != corev1.NodeReady })
+		}},
 		{"taints and annotations", func(n *corev1.Node) { n.Spec.Taints, n.Annotations = nil, nil }},
 		{"kubelet version", func(n *corev1.Node) { n.Status.NodeInfo.KubeletVersion = "" }},
 		{"GPU resources", func(n *corev1.Node) { n.Status.Capacity, n.Status.Allocatable = nil, nil }},
@@ -123,6 +127,13 @@ func markedFleet(t *testing.T) *fleetgen.Fleet {
 	})
 	mark("v100", fleetgen.RoleWave2, "zone-a", func(n *corev1.Node) {
 		metav1.SetMetaDataAnnotation(&n.ObjectMeta, gate.AnnotationMovedBy, "alice")
+	})
+	// A GPU-health agent's condition, unhealthy, on a canary (the strip
+	// keeps Ready and the configured health conditions, no other).
+	require.NotEmpty(t, cfg.Proof.HealthConditions)
+	mark("v100", fleetgen.RoleCanary, "zone-a", func(n *corev1.Node) {
+		h := cfg.Proof.HealthConditions[0]
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeConditionType(h.Type), Status: h.UnhealthyStatus, Reason: "XidError"})
 	})
 	// And what no rule reads: another taint and annotation on every GPU node.
 	for _, n := range f.Nodes {
