@@ -61,22 +61,36 @@ func TestEtcdSnapshotBeforeRKE2Minor(t *testing.T) {
 		writeSnapshotFile(ctx, t, "local-etcd-snapshot-server-1-failed", map[string]any{
 			"readyToUse": false, "creationTime": time.Now().UTC().Format(time.RFC3339),
 			"error": map[string]any{"message": "snapshot save: context deadline exceeded", "time": time.Now().UTC().Format(time.RFC3339)}})
-		err := dryRun()
+		err := deniedOnceSeen(t, dryRun, "(1 seen")
 		requireDenied(t, err, gate.CodeEtcdSnapshotStale)
-		assert.Contains(t, err.Error(), "(1 seen")
 	})
 	t.Run("EtcdSnapshotStale: the ready one is older than maxAge", func(t *testing.T) {
 		writeSnapshotFile(ctx, t, "local-etcd-snapshot-server-1-old", map[string]any{
 			"readyToUse": true, "size": "10485792", "creationTime": now.Add(-env.Config.EtcdSnapshot.MaxAge.Duration - time.Hour).UTC().Format(time.RFC3339)})
-		err := dryRun()
+		err := deniedOnceSeen(t, dryRun, "the newest ready ETCDSnapshotFile, local-etcd-snapshot-server-1-old (snapshot etcd-snapshot-server-1-old on node server-1)")
 		requireDenied(t, err, gate.CodeEtcdSnapshotStale)
-		assert.Contains(t, err.Error(), "the newest ready ETCDSnapshotFile, local-etcd-snapshot-server-1-old (snapshot etcd-snapshot-server-1-old on node server-1)")
 	})
 	t.Run("a fresh ready snapshot admits the Plan", func(t *testing.T) {
 		writeSnapshotFile(ctx, t, "local-etcd-snapshot-server-1-fresh", map[string]any{
 			"readyToUse": true, "size": "10485792", "creationTime": now.Add(-10 * time.Minute).UTC().Format(time.RFC3339)})
-		require.NoError(t, dryRun())
+		// Until the API server's watch cache has the new object, the gate's
+		// read (resourceVersion 0) still sees only the old one.
+		require.Eventually(t, func() bool { return dryRun() == nil }, 10*time.Second, 100*time.Millisecond, "the fresh snapshot never admitted the Plan")
 	})
+}
+
+// deniedOnceSeen dry-runs until the denial names want and returns it: the
+// gate lists the ETCDSnapshotFiles from the API server's watch cache
+// (resourceVersion 0), which may not yet hold an object written a moment
+// before (a fresh machine's run was denied for the snapshots it had seen).
+func deniedOnceSeen(t *testing.T, dryRun func() error, want string) error {
+	t.Helper()
+	var err error
+	require.Eventually(t, func() bool {
+		err = dryRun()
+		return err != nil && strings.Contains(err.Error(), want)
+	}, 10*time.Second, 100*time.Millisecond, "the denial never named %q", want)
+	return err
 }
 
 // installSnapshotCRD creates the reduced ETCDSnapshotFile CRD and waits

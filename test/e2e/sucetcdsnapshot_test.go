@@ -49,6 +49,11 @@ func TestEtcdSnapshotHoldsSUCJob(t *testing.T) {
 	pruned.SetGroupVersionKind(loader.ETCDSnapshotFileGVK)
 	pruned.SetName("local-etcd-snapshot-server-1-pruned")
 	require.NoError(t, env.Admin.Delete(ctx, pruned))
+	// The gate reads the snapshots from the API server's watch cache
+	// (resourceVersion 0): wait until a Plan check no longer sees the
+	// pruned one, so SUC's Job start cannot either.
+	probe := sucPlan("etcd-suc-probe", "v100-r580", node)
+	require.Eventually(t, func() bool { return alice.Create(ctx, probe.DeepCopy(), client.DryRunAll) != nil }, 10*time.Second, 100*time.Millisecond, "the gate still sees the pruned snapshot")
 	release(t, p)
 	stoppedAtTheJob(t, "etcd-suc", node, gate.CodeEtcdSnapshotStale)
 	msg := jobDenials(t, "etcd-suc", node)[0].ResponseStatus.Message
