@@ -14,19 +14,6 @@ import (
 
 const growthHeading = "## Growth with the fleet"
 
-// spliceGrowth rewrites the growth section of the report at out from
-// dir/growth.json (make bench-growth).
-func spliceGrowth(dir, out string) error {
-	section, _, err := growthOf(dir)
-	if err != nil {
-		return err
-	}
-	if section == "" {
-		return fmt.Errorf("no %s", filepath.Join(dir, "growth.json"))
-	}
-	return spliceSection(out, growthHeading, section)
-}
-
 // growthOf renders the growth curve (growth.json, TestScaleGrowth; issue 14
 // item 6) and its memory target. No file: no section, no target.
 func growthOf(dir string) (string, []target, error) {

@@ -32,20 +32,19 @@ func main() {
 	growthOnly := flag.Bool("growth", false, "rewrite only the growth section of -out from -dir/growth.json (make bench-growth)")
 	only28 := flag.Bool("splice", false, "refresh only issue 28's block (goals, peers) in the existing -out (make bench-peers)")
 	flag.Parse()
-	if *paceOnly {
-		if err := splicePace(*dir, *out); err != nil {
+	for _, o := range []struct {
+		on   bool
+		part partial
+		what string
+	}{{*paceOnly, pacePartial, "rollout pace"}, {*growthOnly, growthPartial, "growth"}} {
+		if !o.on {
+			continue
+		}
+		if err := o.part.splice(*dir, *out); err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)
 			os.Exit(1)
 		}
-		fmt.Println("wrote the rollout pace section of", *out)
-		return
-	}
-	if *growthOnly {
-		if err := spliceGrowth(*dir, *out); err != nil {
-			fmt.Fprintln(os.Stderr, "report:", err)
-			os.Exit(1)
-		}
-		fmt.Println("wrote the growth section of", *out)
+		fmt.Println("wrote the", o.what, "section of", *out)
 		return
 	}
 	render := render

@@ -133,17 +133,29 @@ func paceOf(dir string) (string, []target, error) {
 
 const paceHeading = "## Rollout pace"
 
-// splicePace rewrites the rollout pace section of the report at out (or
-// appends it), leaving the rest as the last full report wrote it.
-func splicePace(dir, out string) error {
-	section, _, err := paceOf(dir)
+// partial is a section a partial bench run rewrites alone in an existing
+// report (make bench-pace, make bench-growth), leaving the rest as the last
+// full report wrote it.
+type partial struct {
+	heading, file string
+	render        func(dir string) (string, []target, error)
+}
+
+var (
+	pacePartial   = partial{paceHeading, "pace.json", paceOf}
+	growthPartial = partial{growthHeading, "growth.json", growthOf}
+)
+
+// splice rewrites p's section of the report at out from dir (or adds it).
+func (p partial) splice(dir, out string) error {
+	section, _, err := p.render(dir)
 	if err != nil {
 		return err
 	}
 	if section == "" {
-		return fmt.Errorf("no %s", filepath.Join(dir, "pace.json"))
+		return fmt.Errorf("no %s", filepath.Join(dir, p.file))
 	}
-	return spliceSection(out, paceHeading, section)
+	return spliceSection(out, p.heading, section)
 }
 
 // spliceSection rewrites the section under heading (up to the next "## ")
